@@ -1,0 +1,167 @@
+/**
+ * One typed configuration, read once at start from flags and environment variables
+ * (flags win), with defaults that run a node out of the box. Every listen address,
+ * directory, key file and limit is settable both ways.
+ */
+import { availableParallelism } from 'node:os';
+import { resolve, join } from 'node:path';
+
+export interface Bind {
+  host: string;
+  port: number;
+}
+
+export interface Config {
+  dataDir: string;
+  /** Interface C, the ledger gateway. */
+  ledgerBind: Bind;
+  /** Interface A, the node. */
+  nodeBind: Bind;
+  /** Interface B, the data. */
+  dataBind: Bind;
+  adminKeysFile: string;
+  /** Blocks carry at most this many batches (0 = no limit). */
+  maxBatchesPerBlock: number;
+  /** Minimum time between two blocks. 0 publishes as soon as batches are pending. */
+  minBlockIntervalMs: number;
+  /** Back-pressure: limit = multiplier × rolling average of batches per block. */
+  queueMultiplier: number;
+  /** Starting value of that rolling average. */
+  queueInitialAverage: number;
+  /** Verification workers in the piscina pool. */
+  poolThreads: number;
+  maxBodyBytes: number;
+  /** Node identity shown by interface A; generated once and kept when unset. */
+  nodeId: string | undefined;
+  displayName: string | undefined;
+  /** Peer endpoints reported by GET /peers and GET /status. */
+  peers: string[];
+  /** Endpoint this validator advertises. */
+  endpoint: string;
+  cors: boolean;
+  accessTokenTtlSec: number;
+  refreshTokenTtlSec: number;
+  /** bcrypt cost of stored passwords (4..31). */
+  bcryptCost: number;
+  /** Base delay of the per-username failed-login backoff. */
+  loginBackoffMs: number;
+  oauth: {
+    issuer: string | undefined;
+    clientId: string | undefined;
+    clientSecret: string | undefined;
+    /** Public URL of this node's OAuth callback; defaults to http://<node bind>/oauth/callback. */
+    redirectUrl: string | undefined;
+    /** Client URLs (origins or origin+path prefixes) the OAuth callback may redirect to; empty = loopback and own host. */
+    allowedRedirects: string[];
+    /** Age after which an OAuth session is re-checked with the provider. */
+    recheckSec: number;
+  };
+}
+
+interface OptionSpec {
+  flag: string;
+  env: string;
+  help: string;
+}
+
+export const OPTIONS: Record<string, OptionSpec> = {
+  dataDir: { flag: 'data-dir', env: 'CAIRN_DATA_DIR', help: 'data directory (default ./data)' },
+  ledgerBind: { flag: 'ledger-bind', env: 'CAIRN_LEDGER_BIND', help: 'interface C host:port (default 127.0.0.1:8008)' },
+  nodeBind: { flag: 'node-bind', env: 'CAIRN_NODE_BIND', help: 'interface A host:port (default 127.0.0.1:8085)' },
+  dataBind: { flag: 'data-bind', env: 'CAIRN_DATA_BIND', help: 'interface B host:port (default 127.0.0.1:8080)' },
+  adminKeys: { flag: 'admin-keys', env: 'CAIRN_ADMIN_KEYS', help: 'admin public keys file (default <data dir>/admin_keys)' },
+  maxBatchesPerBlock: { flag: 'max-batches-per-block', env: 'CAIRN_MAX_BATCHES_PER_BLOCK', help: 'batches per block, 0 = no limit (default 1000)' },
+  minBlockIntervalMs: { flag: 'min-block-interval-ms', env: 'CAIRN_MIN_BLOCK_INTERVAL_MS', help: 'minimum ms between blocks (default 0)' },
+  queueMultiplier: { flag: 'queue-multiplier', env: 'CAIRN_QUEUE_MULTIPLIER', help: 'back-pressure multiplier (default 10)' },
+  queueInitialAverage: { flag: 'queue-initial-average', env: 'CAIRN_QUEUE_INITIAL_AVERAGE', help: 'initial batches-per-block average (default 30)' },
+  poolThreads: { flag: 'pool-threads', env: 'CAIRN_POOL_THREADS', help: 'verification workers (default: cores)' },
+  maxBodyBytes: { flag: 'max-body-bytes', env: 'CAIRN_MAX_BODY_BYTES', help: 'request body limit (default 10485760)' },
+  nodeId: { flag: 'node-id', env: 'CAIRN_NODE_ID', help: 'node id (default generated once)' },
+  displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
+  peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
+  endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },
+  cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on interface C (default off)' },
+  accessTokenTtlSec: { flag: 'access-token-ttl', env: 'CAIRN_ACCESS_TOKEN_TTL', help: 'access token lifetime in s (default 5400)' },
+  refreshTokenTtlSec: { flag: 'refresh-token-ttl', env: 'CAIRN_REFRESH_TOKEN_TTL', help: 'refresh token lifetime in s (default 5184000)' },
+  oauthIssuer: { flag: 'oauth-issuer', env: 'CAIRN_OAUTH_ISSUER', help: 'OpenID Connect issuer URL' },
+  oauthClientId: { flag: 'oauth-client-id', env: 'CAIRN_OAUTH_CLIENT_ID', help: 'OAuth client id' },
+  oauthClientSecret: { flag: 'oauth-client-secret', env: 'CAIRN_OAUTH_CLIENT_SECRET', help: 'OAuth client secret' },
+  oauthRedirectUrl: { flag: 'oauth-redirect-url', env: 'CAIRN_OAUTH_REDIRECT_URL', help: 'OAuth callback URL of this node' },
+  oauthAllowedRedirects: { flag: 'oauth-allowed-redirects', env: 'CAIRN_OAUTH_ALLOWED_REDIRECTS', help: 'comma-separated client URLs OAuth may return to' },
+  oauthRecheckSec: { flag: 'oauth-recheck', env: 'CAIRN_OAUTH_RECHECK', help: 'seconds before an OAuth session is re-checked (default 3600)' },
+  bcryptCost: { flag: 'bcrypt-cost', env: 'CAIRN_BCRYPT_COST', help: 'bcrypt cost of stored passwords (default 12)' },
+  loginBackoffMs: { flag: 'login-backoff-ms', env: 'CAIRN_LOGIN_BACKOFF_MS', help: 'base delay after failed logins (default 1000)' },
+};
+
+export class ConfigError extends Error {}
+
+function parseArgs(argv: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (!a.startsWith('--')) throw new ConfigError(`unexpected argument ${a}`);
+    const eq = a.indexOf('=');
+    if (eq > 0) out.set(a.slice(2, eq), a.slice(eq + 1));
+    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) out.set(a.slice(2), argv[++i]!);
+    else out.set(a.slice(2), 'true');
+  }
+  return out;
+}
+
+export function parseBind(v: string, what: string): Bind {
+  const m = /^(.+):(\d{1,5})$/.exec(v);
+  if (!m || Number(m[2]) > 65535) throw new ConfigError(`${what}: expected host:port, got "${v}"`);
+  return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) };
+}
+
+function int(v: string, what: string, min: number): number {
+  if (!/^\d+$/.test(v) || Number(v) < min) throw new ConfigError(`${what}: expected an integer >= ${min}, got "${v}"`);
+  return Number(v);
+}
+
+export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Config {
+  const flags = parseArgs(argv);
+  const known = new Set(Object.values(OPTIONS).map((o) => o.flag));
+  for (const k of flags.keys()) if (!known.has(k) && k !== 'help') throw new ConfigError(`unknown option --${k}`);
+  const get = (key: keyof typeof OPTIONS): string | undefined => {
+    const o = OPTIONS[key]!;
+    return flags.get(o.flag) ?? (env[o.env] !== undefined && env[o.env] !== '' ? env[o.env] : undefined);
+  };
+  const dataDir = resolve(get('dataDir') ?? './data');
+  const bool = (v: string | undefined): boolean => v === 'true' || v === '1' || v === 'yes';
+  return {
+    dataDir,
+    ledgerBind: parseBind(get('ledgerBind') ?? '127.0.0.1:8008', 'ledger bind'),
+    nodeBind: parseBind(get('nodeBind') ?? '127.0.0.1:8085', 'node bind'),
+    dataBind: parseBind(get('dataBind') ?? '127.0.0.1:8080', 'data bind'),
+    adminKeysFile: resolve(get('adminKeys') ?? join(dataDir, 'admin_keys')),
+    maxBatchesPerBlock: int(get('maxBatchesPerBlock') ?? '1000', 'max batches per block', 0),
+    minBlockIntervalMs: int(get('minBlockIntervalMs') ?? '0', 'min block interval', 0),
+    queueMultiplier: int(get('queueMultiplier') ?? '10', 'queue multiplier', 1),
+    queueInitialAverage: int(get('queueInitialAverage') ?? '30', 'queue initial average', 1),
+    poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
+    maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),
+    nodeId: get('nodeId'),
+    displayName: get('displayName'),
+    peers: (get('peers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    endpoint: get('endpoint') ?? '',
+    cors: bool(get('cors')),
+    accessTokenTtlSec: int(get('accessTokenTtlSec') ?? '5400', 'access token ttl', 1),
+    refreshTokenTtlSec: int(get('refreshTokenTtlSec') ?? '5184000', 'refresh token ttl', 1),
+    bcryptCost: Math.min(31, int(get('bcryptCost') ?? '12', 'bcrypt cost', 4)),
+    loginBackoffMs: int(get('loginBackoffMs') ?? '1000', 'login backoff', 1),
+    oauth: {
+      issuer: get('oauthIssuer'),
+      clientId: get('oauthClientId'),
+      clientSecret: get('oauthClientSecret'),
+      redirectUrl: get('oauthRedirectUrl'),
+      allowedRedirects: (get('oauthAllowedRedirects') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+      recheckSec: int(get('oauthRecheckSec') ?? '3600', 'oauth recheck', 1),
+    },
+  };
+}
+
+export function usage(): string {
+  const lines = Object.values(OPTIONS).map((o) => `  --${o.flag.padEnd(24)} ${o.env.padEnd(30)} ${o.help}`);
+  return `usage: cairn [options]\n  flag                       environment variable           meaning\n${lines.join('\n')}\n`;
+}

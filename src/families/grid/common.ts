@@ -1,0 +1,293 @@
+/**
+ * Shared plumbing of the supply-chain families: the protobuf types of grid.proto, plain
+ * TypeScript shapes of the decoded messages, and small deterministic helpers (hashing,
+ * byte-order string comparison, 64-bit integer conversion, list-at-address storage).
+ */
+import { createHash } from 'node:crypto';
+import type protobuf from 'protobufjs';
+import { loadProto } from '../../proto/index.js';
+import { InvalidTransaction, type TxnContext } from '../types.js';
+
+const root = loadProto('grid.proto');
+const t = (name: string): protobuf.Type => root.lookupType(`cairn.grid.${name}`);
+
+/** Every message type of grid.proto, by name. */
+export const G = {
+  KeyValueEntry: t('KeyValueEntry'),
+  AlternateId: t('AlternateId'),
+  Agent: t('Agent'),
+  AgentList: t('AgentList'),
+  Organization: t('Organization'),
+  OrganizationList: t('OrganizationList'),
+  Role: t('Role'),
+  RoleList: t('RoleList'),
+  AlternateIdIndexEntry: t('AlternateIdIndexEntry'),
+  AlternateIdIndexEntryList: t('AlternateIdIndexEntryList'),
+  PikePayload: t('PikePayload'),
+  PropertyDefinition: t('PropertyDefinition'),
+  PropertyValue: t('PropertyValue'),
+  Schema: t('Schema'),
+  SchemaList: t('SchemaList'),
+  SchemaPayload: t('SchemaPayload'),
+  Product: t('Product'),
+  ProductList: t('ProductList'),
+  ProductPayload: t('ProductPayload'),
+  Location: t('Location'),
+  LocationList: t('LocationList'),
+  LocationPayload: t('LocationPayload'),
+  PurchaseOrder: t('PurchaseOrder'),
+  PurchaseOrderList: t('PurchaseOrderList'),
+  PurchaseOrderPayload: t('PurchaseOrderPayload'),
+  SabrePayload: t('SabrePayload'),
+  ExecuteContractAction: t('ExecuteContractAction'),
+} as const;
+
+/** protobufjs decodes 64-bit integers as Long objects (the `long` package is installed). */
+export interface LongLike {
+  low: number;
+  high: number;
+  unsigned: boolean;
+  toNumber(): number;
+  toString(): string;
+}
+export type Int64 = number | LongLike;
+
+export interface KeyValueEntryMsg {
+  key: string;
+  value: string;
+}
+export interface AlternateIdMsg {
+  idType: string;
+  id: string;
+}
+export interface AgentMsg {
+  orgId: string;
+  publicKey: string;
+  active: boolean;
+  roles: string[];
+  metadata: KeyValueEntryMsg[];
+}
+export interface OrganizationMsg {
+  orgId: string;
+  name: string;
+  locations: string[];
+  alternateIds: AlternateIdMsg[];
+  metadata: KeyValueEntryMsg[];
+}
+export interface RoleMsg {
+  orgId: string;
+  name: string;
+  description: string;
+  active: boolean;
+  permissions: string[];
+  allowedOrganizations: string[];
+  inheritFrom: string[];
+}
+export interface AlternateIdIndexEntryMsg {
+  idType: string;
+  id: string;
+  gridIdentityId: string;
+}
+export interface PropertyDefinitionMsg {
+  name: string;
+  dataType: number;
+  required: boolean;
+  description: string;
+  numberExponent: number;
+  enumOptions: string[];
+  structProperties: PropertyDefinitionMsg[];
+}
+export interface LatLongMsg {
+  latitude: Int64;
+  longitude: Int64;
+}
+export interface PropertyValueMsg {
+  name: string;
+  dataType: number;
+  bytesValue: Uint8Array;
+  booleanValue: boolean;
+  numberValue: Int64;
+  stringValue: string;
+  enumValue: number;
+  structValues: PropertyValueMsg[];
+  latLongValue?: LatLongMsg | null;
+}
+export interface SchemaMsg {
+  name: string;
+  description: string;
+  owner: string;
+  properties: PropertyDefinitionMsg[];
+}
+export interface ProductMsg {
+  productId: string;
+  productNamespace: number;
+  owner: string;
+  properties: PropertyValueMsg[];
+}
+export interface LocationMsg {
+  locationId: string;
+  namespace: number;
+  owner: string;
+  properties: PropertyValueMsg[];
+}
+export interface PurchaseOrderRevisionMsg {
+  revisionId: Int64;
+  submitter: string;
+  createdAt: Int64;
+  orderXmlV3_4: string;
+}
+export interface PurchaseOrderVersionMsg {
+  versionId: string;
+  workflowState: string;
+  isDraft: boolean;
+  currentRevisionId: Int64;
+  revisions: PurchaseOrderRevisionMsg[];
+}
+export interface PurchaseOrderAlternateIdMsg {
+  idType: string;
+  id: string;
+  poUid: string;
+}
+export interface PurchaseOrderMsg {
+  uid: string;
+  workflowState: string;
+  buyerOrgId: string;
+  sellerOrgId: string;
+  versions: PurchaseOrderVersionMsg[];
+  acceptedVersionNumber: string;
+  alternateIds: PurchaseOrderAlternateIdMsg[];
+  createdAt: Int64;
+  isClosed: boolean;
+  workflowId: string;
+}
+
+/** PropertyDefinition.DataType values. */
+export const DataType = {
+  UNSET_DATA_TYPE: 0,
+  BYTES: 1,
+  BOOLEAN: 2,
+  NUMBER: 3,
+  STRING: 4,
+  ENUM: 5,
+  STRUCT: 6,
+  LAT_LONG: 7,
+} as const;
+
+/** Proto enum names by value (`STRING`, `LAT_LONG`, ...). */
+export const DATA_TYPE_NAMES = [
+  'UNSET_DATA_TYPE',
+  'BYTES',
+  'BOOLEAN',
+  'NUMBER',
+  'STRING',
+  'ENUM',
+  'STRUCT',
+  'LAT_LONG',
+] as const;
+
+/** The names upstream's contracts print in messages (Rust debug names: `String`, `LatLong`). */
+export const DATA_TYPE_DEBUG_NAMES = [
+  'UnsetDataType',
+  'Bytes',
+  'Boolean',
+  'Number',
+  'String',
+  'Enum',
+  'Struct',
+  'LatLong',
+] as const;
+
+/** Namespace value shared by products and locations. */
+export const NAMESPACE_GS1 = 1;
+
+export function sha512Hex(s: string): string {
+  return createHash('sha512').update(s, 'utf8').digest('hex');
+}
+
+/** Orders strings by their UTF-8 bytes, as Rust's `String` ordering does. */
+export function compareUtf8(a: string, b: string): number {
+  if (a === b) return 0;
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+export function toNum(v: Int64 | null | undefined): number {
+  if (v === null || v === undefined) return 0;
+  return typeof v === 'number' ? v : v.toNumber();
+}
+
+/** JSON-safe form of a 64-bit value: a number when exact, else its decimal string. */
+export function toJsonInt(v: Int64 | null | undefined): number | string {
+  if (v === null || v === undefined) return 0;
+  if (typeof v === 'number') return v;
+  const n = v.toNumber();
+  return Number.isSafeInteger(n) ? n : v.toString();
+}
+
+export function invalid(message: string): never {
+  throw new InvalidTransaction(message);
+}
+
+export function decodeMsg<T>(type: protobuf.Type, bytes: Uint8Array, what: string): T {
+  try {
+    return type.decode(bytes) as unknown as T;
+  } catch (err) {
+    return invalid(`Cannot decode ${what}: ${(err as Error).message}`);
+  }
+}
+
+export function encodeMsg(type: protobuf.Type, obj: object): Uint8Array {
+  return type.encode(type.fromObject(obj)).finish();
+}
+
+/**
+ * State entries hold a list message (to survive hash collisions) sorted by a key. This
+ * describes one such list type: its message type, repeated field and the entry key.
+ */
+export interface ListSpec<T> {
+  type: protobuf.Type;
+  field: string;
+  key(entry: T): string;
+}
+
+const ADDRESS_RE = /^[0-9a-f]{70}$/;
+
+export function isAddress(address: string): boolean {
+  return ADDRESS_RE.test(address);
+}
+
+/** Reads the list stored at an address; an address that cannot exist reads as empty. */
+export function readList<T>(ctx: TxnContext, spec: ListSpec<T>, address: string): T[] {
+  if (!isAddress(address)) return [];
+  const bytes = ctx.get(address);
+  if (bytes === undefined || bytes.length === 0) return [];
+  const msg = decodeMsg<Record<string, T[]>>(spec.type, bytes, `state at ${address}`);
+  return msg[spec.field] ?? [];
+}
+
+/** Writes a list back sorted by key; an empty list deletes the entry. */
+export function writeList<T>(ctx: TxnContext, spec: ListSpec<T>, address: string, entries: T[]): void {
+  if (!isAddress(address)) invalid(`Invalid state address: ${address}`);
+  if (entries.length === 0) {
+    ctx.delete(address);
+    return;
+  }
+  const sorted = [...entries].sort((a, b) => compareUtf8(spec.key(a), spec.key(b)));
+  ctx.set(address, encodeMsg(spec.type, { [spec.field]: sorted }));
+}
+
+export function findIn<T>(ctx: TxnContext, spec: ListSpec<T>, address: string, key: string): T | undefined {
+  return readList(ctx, spec, address).find((e) => spec.key(e) === key);
+}
+
+/** Inserts or replaces the entry with the same key. */
+export function upsertIn<T>(ctx: TxnContext, spec: ListSpec<T>, address: string, entry: T): void {
+  const key = spec.key(entry);
+  const rest = readList(ctx, spec, address).filter((e) => spec.key(e) !== key);
+  rest.push(entry);
+  writeList(ctx, spec, address, rest);
+}
+
+export function removeFrom<T>(ctx: TxnContext, spec: ListSpec<T>, address: string, key: string): void {
+  const rest = readList(ctx, spec, address).filter((e) => spec.key(e) !== key);
+  writeList(ctx, spec, address, rest);
+}

@@ -1,0 +1,457 @@
+/**
+ * Read model of the supply-chain records. For every changed address under `621dee` the
+ * committer hands us the new raw value (or undefined); we decode it into the data API's
+ * JSON records and keep them in named sub-databases, keyed so that key order is a stable
+ * listing order. Which records an address produced last time is remembered in
+ * `grid.address`, so that entries that disappear (deleted roles, products, locations,
+ * removed versions) are removed too.
+ */
+import { createHash } from 'node:crypto';
+import type { BlockInfo, Projector, ReadModelWriter } from '../types.js';
+import {
+  GRID_NAMESPACE,
+  LOCATION_PREFIX,
+  PIKE_AGENT_PREFIX,
+  PIKE_ALT_ID_PREFIX,
+  PIKE_ORG_PREFIX,
+  PIKE_ROLE_PREFIX,
+  PO_ENTRY_PREFIX,
+  PRODUCT_PREFIX,
+  SCHEMA_PREFIX,
+} from './addressing.js';
+import {
+  DATA_TYPE_NAMES,
+  G,
+  toJsonInt,
+  type AgentMsg,
+  type AlternateIdIndexEntryMsg,
+  type LocationMsg,
+  type OrganizationMsg,
+  type ProductMsg,
+  type PropertyDefinitionMsg,
+  type PropertyValueMsg,
+  type PurchaseOrderMsg,
+  type PurchaseOrderVersionMsg,
+  type RoleMsg,
+  type SchemaMsg,
+} from './common.js';
+
+/** Sub-database names of the read model. */
+export const GRID_DB = {
+  organization: 'grid.organization',
+  agent: 'grid.agent',
+  agentByKey: 'grid.agent_key',
+  role: 'grid.role',
+  alternateId: 'grid.alternate_id',
+  schema: 'grid.schema',
+  product: 'grid.product',
+  location: 'grid.location',
+  purchaseOrder: 'grid.purchase_order',
+  poVersion: 'grid.po_version',
+  poRevision: 'grid.po_revision',
+  poAlternateId: 'grid.po_alternate_id',
+  /** Bookkeeping: state address → [db, key] pairs it produced. */
+  address: 'grid.address',
+} as const;
+
+/** Separates the parts of composite keys; sorts before every printable character. */
+export const KEY_SEP = '\u0001';
+
+/**
+ * LMDB keys are limited to 1,978 bytes and ids come from users, so a long key keeps its
+ * first 256 characters (for ordering) and ends in a hash of the whole (for uniqueness).
+ */
+const MAX_KEY_BYTES = 1024;
+
+export function safeKey(key: string): string {
+  if (Buffer.byteLength(key, 'utf8') <= MAX_KEY_BYTES) return key;
+  return `${key.slice(0, 256)}\u0002${createHash('sha256').update(key, 'utf8').digest('hex')}`;
+}
+
+/** Keys of the read-model records (the data API uses the same functions to look up). */
+export const gridKeys = {
+  organization: (orgId: string): string => safeKey(orgId),
+  agent: (orgId: string, publicKey: string): string => safeKey(`${orgId}${KEY_SEP}${publicKey}`),
+  agentByKey: (publicKey: string): string => safeKey(publicKey),
+  role: (orgId: string, name: string): string => safeKey(`${orgId}${KEY_SEP}${name}`),
+  alternateId: (idType: string, id: string): string => safeKey(`${idType}:${id}`),
+  schema: (name: string): string => safeKey(name),
+  product: (productId: string): string => safeKey(productId),
+  location: (locationId: string): string => safeKey(locationId),
+  purchaseOrder: (uid: string): string => safeKey(uid),
+  poVersion: (uid: string, versionId: string): string => safeKey(`${uid}${KEY_SEP}${versionId}`),
+  /** Revision numbers are zero-padded so that key order is numeric order. */
+  poRevision: (uid: string, versionId: string, revision: number): string =>
+    safeKey(`${uid}${KEY_SEP}${versionId}${KEY_SEP}${String(revision).padStart(10, '0')}`),
+  poAlternateId: (idType: string, id: string, uid: string): string => safeKey(`${idType}:${id}${KEY_SEP}${uid}`),
+} as const;
+
+/**
+ * The role record an agent's role name refers to: `<org>.<role>` names another
+ * organization's role, a bare name one of the agent's own organization.
+ */
+export function agentRoleKey(agentOrgId: string, roleName: string): string {
+  const dot = roleName.indexOf('.');
+  if (dot < 0) return gridKeys.role(agentOrgId, roleName);
+  const [org, name] = roleName.split('.');
+  return gridKeys.role(org ?? '', name ?? '');
+}
+
+// ------------------------------------------------------------------ record shapes
+
+export type MetadataEntry = Record<string, string>;
+
+export interface OrganizationRecord {
+  id: string;
+  name: string;
+  alternate_ids: string[];
+  locations: string[];
+  metadata: MetadataEntry[];
+  last_updated: number;
+}
+export interface AgentRecord {
+  public_key: string;
+  org_id: string;
+  active: boolean;
+  /** Role names; see agentRoleKey to read the Role records. */
+  roles: string[];
+  /** Upstream's shape: one object mapping keys to values (a later duplicate key wins). */
+  metadata: Record<string, string>;
+  last_updated: number;
+}
+export interface RoleRecord {
+  name: string;
+  org_id: string;
+  description: string;
+  active: boolean;
+  permissions: string[];
+  allowed_organizations: string[];
+  inherit_from: string[];
+  last_updated: number;
+}
+export interface AlternateIdRecord {
+  id_type: string;
+  id: string;
+  org_id: string;
+}
+export type DataTypeName = (typeof DATA_TYPE_NAMES)[number];
+export interface PropertyDefinitionRecord {
+  name: string;
+  data_type: DataTypeName;
+  description: string;
+  required: boolean;
+  number_exponent: number;
+  enum_options: string[];
+  struct_properties: PropertyDefinitionRecord[];
+}
+/**
+ * `value` by data type: BYTES base64 string, BOOLEAN boolean, NUMBER integer (a decimal
+ * string beyond 2^53), STRING string, ENUM option index, STRUCT PropertyValue[],
+ * LAT_LONG {latitude, longitude} in millionths of a degree.
+ */
+export interface PropertyValueRecord {
+  name: string;
+  data_type: DataTypeName;
+  value: unknown;
+}
+export interface SchemaRecord {
+  name: string;
+  description: string;
+  owner: string;
+  properties: PropertyDefinitionRecord[];
+  last_updated: number;
+}
+export interface ProductRecord {
+  product_id: string;
+  product_address: string;
+  product_namespace: string;
+  owner: string;
+  properties: PropertyValueRecord[];
+  last_updated: number;
+}
+export interface LocationRecord {
+  location_id: string;
+  location_namespace: string;
+  owner: string;
+  properties: PropertyValueRecord[];
+  last_updated: number;
+}
+export interface RevisionRecord {
+  revision_number: number;
+  submitter: string;
+  created_at: number | string;
+  order_xml_v3_4: string;
+}
+export interface VersionRecord {
+  version_id: string;
+  workflow_state: string;
+  is_draft: boolean;
+  current_revision_number: number;
+  /** Revision numbers, ascending; the revisions are in grid.po_revision. */
+  revisions: number[];
+}
+export interface PoAlternateIdRecord {
+  id_type: string;
+  id: string;
+  po_uid: string;
+}
+export interface PurchaseOrderRecord {
+  uid: string;
+  workflow_state: string;
+  buyer_org_id: string;
+  seller_org_id: string;
+  is_closed: boolean;
+  /** Omitted when no version is accepted. */
+  accepted_version_number?: string;
+  alternate_ids: PoAlternateIdRecord[];
+  versions: VersionRecord[];
+  created_at: number | string;
+  workflow_id: string;
+}
+
+// ------------------------------------------------------------------ decoding
+
+type Row = [db: string, key: string, value: object];
+
+function namespaceName(n: number): string {
+  return n === 1 ? 'GS1' : 'UNSET_NAMESPACE';
+}
+
+function dataTypeName(n: number): DataTypeName {
+  return DATA_TYPE_NAMES[n] ?? 'UNSET_DATA_TYPE';
+}
+
+export function propertyValueRecord(v: PropertyValueMsg): PropertyValueRecord {
+  let value: unknown;
+  switch (v.dataType) {
+    case 1:
+      value = Buffer.from(v.bytesValue ?? new Uint8Array()).toString('base64');
+      break;
+    case 2:
+      value = v.booleanValue;
+      break;
+    case 3:
+      value = toJsonInt(v.numberValue);
+      break;
+    case 4:
+      value = v.stringValue;
+      break;
+    case 5:
+      value = v.enumValue;
+      break;
+    case 6:
+      value = v.structValues.map(propertyValueRecord);
+      break;
+    case 7:
+      value = { latitude: toJsonInt(v.latLongValue?.latitude), longitude: toJsonInt(v.latLongValue?.longitude) };
+      break;
+    default:
+      value = null;
+  }
+  return { name: v.name, data_type: dataTypeName(v.dataType), value };
+}
+
+export function propertyDefinitionRecord(d: PropertyDefinitionMsg): PropertyDefinitionRecord {
+  return {
+    name: d.name,
+    data_type: dataTypeName(d.dataType),
+    description: d.description,
+    required: d.required,
+    number_exponent: d.numberExponent,
+    enum_options: [...d.enumOptions],
+    struct_properties: d.structProperties.map(propertyDefinitionRecord),
+  };
+}
+
+function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
+  if (address.startsWith(PIKE_AGENT_PREFIX)) {
+    const list = G.AgentList.decode(value) as unknown as { agents: AgentMsg[] };
+    return list.agents.flatMap((a): Row[] => {
+      const metadata: Record<string, string> = {};
+      for (const m of a.metadata) metadata[m.key] = m.value;
+      const rec: AgentRecord = {
+        public_key: a.publicKey,
+        org_id: a.orgId,
+        active: a.active,
+        roles: [...a.roles],
+        metadata,
+        last_updated: ts,
+      };
+      const key = gridKeys.agent(a.orgId, a.publicKey);
+      return [
+        [GRID_DB.agent, key, rec],
+        [GRID_DB.agentByKey, gridKeys.agentByKey(a.publicKey), { key }],
+      ];
+    });
+  }
+  if (address.startsWith(PIKE_ORG_PREFIX)) {
+    const list = G.OrganizationList.decode(value) as unknown as { organizations: OrganizationMsg[] };
+    return list.organizations.map((o): Row => {
+      const rec: OrganizationRecord = {
+        id: o.orgId,
+        name: o.name,
+        alternate_ids: o.alternateIds.map((a) => `${a.idType}:${a.id}`),
+        locations: [...o.locations],
+        metadata: o.metadata.map((m) => ({ [m.key]: m.value })),
+        last_updated: ts,
+      };
+      return [GRID_DB.organization, gridKeys.organization(o.orgId), rec];
+    });
+  }
+  if (address.startsWith(PIKE_ROLE_PREFIX)) {
+    const list = G.RoleList.decode(value) as unknown as { roles: RoleMsg[] };
+    return list.roles.map((r): Row => {
+      const rec: RoleRecord = {
+        name: r.name,
+        org_id: r.orgId,
+        description: r.description,
+        active: r.active,
+        permissions: [...r.permissions],
+        allowed_organizations: [...r.allowedOrganizations],
+        inherit_from: [...r.inheritFrom],
+        last_updated: ts,
+      };
+      return [GRID_DB.role, gridKeys.role(r.orgId, r.name), rec];
+    });
+  }
+  if (address.startsWith(PIKE_ALT_ID_PREFIX)) {
+    const list = G.AlternateIdIndexEntryList.decode(value) as unknown as { entries: AlternateIdIndexEntryMsg[] };
+    return list.entries.map((e): Row => {
+      const rec: AlternateIdRecord = { id_type: e.idType, id: e.id, org_id: e.gridIdentityId };
+      return [GRID_DB.alternateId, gridKeys.alternateId(e.idType, e.id), rec];
+    });
+  }
+  return [];
+}
+
+function versionRecord(v: PurchaseOrderVersionMsg): VersionRecord {
+  return {
+    version_id: v.versionId,
+    workflow_state: v.workflowState,
+    is_draft: v.isDraft,
+    current_revision_number: Number(toJsonInt(v.currentRevisionId)),
+    revisions: v.revisions.map((r) => Number(toJsonInt(r.revisionId))).sort((a, b) => a - b),
+  };
+}
+
+function purchaseOrderRows(value: Uint8Array): Row[] {
+  const list = G.PurchaseOrderList.decode(value) as unknown as { purchaseOrders: PurchaseOrderMsg[] };
+  const rows: Row[] = [];
+  for (const po of list.purchaseOrders) {
+    const rec: PurchaseOrderRecord = {
+      uid: po.uid,
+      workflow_state: po.workflowState,
+      buyer_org_id: po.buyerOrgId,
+      seller_org_id: po.sellerOrgId,
+      is_closed: po.isClosed,
+      ...(po.acceptedVersionNumber !== '' ? { accepted_version_number: po.acceptedVersionNumber } : {}),
+      alternate_ids: po.alternateIds.map((a) => ({ id_type: a.idType, id: a.id, po_uid: a.poUid })),
+      versions: po.versions.map(versionRecord),
+      created_at: toJsonInt(po.createdAt),
+      workflow_id: po.workflowId,
+    };
+    rows.push([GRID_DB.purchaseOrder, gridKeys.purchaseOrder(po.uid), rec]);
+    for (const v of po.versions) {
+      rows.push([GRID_DB.poVersion, gridKeys.poVersion(po.uid, v.versionId), versionRecord(v)]);
+      for (const r of v.revisions) {
+        const n = Number(toJsonInt(r.revisionId));
+        const rev: RevisionRecord = {
+          revision_number: n,
+          submitter: r.submitter,
+          created_at: toJsonInt(r.createdAt),
+          order_xml_v3_4: r.orderXmlV3_4,
+        };
+        rows.push([GRID_DB.poRevision, gridKeys.poRevision(po.uid, v.versionId, n), rev]);
+      }
+    }
+    for (const a of po.alternateIds) {
+      const alt: PoAlternateIdRecord = { id_type: a.idType, id: a.id, po_uid: po.uid };
+      rows.push([GRID_DB.poAlternateId, gridKeys.poAlternateId(a.idType, a.id, po.uid), alt]);
+    }
+  }
+  return rows;
+}
+
+/** The read-model rows a state value at `address` stands for. */
+export function gridRecords(address: string, value: Uint8Array, timestamp: number): Row[] {
+  if (address.startsWith('621dee05')) return pikeRows(address, value, timestamp);
+  if (address.startsWith(SCHEMA_PREFIX)) {
+    const list = G.SchemaList.decode(value) as unknown as { schemas: SchemaMsg[] };
+    return list.schemas.map((s): Row => {
+      const rec: SchemaRecord = {
+        name: s.name,
+        description: s.description,
+        owner: s.owner,
+        properties: s.properties.map(propertyDefinitionRecord),
+        last_updated: timestamp,
+      };
+      return [GRID_DB.schema, gridKeys.schema(s.name), rec];
+    });
+  }
+  if (address.startsWith(PRODUCT_PREFIX)) {
+    const list = G.ProductList.decode(value) as unknown as { entries: ProductMsg[] };
+    return list.entries.map((p): Row => {
+      const rec: ProductRecord = {
+        product_id: p.productId,
+        product_address: address,
+        product_namespace: namespaceName(p.productNamespace),
+        owner: p.owner,
+        properties: p.properties.map(propertyValueRecord),
+        last_updated: timestamp,
+      };
+      return [GRID_DB.product, gridKeys.product(p.productId), rec];
+    });
+  }
+  if (address.startsWith(LOCATION_PREFIX)) {
+    const list = G.LocationList.decode(value) as unknown as { entries: LocationMsg[] };
+    return list.entries.map((l): Row => {
+      const rec: LocationRecord = {
+        location_id: l.locationId,
+        location_namespace: namespaceName(l.namespace),
+        owner: l.owner,
+        properties: l.properties.map(propertyValueRecord),
+        last_updated: timestamp,
+      };
+      return [GRID_DB.location, gridKeys.location(l.locationId), rec];
+    });
+  }
+  if (address.startsWith(PO_ENTRY_PREFIX)) return purchaseOrderRows(value);
+  return [];
+}
+
+// ------------------------------------------------------------------ projector
+
+const pairKey = (db: string, key: string): string => `${db}${KEY_SEP}${key}`;
+
+/** Equal apart from `last_updated`: keeps the old timestamp for an unchanged record. */
+function sameRecord(a: unknown, b: object): boolean {
+  if (typeof a !== 'object' || a === null) return false;
+  const strip = (o: object): string => JSON.stringify({ ...o, last_updated: undefined });
+  return strip(a) === strip(b);
+}
+
+export const gridProjector: Projector = {
+  namespaces: [GRID_NAMESPACE],
+  project(address: string, value: Uint8Array | undefined, rm: ReadModelWriter, block: BlockInfo): void {
+    let rows: Row[] = [];
+    if (value !== undefined && value.length > 0) {
+      try {
+        rows = gridRecords(address, value, block.timestamp);
+      } catch {
+        // Undecodable bytes in our namespace: the address then holds no records.
+        rows = [];
+      }
+    }
+    const previous = (rm.get(GRID_DB.address, address) as Array<[string, string]> | undefined) ?? [];
+    const current = new Set(rows.map(([db, key]) => pairKey(db, key)));
+    for (const [db, key] of previous) {
+      if (!current.has(pairKey(db, key))) rm.remove(db, key);
+    }
+    for (const [db, key, rec] of rows) {
+      if ('last_updated' in rec && sameRecord(rm.get(db, key), rec)) continue;
+      rm.put(db, key, rec);
+    }
+    if (rows.length === 0) rm.remove(GRID_DB.address, address);
+    else rm.put(GRID_DB.address, address, rows.map(([db, key]) => [db, key]));
+  },
+};

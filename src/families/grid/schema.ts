@@ -1,0 +1,134 @@
+/**
+ * Schemas: named, append-only lists of property definitions. Products and locations
+ * validate their properties against the reserved schemas `gs1_product` / `gs1_location`.
+ */
+import type { Family, TxnContext, TxnInfo } from '../types.js';
+import { GRID_NAMESPACE, schemaAddress } from './addressing.js';
+import {
+  DATA_TYPE_DEBUG_NAMES,
+  DataType,
+  G,
+  compareUtf8,
+  decodeMsg,
+  findIn,
+  invalid,
+  upsertIn,
+  type ListSpec,
+  type PropertyDefinitionMsg,
+  type PropertyValueMsg,
+  type SchemaMsg,
+} from './common.js';
+import { checkPermission, getAgent } from './pike_state.js';
+
+export const SCHEMA_FAMILY = 'grid_schema';
+
+export const SCHEMAS: ListSpec<SchemaMsg> = { type: G.SchemaList, field: 'schemas', key: (s) => s.name };
+
+export function getSchema(ctx: TxnContext, name: string): SchemaMsg | undefined {
+  return findIn(ctx, SCHEMAS, schemaAddress(name), name);
+}
+
+interface SchemaAction {
+  schemaName: string;
+  description?: string;
+  owner: string;
+  properties: PropertyDefinitionMsg[];
+}
+interface SchemaPayloadMsg {
+  action: number;
+  schemaCreate?: SchemaAction | null;
+  schemaUpdate?: SchemaAction | null;
+}
+
+const EMPTY: SchemaAction = { schemaName: '', description: '', owner: '', properties: [] };
+
+/** Definitions must name a data type; the protobuf decoders upstream refuse an unset one. */
+function checkDefinitions(defs: PropertyDefinitionMsg[]): void {
+  for (const d of defs) {
+    if (d.dataType === DataType.UNSET_DATA_TYPE || DATA_TYPE_DEBUG_NAMES[d.dataType] === undefined) {
+      invalid(`Invalid data type for property definition ${d.name}`);
+    }
+    checkDefinitions(d.structProperties);
+  }
+}
+
+function checkCommon(p: SchemaAction): void {
+  if (p.schemaName === '') invalid('Schema name must be set');
+  if (p.properties.length === 0) invalid('Properties must not be empty');
+  checkDefinitions(p.properties);
+}
+
+function createSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
+  checkCommon(p);
+  if (getSchema(ctx, p.schemaName) !== undefined) invalid(`Schema with name ${p.schemaName} already exists`);
+  const agent = getAgent(ctx, signer);
+  if (agent === undefined) invalid(`The signer is not an Agent: ${signer}`);
+  checkPermission(ctx, signer, 'schema::can-create-schema', agent.orgId);
+  // The stored owner is the payload's, verbatim (upstream does not validate it).
+  upsertIn(ctx, SCHEMAS, schemaAddress(p.schemaName), {
+    name: p.schemaName,
+    description: p.description ?? '',
+    owner: p.owner,
+    properties: p.properties,
+  });
+}
+
+function updateSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
+  checkCommon(p);
+  const schema = getSchema(ctx, p.schemaName);
+  if (schema === undefined) invalid(`Schema with name ${p.schemaName} does not exist`);
+  const agent = getAgent(ctx, signer);
+  if (agent === undefined || !agent.active) invalid(`The signer is not an active Agent: ${signer}`);
+  checkPermission(ctx, signer, 'schema::can-update-schema', schema.owner);
+  // Append-only: existing definitions stay (sorted by name), new names are appended.
+  const existing = [...schema.properties].sort((a, b) => compareUtf8(a.name, b.name));
+  for (const def of p.properties) {
+    if (existing.some((e) => e.name === def.name)) {
+      invalid(`Schema already has PropertyDefinition with name ${def.name}`);
+    }
+    existing.push(def);
+  }
+  schema.properties = existing;
+  upsertIn(ctx, SCHEMAS, schemaAddress(p.schemaName), schema);
+}
+
+export function applySchema(payload: Uint8Array, signer: string, ctx: TxnContext): void {
+  const p = decodeMsg<SchemaPayloadMsg>(G.SchemaPayload, payload, 'schema payload');
+  switch (p.action) {
+    case 1:
+      return createSchema(p.schemaCreate ?? EMPTY, signer, ctx);
+    case 2:
+      return updateSchema(p.schemaUpdate ?? EMPTY, signer, ctx);
+    default:
+      return invalid('Invalid action');
+  }
+}
+
+/**
+ * The checks the product and location contracts run against their GS1 schema: every
+ * value names a top-level definition, and every required definition has a value of the
+ * same name and data type. (Optional values' types are not checked upstream either.)
+ */
+export function validateProperties(schema: SchemaMsg, values: PropertyValueMsg[], label: string): void {
+  for (const v of values) {
+    if (!schema.properties.some((d) => d.name === v.name)) {
+      invalid(`${v.name} is not a property that is defined by the ${label} schema`);
+    }
+  }
+  for (const d of schema.properties) {
+    if (!d.required) continue;
+    if (!values.some((v) => v.name === d.name && v.dataType === d.dataType)) {
+      const typeName = DATA_TYPE_DEBUG_NAMES[d.dataType] ?? String(d.dataType);
+      invalid(`Missing required field '${d.name}' of type '${typeName}'`);
+    }
+  }
+}
+
+export const schemaFamily: Family = {
+  name: SCHEMA_FAMILY,
+  versions: ['1', '2'],
+  namespaces: [GRID_NAMESPACE],
+  apply(txn: TxnInfo, ctx: TxnContext): void {
+    applySchema(txn.payload, txn.header.signerPublicKey, ctx);
+  },
+};

@@ -1,0 +1,71 @@
+/**
+ * Interface C error table: upstream Sawtooth REST codes, HTTP statuses and titles.
+ * Body: {"error": {"code", "message", "title"}} and nothing else. Errors the upstream
+ * gateway answers in plain text (unknown path, wrong method, oversized body, crash)
+ * use the same shape here, with the HTTP status as the code.
+ */
+import { HttpError, type Reply } from '../http/server.js';
+
+export interface ErrorDef {
+  status: number;
+  title: string;
+  message: string;
+}
+
+export const LEDGER_ERRORS = {
+  10: { status: 500, title: 'Unknown Validator Error', message: 'An unknown error occurred in the validator while processing the request' },
+  15: { status: 503, title: 'Validator Not Ready', message: 'The validator has no genesis block yet and is not ready to be queried' },
+  17: { status: 503, title: 'Validator Timed Out', message: 'The request could not be answered in time' },
+  30: { status: 400, title: 'Submitted Batches Invalid', message: 'The submitted BatchList was rejected: it was poorly formed or has an invalid signature' },
+  31: { status: 429, title: 'Unable to Accept Batches', message: 'The validator cannot accept more batches now because its queue is full. Please submit your request again later' },
+  34: { status: 400, title: 'No Batches Submitted', message: 'The protobuf BatchList was empty. It must contain at least one Batch' },
+  35: { status: 400, title: 'Protobuf Not Decodable', message: 'The body could not be decoded as a protobuf BatchList' },
+  42: { status: 400, title: 'Wrong Content Type', message: "Batches must be submitted as a BatchList protobuf with Content-Type 'application/octet-stream'" },
+  43: { status: 400, title: 'Wrong Content Type', message: "Batch status requests in a POST body must have Content-Type 'application/json'" },
+  46: { status: 400, title: 'Bad Status Request', message: 'A batch status request body must be a non-empty JSON array of batch id strings' },
+  50: { status: 404, title: 'Head Not Found', message: 'No block with the requested head id exists' },
+  53: { status: 400, title: 'Invalid Count Query', message: "The 'limit' query must be a positive integer" },
+  54: { status: 400, title: 'Invalid Paging Query', message: "The paging 'start' does not name an item of this list" },
+  57: { status: 400, title: 'Invalid Sort Query', message: "The 'reverse' query must be empty, 'false', or the list's sort key" },
+  60: { status: 400, title: 'Invalid Resource Id', message: 'Ids must be 128 lowercase hex characters. Invalid id: ' },
+  62: { status: 400, title: 'Invalid State Address', message: 'State addresses must be an even number of lowercase hex characters, at most 70' },
+  66: { status: 400, title: 'Id Query Invalid or Missing', message: "The 'id' query is required: a comma-separated list of batch ids" },
+  70: { status: 404, title: 'Block Not Found', message: 'No block with that id exists' },
+  71: { status: 404, title: 'Batch Not Found', message: 'No committed batch with that id exists' },
+  72: { status: 404, title: 'Transaction Not Found', message: 'No committed transaction with that id exists' },
+  75: { status: 404, title: 'State Not Found', message: 'No state leaf exists at that address' },
+  80: { status: 404, title: 'Transaction Receipt Not Found', message: 'No receipt exists for one or more of the requested transaction ids' },
+  81: { status: 400, title: 'Wrong Content Type', message: "Receipt requests in a POST body must have Content-Type 'application/json'" },
+  82: { status: 400, title: 'Bad Receipts Request', message: 'A receipts request body must be a non-empty JSON array of transaction id strings' },
+  83: { status: 400, title: 'Id Query Invalid or Missing', message: "The 'id' query is required: a comma-separated list of transaction ids" },
+} as const satisfies Record<number, ErrorDef>;
+
+export type LedgerErrorCode = keyof typeof LEDGER_ERRORS;
+
+const GENERIC_TITLES: Record<number, string> = {
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  413: 'Request Entity Too Large',
+  500: 'Internal Server Error',
+};
+
+/** Throws an interface C error; `extra` is appended to (or replaces) the message. */
+export function ledgerError(code: LedgerErrorCode, extra?: string, replace = false): HttpError {
+  const def = LEDGER_ERRORS[code];
+  const message = extra === undefined ? def.message : replace ? extra : `${def.message}${extra}`;
+  return new HttpError(def.status, message, code);
+}
+
+function errorBody(code: number, message: string, title: string): string {
+  return JSON.stringify({ error: { code, message, title } });
+}
+
+export function ledgerErrorReplyFactory(): (status: number, message: string, detail?: unknown) => Reply {
+  return (status, message, detail) => {
+    if (typeof detail === 'number' && detail in LEDGER_ERRORS) {
+      const def = LEDGER_ERRORS[detail as LedgerErrorCode];
+      return { status: def.status, body: errorBody(detail, message, def.title) };
+    }
+    return { status, body: errorBody(status, message, GENERIC_TITLES[status] ?? 'Error') };
+  };
+}

@@ -1,0 +1,71 @@
+/** POST /batches and GET/POST /batch_statuses. */
+import type { HttpServer, Reply, Req } from '../http/server.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { ledgerError } from './errors.js';
+import { buildUrl } from './links.js';
+import { serialize } from './json.js';
+import { checkIds, parseWait } from './params.js';
+
+const SUBMIT_ERRORS = { EMPTY: 34, UNDECODABLE: 35, INVALID: 30, QUEUE_FULL: 31 } as const;
+
+async function submitBatches(ledger: Ledger, req: Req): Promise<Reply> {
+  if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(42);
+  if (req.body.length === 0) throw ledgerError(34);
+  const r = await ledger.submit(req.body);
+  if (!r.ok) {
+    const code = SUBMIT_ERRORS[r.code];
+    throw code === 31 ? ledgerError(31) : ledgerError(code, r.message, true);
+  }
+  return { status: 202, body: serialize.link({ link: buildUrl(req, '/batch_statuses', { id: r.ids.join(',') }) }) };
+}
+
+function statusEntries(ledger: Ledger, ids: string[]): object[] {
+  return ids.map((id) => {
+    const s = ledger.status(id);
+    return {
+      id: s.id,
+      invalid_transactions: s.invalid_transactions.map((t) => {
+        const o: Record<string, string> = { id: t.id };
+        if (t.message) o.message = t.message;
+        if (t.extended_data) o.extended_data = t.extended_data;
+        return o;
+      }),
+      status: s.status,
+    };
+  });
+}
+
+async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boolean): Promise<Reply> {
+  checkIds(ids);
+  const wait = parseWait(req);
+  if (wait > 0) await ledger.waitFor(ids, wait * 1000);
+  const data = statusEntries(ledger, ids);
+  return { status: 200, body: serialize.statuses(withLink ? { data, link: buildUrl(req, '/batch_statuses') } : { data }) };
+}
+
+function parseIdArray(req: Req, wrongType: 43 | 81, bad: 46 | 82): string[] {
+  const ct = req.headers['content-type'] ?? '';
+  if (ct.split(';')[0]!.trim() !== 'application/json') throw ledgerError(wrongType);
+  let v: unknown;
+  try {
+    v = JSON.parse(req.body.toString('utf8'));
+  } catch {
+    throw ledgerError(bad, ': the body is not valid JSON');
+  }
+  if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'string')) throw ledgerError(bad);
+  return v as string[];
+}
+
+export function idQuery(req: Req, missing: 66 | 83): string[] {
+  const id = req.query.get('id');
+  if (id === null) throw ledgerError(missing);
+  return id.split(',');
+}
+
+export function registerSubmit(server: HttpServer, ledger: Ledger): void {
+  server.route('post', '/batches', (req) => submitBatches(ledger, req));
+  server.route('get', '/batch_statuses', (req) => statuses(ledger, req, idQuery(req, 66), true));
+  server.route('post', '/batch_statuses', (req) => statuses(ledger, req, parseIdArray(req, 43, 46), false));
+}
+
+export { parseIdArray };

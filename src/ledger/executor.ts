@@ -1,0 +1,153 @@
+/**
+ * Executes the batches of one candidate block in order against a state snapshot.
+ * Each transaction sees the writes of the transactions before it; a batch with a
+ * failing transaction is discarded whole and leaves no trace in the block's state.
+ */
+import { TransactionHeader, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import { findFamily } from '../families/index.js';
+import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
+
+export interface StateReader {
+  get(address: string): Uint8Array | undefined;
+}
+
+export interface ReceiptEvent {
+  eventType: string;
+  attributes: EventAttribute[];
+  data: Uint8Array;
+}
+
+export interface Receipt {
+  transactionId: string;
+  /** SET changes first, then DELETEs, as the validator lists them. */
+  stateChanges: Array<{ address: string; value: Uint8Array; type: 1 | 2 }>;
+  events: ReceiptEvent[];
+  data: Uint8Array[];
+}
+
+export interface InvalidTxn {
+  id: string;
+  message: string;
+  extendedData: Uint8Array;
+}
+
+export type BatchOutcome = { ok: true; receipts: Receipt[] } | { ok: false; invalid: InvalidTxn };
+
+type Writes = Map<string, Uint8Array | null>;
+
+const covered = (address: string, prefixes: string[]): boolean => {
+  for (const p of prefixes) if (address.startsWith(p)) return true;
+  return false;
+};
+
+class Context implements TxnContext {
+  readonly writes: Writes = new Map();
+  readonly events: ReceiptEvent[] = [];
+  readonly data: Uint8Array[] = [];
+  constructor(
+    private readonly header: TransactionHeaderMsg,
+    private readonly read: (address: string) => Uint8Array | undefined,
+  ) {}
+
+  get(address: string): Uint8Array | undefined {
+    if (!covered(address, this.header.inputs)) {
+      throw new InvalidTransaction(`Tried to get unauthorized address ${address}: it is not in the transaction's inputs`);
+    }
+    const w = this.writes.get(address);
+    if (w !== undefined) return w ?? undefined;
+    return this.read(address);
+  }
+
+  set(address: string, value: Uint8Array): void {
+    if (!covered(address, this.header.outputs)) {
+      throw new InvalidTransaction(`Tried to set unauthorized address ${address}: it is not in the transaction's outputs`);
+    }
+    if (!/^[0-9a-f]{70}$/.test(address)) throw new InvalidTransaction(`Address ${address} is not 70 hex characters`);
+    this.writes.set(address, value);
+  }
+
+  delete(address: string): void {
+    if (!covered(address, this.header.outputs)) {
+      throw new InvalidTransaction(`Tried to delete unauthorized address ${address}: it is not in the transaction's outputs`);
+    }
+    const current = this.writes.has(address) ? this.writes.get(address) : this.read(address);
+    if (current === undefined && !this.writes.has(address)) return;
+    this.writes.set(address, null);
+  }
+
+  addEvent(eventType: string, attributes: EventAttribute[], data?: Uint8Array): void {
+    this.events.push({ eventType, attributes, data: data ?? new Uint8Array(0) });
+  }
+
+  addReceiptData(data: Uint8Array): void {
+    this.data.push(data);
+  }
+}
+
+export class BlockExecutor {
+  /** The block's accumulated writes (address → value, null = deleted). */
+  readonly writes: Writes = new Map();
+  /** Transaction ids executed in this block so far (for dependencies and duplicates). */
+  readonly txnIds = new Set<string>();
+
+  constructor(private readonly base: StateReader) {}
+
+  #read(address: string, batch: Writes): Uint8Array | undefined {
+    const b = batch.get(address);
+    if (b !== undefined) return b ?? undefined;
+    const w = this.writes.get(address);
+    if (w !== undefined) return w ?? undefined;
+    return this.base.get(address);
+  }
+
+  /**
+   * Executes a batch. `isCommitted(txnId)` tells whether a transaction id is already on
+   * the chain. Returns 'wait' when a dependency is not yet satisfied.
+   */
+  executeBatch(batch: BatchMsg, isCommitted: (txnId: string) => boolean): BatchOutcome | 'wait' {
+    const headers = batch.transactions.map((t) => TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg);
+    const seen = new Set<string>();
+    for (let i = 0; i < batch.transactions.length; i++) {
+      const id = batch.transactions[i]!.headerSignature;
+      if (this.txnIds.has(id) || isCommitted(id)) {
+        return { ok: false, invalid: { id, message: `Transaction ${id} is already committed`, extendedData: new Uint8Array(0) } };
+      }
+      for (const dep of headers[i]!.dependencies) {
+        if (!seen.has(dep) && !this.txnIds.has(dep) && !isCommitted(dep)) return 'wait';
+      }
+      seen.add(id);
+    }
+    const batchWrites: Writes = new Map();
+    const receipts: Receipt[] = [];
+    for (let i = 0; i < batch.transactions.length; i++) {
+      const t = batch.transactions[i]!;
+      const header = headers[i]!;
+      const family = findFamily(header.familyName, header.familyVersion);
+      const ctx = new Context(header, (a) => this.#read(a, batchWrites));
+      try {
+        if (!family) throw new InvalidTransaction(`Unknown transaction family ${header.familyName} ${header.familyVersion}`);
+        family.apply({ id: t.headerSignature, header, payload: t.payload }, ctx);
+      } catch (err) {
+        if (err instanceof InvalidTransaction) {
+          return {
+            ok: false,
+            invalid: { id: t.headerSignature, message: err.message, extendedData: err.extendedData ?? new Uint8Array(0) },
+          };
+        }
+        const message = err instanceof Error ? err.message : String(err);
+        return { ok: false, invalid: { id: t.headerSignature, message: `Internal error: ${message}`, extendedData: new Uint8Array(0) } };
+      }
+      const sets: Receipt['stateChanges'] = [];
+      const deletes: Receipt['stateChanges'] = [];
+      for (const [address, value] of ctx.writes) {
+        batchWrites.set(address, value);
+        if (value) sets.push({ address, value, type: 1 });
+        else deletes.push({ address, value: new Uint8Array(0), type: 2 });
+      }
+      receipts.push({ transactionId: t.headerSignature, stateChanges: [...sets, ...deletes], events: ctx.events, data: ctx.data });
+    }
+    for (const [a, v] of batchWrites) this.writes.set(a, v);
+    for (const t of batch.transactions) this.txnIds.add(t.headerSignature);
+    return { ok: true, receipts };
+  }
+}

@@ -1,0 +1,309 @@
+/**
+ * The ledger as the HTTP thread sees it: submission (back-pressure check, micro-batched
+ * verification in the piscina pool, hand-off to the committer thread, 202 only once the
+ * batch is on disk), batch statuses with commit-driven waiting, and read access to
+ * blocks, indexes and state straight from LMDB.
+ */
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { RootDatabase } from 'lmdb';
+import type { Config } from '../config.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import { log } from '../log.js';
+import { MerkleTree } from '../state/merkle.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
+import type { VerifyResult } from './verify.js';
+import type { VerifyTask } from '../../workers/verify.js';
+import type { BlockEvent, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
+
+export type BatchStatus = 'COMMITTED' | 'INVALID' | 'PENDING' | 'UNKNOWN';
+
+export interface StatusEntry {
+  id: string;
+  status: BatchStatus;
+  invalid_transactions: InvalidRecord['invalid_transactions'];
+}
+
+export type SubmitResult =
+  | { ok: true; ids: string[] }
+  | { ok: false; code: 'EMPTY' | 'UNDECODABLE' | 'INVALID' | 'QUEUE_FULL'; message: string };
+
+interface QueuedBody {
+  body: Uint8Array;
+  nodeKeyOnly: string | undefined;
+  resolve(r: SubmitResult): void;
+  reject(e: unknown): void;
+}
+
+interface Waiter {
+  remaining: Set<string>;
+  done(): void;
+}
+
+/** Bodies verified per piscina task at most; larger flushes are split across workers. */
+const MAX_BODIES_PER_TASK = 64;
+
+const fromSource = import.meta.url.endsWith('.ts');
+
+/**
+ * Path of a worker entry. Running from TypeScript sources (tests, tsx), a small .mjs
+ * entry registers the tsx loader inside the worker first: loader flags given to the
+ * parent do not reliably apply to a worker's first module.
+ */
+const workerFile = (name: string): string =>
+  fileURLToPath(new URL(`../../workers/${fromSource ? `dev-${name}.mjs` : `${name}.js`}`, import.meta.url));
+
+export class Ledger {
+  readonly stores: LedgerStores;
+  readonly tree: MerkleTree;
+  readonly nodePublicKey: string;
+  head: ChainHead;
+  pendingCount: number;
+  queueLimit: number;
+  readonly #pool: Piscina;
+  readonly #committer: Worker;
+  readonly #nodeKeyBytes: Buffer;
+  #queued: QueuedBody[] = [];
+  #flushScheduled = false;
+  #inflight = 0;
+  #reqId = 0;
+  readonly #accepts = new Map<number, () => void>();
+  readonly #waiters = new Map<string, Set<Waiter>>();
+  readonly #listeners = new Set<(e: BlockEvent) => void>();
+  #closed = false;
+  #backpressure = false;
+
+  private constructor(
+    stores: LedgerStores,
+    pool: Piscina,
+    committer: Worker,
+    nodePublicKey: string,
+    ready: { head: ChainHead; pendingCount: number; queueLimit: number },
+  ) {
+    this.stores = stores;
+    this.tree = new MerkleTree(stores.merkle);
+    this.#pool = pool;
+    this.#committer = committer;
+    this.nodePublicKey = nodePublicKey;
+    this.#nodeKeyBytes = Buffer.from(nodePublicKey);
+    this.head = ready.head;
+    this.pendingCount = ready.pendingCount;
+    this.queueLimit = ready.queueLimit;
+    committer.on('message', (m: FromCommitter) => this.#onMessage(m));
+  }
+
+  static async start(opts: { config: Config; db: RootDatabase; nodeSigner: Signer; nodeKeyFile: string }): Promise<Ledger> {
+    const { config } = opts;
+    const committer = new Worker(workerFile('committer'), { workerData: {
+      dataDir: config.dataDir,
+      nodeKeyFile: opts.nodeKeyFile,
+      maxBatchesPerBlock: config.maxBatchesPerBlock,
+      minBlockIntervalMs: config.minBlockIntervalMs,
+      queueMultiplier: config.queueMultiplier,
+      queueInitialAverage: config.queueInitialAverage,
+    } satisfies CommitterOptions });
+    const ready = await new Promise<{ head: ChainHead; pendingCount: number; queueLimit: number }>((resolve, reject) => {
+      const onMsg = (m: FromCommitter): void => {
+        if (m.type === 'ready') {
+          committer.off('message', onMsg);
+          resolve(m);
+        } else if (m.type === 'fatal') {
+          reject(new Error(m.message));
+        }
+      };
+      committer.on('message', onMsg);
+      committer.once('error', reject);
+    }).catch(async (err: unknown) => {
+      await committer.terminate();
+      throw err;
+    });
+    const pool = new Piscina({
+      filename: workerFile('verify'),
+      minThreads: config.poolThreads,
+      maxThreads: config.poolThreads,
+      idleTimeout: 60_000,
+    });
+    const ledger = new Ledger(openLedgerStores(opts.db), pool, committer, opts.nodeSigner.publicKey, ready);
+    committer.on('error', (err) => log.error('committer thread failed', err));
+    log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingCount} pending batches`);
+    return ledger;
+  }
+
+  onBlock(listener: (e: BlockEvent) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #onMessage(m: FromCommitter): void {
+    if (m.type === 'accepted') {
+      this.pendingCount = m.pendingCount;
+      const done = this.#accepts.get(m.reqId);
+      this.#accepts.delete(m.reqId);
+      done?.();
+    } else if (m.type === 'block') {
+      this.stores.root.resetReadTxn();
+      if (m.head) this.head = m.head;
+      this.pendingCount = m.pendingCount;
+      this.queueLimit = m.queueLimit;
+      for (const id of m.committed) this.#settle(id);
+      for (const id of m.invalid) this.#settle(id);
+      for (const l of this.#listeners) l(m);
+    } else if (m.type === 'fatal') {
+      log.error(`committer: ${m.message}`);
+    }
+  }
+
+  #settle(id: string): void {
+    const ws = this.#waiters.get(id);
+    if (!ws) return;
+    this.#waiters.delete(id);
+    for (const w of ws) {
+      w.remaining.delete(id);
+      if (w.remaining.size === 0) w.done();
+    }
+  }
+
+  /** True when a new submission must be refused (checked before any signature work). */
+  get overLimit(): boolean {
+    return this.pendingCount + this.#inflight >= this.queueLimit;
+  }
+
+  /** Submits one POST /batches body. Resolves once every batch is durable in the pending pool. */
+  submit(body: Uint8Array): Promise<SubmitResult> {
+    let nodeKeyOnly: string | undefined;
+    if (this.overLimit) {
+      // Batches signed by the node's own key are exempt; anything else is refused now.
+      if (Buffer.from(body.buffer, body.byteOffset, body.byteLength).indexOf(this.#nodeKeyBytes) < 0) {
+        this.#noteBackpressure(true);
+        return Promise.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
+      }
+      nodeKeyOnly = this.nodePublicKey;
+    } else {
+      this.#noteBackpressure(false);
+    }
+    this.#inflight++;
+    return new Promise<SubmitResult>((resolve, reject) => {
+      this.#queued.push({ body, nodeKeyOnly, resolve, reject });
+      if (this.#queued.length >= MAX_BODIES_PER_TASK) this.#flush();
+      else if (!this.#flushScheduled) {
+        this.#flushScheduled = true;
+        setImmediate(() => this.#flush());
+      }
+    }).finally(() => {
+      this.#inflight--;
+    });
+  }
+
+  #noteBackpressure(on: boolean): void {
+    if (on === this.#backpressure) return;
+    this.#backpressure = on;
+    if (on) log.info(`applying back pressure: ${this.pendingCount} pending, limit ${this.queueLimit}`);
+    else log.info('ending back pressure');
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    const all = this.#queued;
+    this.#queued = [];
+    if (all.length === 0) return;
+    const threads = this.#pool.threads.length || 1;
+    const per = Math.min(MAX_BODIES_PER_TASK, Math.ceil(all.length / threads));
+    for (let i = 0; i < all.length; i += per) void this.#verifyChunk(all.slice(i, i + per));
+  }
+
+  async #verifyChunk(items: QueuedBody[]): Promise<void> {
+    const task: VerifyTask = { bodies: items.map((i) => i.body), nodeKeyOnly: items.map((i) => i.nodeKeyOnly) };
+    let results: VerifyResult[];
+    try {
+      results = (await this.#pool.run(task)) as VerifyResult[];
+    } catch (err) {
+      for (const i of items) i.reject(err);
+      return;
+    }
+    const batches: Array<{ id: string; bytes: Uint8Array }> = [];
+    const accepted: Array<{ item: QueuedBody; ids: string[] }> = [];
+    results.forEach((r, idx) => {
+      const item = items[idx]!;
+      if (!r.ok) return item.resolve(r);
+      for (const b of r.batches) batches.push({ id: b.id, bytes: item.body.slice(b.start, b.end) });
+      accepted.push({ item, ids: r.batches.map((b) => b.id) });
+    });
+    if (accepted.length === 0) return;
+    await this.#toCommitter(batches);
+    for (const a of accepted) a.item.resolve({ ok: true, ids: a.ids });
+  }
+
+  #toCommitter(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('ledger is shutting down'));
+    const reqId = ++this.#reqId;
+    return new Promise<void>((resolve) => {
+      this.#accepts.set(reqId, resolve);
+      const msg: ToCommitter = { type: 'submit', reqId, batches };
+      this.#committer.postMessage(msg);
+    });
+  }
+
+  /** Submits batches the node built and signed itself: no verification, no back-pressure. */
+  submitTrusted(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    return this.#toCommitter(batches);
+  }
+
+  status(id: string): StatusEntry {
+    const s = this.stores;
+    if (s.batchIndex.doesExist(id)) return { id, status: 'COMMITTED', invalid_transactions: [] };
+    const inv = s.invalid.get(id);
+    if (inv) return { id, status: 'INVALID', invalid_transactions: inv.invalid_transactions };
+    if (s.pendingById.doesExist(id)) return { id, status: 'PENDING', invalid_transactions: [] };
+    return { id, status: 'UNKNOWN', invalid_transactions: [] };
+  }
+
+  /** Resolves when none of `ids` is PENDING any more, or after `timeoutMs`. */
+  waitFor(ids: string[], timeoutMs: number): Promise<void> {
+    const remaining = new Set(ids.filter((id) => this.status(id).status === 'PENDING'));
+    if (remaining.size === 0 || timeoutMs <= 0 || this.#closed) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const w: Waiter = {
+        remaining,
+        done: () => {
+          clearTimeout(timer);
+          for (const id of remaining) this.#waiters.get(id)?.delete(w);
+          resolve();
+        },
+      };
+      const timer = setTimeout(() => w.done(), timeoutMs);
+      for (const id of remaining) {
+        let set = this.#waiters.get(id);
+        if (!set) this.#waiters.set(id, (set = new Set()));
+        set.add(w);
+      }
+    });
+  }
+
+  /** Current head as stored (the same snapshot the reads of this turn use). */
+  storedHead(): ChainHead {
+    return (this.stores.meta.get(HEAD_KEY) as ChainHead | undefined) ?? this.head;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const ws of this.#waiters.values()) for (const w of ws) w.done();
+    this.#waiters.clear();
+    await this.#pool.destroy();
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => void this.#committer.terminate().then(() => resolve()), 10_000);
+      this.#committer.on('message', (m: FromCommitter) => {
+        if (m.type === 'closed') {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+      this.#committer.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      this.#committer.postMessage({ type: 'shutdown' } satisfies ToCommitter);
+    });
+  }
+}

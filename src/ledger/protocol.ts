@@ -1,0 +1,33 @@
+/** Messages between the HTTP thread and the committer thread. Plain data only. */
+import type { ChainHead } from '../store/ledgerStores.js';
+
+export interface CommitterOptions {
+  dataDir: string;
+  /** File holding the node's private key (mode 0600); read by the committer itself. */
+  nodeKeyFile: string;
+  maxBatchesPerBlock: number;
+  minBlockIntervalMs: number;
+  queueMultiplier: number;
+  queueInitialAverage: number;
+}
+
+export type ToCommitter =
+  | { type: 'submit'; reqId: number; batches: Array<{ id: string; bytes: Uint8Array }> }
+  | { type: 'shutdown' };
+
+export interface BlockEvent {
+  type: 'block';
+  /** Null when the round produced no block (only invalid batches). */
+  head: ChainHead | null;
+  committed: string[];
+  invalid: string[];
+  pendingCount: number;
+  queueLimit: number;
+}
+
+export type FromCommitter =
+  | { type: 'ready'; head: ChainHead; pendingCount: number; queueLimit: number }
+  | { type: 'accepted'; reqId: number; pendingCount: number }
+  | BlockEvent
+  | { type: 'fatal'; message: string }
+  | { type: 'closed' };

@@ -1,0 +1,101 @@
+/**
+ * Grant administration: `/authorization/permissions`, `/authorization/roles[/{id}]`,
+ * `/authorization/assignments[/{identity_type}/{identity}]` (shapes of research
+ * splinter.md §2.7–2.8). Role permissions must be names from the catalogue.
+ */
+import { HttpError } from '../http/server.js';
+import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
+import { pageOf, parsePageQuery } from './paging.js';
+import { isPermission, permissionList } from './permissions.js';
+import { json, type Router } from './router.js';
+import type { Rbac } from './rbac.js';
+import type { IdentityType } from './stores.js';
+
+const ID_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
+
+function permissionsOf(b: JsonObject): string[] {
+  const perms = reqStringArray(b, 'permissions', { max: 128 }, 100);
+  if (perms.length === 0) throw bad('Invalid role payload: a role requires at least one permission');
+  const unknown = perms.filter((p) => !isPermission(p));
+  if (unknown.length > 0) throw bad(`Invalid role payload: unknown permission(s) ${unknown.join(', ')}; see /authorization/permissions`);
+  return [...new Set(perms)];
+}
+
+function identityType(s: string): IdentityType {
+  const t = s.toLowerCase();
+  if (t !== 'key' && t !== 'user') throw bad(`Invalid identity type ${s.slice(0, 40)}; expected "key" or "user"`);
+  return t;
+}
+
+function rolesOf(b: JsonObject): string[] {
+  const roles = reqStringArray(b, 'roles', ID_RULE, 100);
+  if (roles.length === 0) throw bad('Invalid assignment payload: an assignment requires at least one role');
+  return [...new Set(roles)];
+}
+
+export function registerAuthorizationRoutes(r: Router, rbac: Rbac): void {
+  r.secured('get', '/authorization/permissions', 'authorization.permissions.read', () => json({ data: permissionList() }));
+
+  r.secured('get', '/authorization/roles', 'authorization.rbac.read', ({ req }) =>
+    json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
+  );
+
+  r.secured('post', '/authorization/roles', 'authorization.rbac.write', async ({ req }) => {
+    const b = objectBody(req);
+    const role = { role_id: reqString(b, 'role_id', ID_RULE), display_name: reqString(b, 'display_name', ID_RULE), permissions: permissionsOf(b) };
+    await rbac.addRole(role);
+    return json({ message: 'Role created successfully' });
+  });
+
+  r.secured('get', '/authorization/roles/:role_id', 'authorization.rbac.read', ({ req }) => {
+    const role = rbac.getRole(req.params[0]!);
+    if (!role) throw new HttpError(404, 'Role not found');
+    return json({ data: role });
+  });
+
+  r.secured('patch', '/authorization/roles/:role_id', 'authorization.rbac.write', async ({ req }) => {
+    const b = objectBody(req);
+    const patch: { display_name?: string; permissions?: string[] } = {};
+    const name = optString(b, 'display_name', ID_RULE);
+    if (name !== undefined) patch.display_name = name;
+    if (b.permissions !== undefined) patch.permissions = permissionsOf(b);
+    await rbac.updateRole(req.params[0]!, patch);
+    return json({ message: 'Role updated successfully' });
+  });
+
+  r.secured('del', '/authorization/roles/:role_id', 'authorization.rbac.write', async ({ req }) => {
+    if (!(await rbac.removeRole(req.params[0]!))) throw new HttpError(404, 'Role not found');
+    return json({ message: 'Role deleted successfully' });
+  });
+
+  r.secured('get', '/authorization/assignments', 'authorization.rbac.read', ({ req }) =>
+    json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
+  );
+
+  r.secured('post', '/authorization/assignments', 'authorization.rbac.write', async ({ req }) => {
+    const b = objectBody(req);
+    const a = { identity_type: identityType(reqString(b, 'identity_type', { max: 16 })), identity: reqString(b, 'identity', ID_RULE), roles: rolesOf(b) };
+    await rbac.putAssignment(a, false);
+    return json({ message: 'Assignment created successfully' });
+  });
+
+  const path = '/authorization/assignments/:identity_type/:identity';
+  r.secured('get', path, 'authorization.rbac.read', ({ req }) => {
+    const a = rbac.getAssignment(identityType(req.params[0]!), req.params[1]!);
+    if (!a) throw new HttpError(404, 'Assignment not found');
+    return json({ data: a });
+  });
+
+  r.secured('patch', path, 'authorization.rbac.write', async ({ req }) => {
+    const type = identityType(req.params[0]!);
+    const b = objectBody(req);
+    await rbac.putAssignment({ identity_type: type, identity: req.params[1]!, roles: rolesOf(b) }, true);
+    return json({ message: 'Assignment updated successfully' });
+  });
+
+  r.secured('del', path, 'authorization.rbac.write', async ({ req }) => {
+    const type = identityType(req.params[0]!);
+    if (!(await rbac.removeAssignment(type, req.params[1]!))) throw new HttpError(404, 'Assignment not found');
+    return json({ message: 'Assignment deleted successfully' });
+  });
+}

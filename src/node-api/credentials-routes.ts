@@ -1,0 +1,69 @@
+/**
+ * Credentials: register, log in, log out, refresh, verify
+ * (`/biome/register|login|logout|token|verify`).
+ */
+import { HttpError, type Reply } from '../http/server.js';
+import { log } from '../log.js';
+import { objectBody, optString, PRINTABLE, reqString, type JsonObject } from './body.js';
+import { json, requireUser, type AuthedCall, type Router } from './router.js';
+import type { UserStore } from './users-store.js';
+import type { TokenService } from './tokens.js';
+
+export const USERNAME_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
+export const PASSWORD_RULE = { max: 1024 };
+
+export function credentialsBody(b: JsonObject): { username: string; password: string } {
+  return { username: reqString(b, 'username', USERNAME_RULE), password: reqString(b, 'hashed_password', PASSWORD_RULE) };
+}
+
+export function registerCredentialRoutes(r: Router, users: UserStore, tokens: TokenService): void {
+  r.public('post', '/biome/register', async ({ req }) => {
+    const { username, password } = credentialsBody(objectBody(req));
+    const u = await users.create(username, password);
+    log.info(`user ${u.user_id} created`);
+    return json({ message: 'User created successfully', data: { user_id: u.user_id, username: u.username } });
+  });
+
+  r.public('post', '/biome/login', async ({ req }) => {
+    const { username, password } = credentialsBody(objectBody(req));
+    const u = await users.checkPassword(username, password).catch((err: unknown) => {
+      if (err instanceof HttpError && err.status === 401) log.info('failed login attempt');
+      throw err;
+    });
+    const claims = { userId: u.user_id, gen: u.token_gen };
+    return json({
+      message: 'Successful login',
+      user_id: u.user_id,
+      token: await tokens.issueAccess(claims),
+      refresh_token: await tokens.issueRefresh(claims),
+    });
+  });
+
+  const logout = async (c: AuthedCall): Promise<Reply> => {
+    const userId = requireUser(c);
+    if (c.identity.kind !== 'user' || c.identity.via !== 'biome') {
+      throw new HttpError(403, 'Log out needs a Biome token; OAuth sessions end with /oauth/logout');
+    }
+    await users.logout(userId);
+    return json({ message: 'User successfully logged out' });
+  };
+  r.secured('patch', '/biome/logout', 'authenticated', logout);
+  r.secured('post', '/biome/logout', 'authenticated', logout);
+
+  r.public('post', '/biome/token', async ({ req }) => {
+    const b = objectBody(req);
+    const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
+    if (jwt === undefined) throw new HttpError(400, 'Missing field "refresh_token"');
+    const claims = await tokens.verifyRefresh(jwt);
+    const u = claims ? users.get(claims.userId) : undefined;
+    if (!claims || !u || u.token_gen !== claims.gen) throw new HttpError(401, 'Invalid refresh token');
+    return json({ token: await tokens.issueAccess({ userId: u.user_id, gen: u.token_gen }) });
+  });
+
+  r.secured('post', '/biome/verify', 'authenticated', async (c) => {
+    const userId = requireUser(c);
+    const { username, password } = credentialsBody(objectBody(c.req));
+    const u = await users.checkPassword(username, password, userId);
+    return json({ message: 'Successful verification', user_id: u.user_id });
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * Interface A, part 1 (the node API): users and credentials, keys, profiles, OAuth,
+ * permissions and grants, node status and the node registry. This module only wires
+ * the stores, services and route tables together.
+ */
+import type { RootDatabase } from 'lmdb';
+import type { HttpServer } from '../http/server.js';
+import type { Config } from '../config.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import { log } from '../log.js';
+import { openStores } from './stores.js';
+import { TokenService } from './tokens.js';
+import { PasswordHasher } from './passwords.js';
+import { LoginBackoff } from './backoff.js';
+import { AdminKeys } from './admin-keys.js';
+import { Rbac } from './rbac.js';
+import { Access } from './access.js';
+import { Authenticator } from './identity.js';
+import { OidcClient } from './oauth-client.js';
+import { OAuthSessions } from './oauth-sessions.js';
+import { KeyStore } from './keys-store.js';
+import { UserStore } from './users-store.js';
+import { Registry } from './registry-store.js';
+import { Router } from './router.js';
+import { registerCredentialRoutes } from './credentials-routes.js';
+import { registerUserRoutes } from './users-routes.js';
+import { registerKeyRoutes } from './keys-routes.js';
+import { registerProfileRoutes } from './profiles.js';
+import { registerOAuthRoutes } from './oauth-routes.js';
+import { registerAuthorizationRoutes } from './authorization-routes.js';
+import { registerRegistryRoutes } from './registry-routes.js';
+import { registerStatusRoute, resolveNodeIdentity } from './status.js';
+
+export interface NodeApiContext {
+  config: Config;
+  db: RootDatabase;
+  /** The validator's key (signs blocks). */
+  nodeSigner: Signer;
+  /** The admin key written on first start; listed in the admin keys file. */
+  adminSigner: Signer;
+  version: string;
+}
+
+export interface NodeApi {
+  close(): Promise<void>;
+}
+
+function oidcClient(config: Config): OidcClient | null {
+  const { issuer, clientId, clientSecret } = config.oauth;
+  if (!issuer || !clientId) {
+    if (issuer || clientId) log.warn('OAuth needs both an issuer and a client id; OAuth login is off');
+    return null;
+  }
+  return new OidcClient({ issuer, clientId, clientSecret, scope: 'openid profile email' });
+}
+
+export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeApi {
+  const { config } = ctx;
+  const stores = openStores(ctx.db);
+  const tokens = new TokenService({ dataDir: config.dataDir, accessTtlSec: config.accessTokenTtlSec, refreshTtlSec: config.refreshTokenTtlSec });
+  const client = oidcClient(config);
+  const sessions = new OAuthSessions(stores, client, config.oauth.recheckSec);
+  const rbac = new Rbac(stores);
+  const access = new Access(new AdminKeys(config.adminKeysFile), rbac);
+  const router = new Router(server, new Authenticator(tokens, stores, sessions), access);
+  const keys = new KeyStore(stores);
+  const users = new UserStore(stores, new PasswordHasher(config.bcryptCost), new LoginBackoff(config.loginBackoffMs), keys, sessions);
+  const identity = resolveNodeIdentity(config, stores);
+  identity.then(
+    (id) => log.info(`node id ${id.nodeId} (${id.displayName})`),
+    (err: unknown) => log.error('cannot store the node identity', err),
+  );
+
+  registerCredentialRoutes(router, users, tokens);
+  registerUserRoutes(router, users);
+  registerKeyRoutes(router, keys);
+  registerProfileRoutes(router, stores);
+  registerOAuthRoutes(router, { config, stores, client, sessions });
+  registerAuthorizationRoutes(router, rbac);
+  registerRegistryRoutes(router, new Registry(stores));
+  registerStatusRoute(router, config, ctx.version, identity);
+
+  return {
+    async close(): Promise<void> {
+      // Sub-databases close with the environment (owned by src/node.ts).
+    },
+  };
+}

@@ -1,0 +1,53 @@
+/** The caller's own keys (`/biome/keys`): list, replace all (v2), rename, add, fetch, delete. */
+import { HttpError } from '../http/server.js';
+import { objectBody, parseJson, reqString } from './body.js';
+import { keyInput, keyJson, type KeyStore } from './keys-store.js';
+import { json, requireUser, type Router } from './router.js';
+
+export function registerKeyRoutes(r: Router, keys: KeyStore): void {
+  r.secured('get', '/biome/keys', 'authenticated', (c) => json(keys.list(requireUser(c)).map(keyJson)));
+
+  r.secured(
+    'put',
+    '/biome/keys',
+    'authenticated',
+    async (c) => {
+      const userId = requireUser(c);
+      const body = parseJson(c.req);
+      if (!Array.isArray(body)) throw new HttpError(400, 'Request body must be a JSON array of keys');
+      if (body.length > 1000) throw new HttpError(400, 'At most 1000 keys can be stored per user');
+      await keys.replaceAll(userId, body.map((k, i) => keyInput(k, `[${i}].`)));
+      return json({ message: 'Keys replaced successfully' });
+    },
+    2,
+  );
+
+  r.secured('patch', '/biome/keys', 'authenticated', async (c) => {
+    const userId = requireUser(c);
+    const b = objectBody(c.req);
+    const pk = reqString(b, 'public_key', { max: 520 });
+    const name = reqString(b, 'new_display_name', { max: 256, empty: true });
+    if (!(await keys.rename(userId, pk, name))) throw new HttpError(404, `Key with public key ${pk} and user ID ${userId} not found`);
+    return json({ message: 'Key updated successfully' });
+  });
+
+  r.secured('post', '/biome/keys', 'authenticated', async (c) => {
+    const userId = requireUser(c);
+    const added = await keys.add(userId, keyInput(objectBody(c.req)));
+    return json({ message: 'Key added successfully', data: keyJson(added) });
+  });
+
+  r.secured('get', '/biome/keys/:public_key', 'authenticated', (c) => {
+    const userId = requireUser(c);
+    const k = keys.get(userId, c.req.params[0]!);
+    if (!k) throw new HttpError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
+    return json({ data: keyJson(k) });
+  });
+
+  r.secured('del', '/biome/keys/:public_key', 'authenticated', async (c) => {
+    const userId = requireUser(c);
+    const k = await keys.remove(userId, c.req.params[0]!);
+    if (!k) throw new HttpError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
+    return json({ message: 'Key successfully deleted', data: keyJson(k) });
+  });
+}

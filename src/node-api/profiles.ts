@@ -1,0 +1,64 @@
+/**
+ * Profiles (`/biome/profiles`, `/biome/profile`; protocol 2). A credential user's
+ * profile is created with the account (subject = username, other fields null); an OAuth
+ * user's profile is filled from the provider's claims at every login.
+ */
+import { HttpError } from '../http/server.js';
+import { json, requireUser, type Router } from './router.js';
+import type { ProfileRecord, Stores } from './stores.js';
+
+export function profileJson(p: ProfileRecord): ProfileRecord {
+  return {
+    user_id: p.user_id,
+    subject: p.subject,
+    name: p.name,
+    given_name: p.given_name,
+    family_name: p.family_name,
+    email: p.email,
+    picture: p.picture,
+  };
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.length <= 2048 ? v : null);
+
+/** A profile from OpenID claims. */
+export function profileFromClaims(userId: string, subject: string, c: Record<string, unknown>): ProfileRecord {
+  return {
+    user_id: userId,
+    subject,
+    name: str(c.name),
+    given_name: str(c.given_name),
+    family_name: str(c.family_name),
+    email: str(c.email),
+    picture: str(c.picture),
+  };
+}
+
+export function registerProfileRoutes(r: Router, stores: Stores): void {
+  r.secured('get', '/biome/profiles', 'identity.profile.read', () => json(Array.from(stores.profiles.getRange({}).map(({ value }) => profileJson(value)))), 2);
+
+  r.secured(
+    'get',
+    '/biome/profiles/:user_id',
+    'identity.profile.read',
+    ({ req }) => {
+      const p = stores.profiles.get(req.params[0]!);
+      if (!p) throw new HttpError(404, `User ID not found: ${req.params[0]}`);
+      return json(profileJson(p));
+    },
+    2,
+  );
+
+  r.secured(
+    'get',
+    '/biome/profile',
+    'authenticated',
+    (c) => {
+      const userId = requireUser(c);
+      const p = stores.profiles.get(userId);
+      if (!p) throw new HttpError(404, `No profile for user ${userId}`);
+      return json(profileJson(p));
+    },
+    2,
+  );
+}

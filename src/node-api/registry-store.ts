@@ -1,0 +1,105 @@
+/**
+ * The node registry: validation (research splinter.md §7.1) and storage, with an
+ * endpoint → identity index so that no endpoint belongs to two nodes.
+ */
+import { HttpError } from '../http/server.js';
+import { isObject, type JsonObject } from './body.js';
+import type { RegistryNodeRecord, Stores } from './stores.js';
+
+const invalid = (msg: string): HttpError => new HttpError(400, `Invalid node: ${msg}`);
+const MAX_STR = 1024;
+
+function stringField(b: JsonObject, name: string): string {
+  const v = b[name];
+  if (v === undefined || v === null) throw invalid(`missing field "${name}"`);
+  if (typeof v !== 'string') throw invalid(`field "${name}" must be a string`);
+  if (v.length > MAX_STR) throw invalid(`field "${name}" is longer than ${MAX_STR} characters`);
+  return v;
+}
+
+function stringList(b: JsonObject, name: string): string[] {
+  const v = b[name];
+  if (v === undefined || v === null) throw invalid(`missing field "${name}"`);
+  if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw invalid(`field "${name}" must be an array of strings`);
+  if (v.length > 100) throw invalid(`field "${name}" has more than 100 entries`);
+  if ((v as string[]).some((s) => s.length > MAX_STR)) throw invalid(`an entry of "${name}" is longer than ${MAX_STR} characters`);
+  return v as string[];
+}
+
+function metadataField(b: JsonObject): Record<string, string> {
+  const v = b.metadata;
+  if (v === undefined || v === null) throw invalid('missing field "metadata"');
+  if (!isObject(v)) throw invalid('field "metadata" must be an object of string values');
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v)) {
+    if (typeof val !== 'string') throw invalid(`metadata "${k.slice(0, 40)}" must be a string`);
+    out[k] = val;
+  }
+  return out;
+}
+
+/** Reads and validates a node from a request body (all five fields required). */
+export function nodeFromBody(b: JsonObject): RegistryNodeRecord {
+  const n: RegistryNodeRecord = {
+    identity: stringField(b, 'identity'),
+    endpoints: stringList(b, 'endpoints'),
+    display_name: stringField(b, 'display_name'),
+    keys: stringList(b, 'keys'),
+    metadata: metadataField(b),
+  };
+  if (n.identity === '') throw invalid('node must have non-empty identity');
+  if (n.identity.length > 256) throw invalid('node identity must be at most 256 characters');
+  if (n.endpoints.length === 0) throw invalid('node must have one or more endpoints');
+  if (n.endpoints.some((e) => e === '')) throw invalid('node endpoint cannot be empty');
+  if (new Set(n.endpoints).size !== n.endpoints.length) throw invalid('node endpoints must be unique');
+  if (n.display_name === '') throw invalid('node must have non-empty display_name');
+  if (n.keys.length === 0) throw invalid('node must have one or more keys');
+  if (n.keys.some((k) => k === '')) throw invalid('node key cannot be empty');
+  return n;
+}
+
+export function nodeJson(n: RegistryNodeRecord): RegistryNodeRecord {
+  return { identity: n.identity, endpoints: n.endpoints, display_name: n.display_name, keys: n.keys, metadata: n.metadata };
+}
+
+export class Registry {
+  readonly #s: Stores;
+
+  constructor(stores: Stores) {
+    this.#s = stores;
+  }
+
+  list(): RegistryNodeRecord[] {
+    return Array.from(this.#s.registry.getRange({}).map(({ value }) => value));
+  }
+
+  get(identity: string): RegistryNodeRecord | undefined {
+    return this.#s.registry.get(identity);
+  }
+
+  /** Adds (`replace` false: 409 if present) or adds-or-replaces a node; true when it was new. */
+  put(n: RegistryNodeRecord, replace: boolean): Promise<boolean> {
+    return this.#s.root.transaction(() => {
+      const old = this.#s.registry.get(n.identity);
+      if (old && !replace) throw new HttpError(409, `Invalid node: a node with identity ${n.identity} already exists`);
+      for (const e of n.endpoints) {
+        const owner = this.#s.registryEndpoints.get(e);
+        if (owner !== undefined && owner !== n.identity) throw invalid(`another node with endpoint ${e} exists`);
+      }
+      for (const e of old?.endpoints ?? []) void this.#s.registryEndpoints.remove(e);
+      for (const e of n.endpoints) void this.#s.registryEndpoints.put(e, n.identity);
+      void this.#s.registry.put(n.identity, n);
+      return !old;
+    });
+  }
+
+  remove(identity: string): Promise<boolean> {
+    return this.#s.root.transaction(() => {
+      const old = this.#s.registry.get(identity);
+      if (!old) return false;
+      for (const e of old.endpoints) void this.#s.registryEndpoints.remove(e);
+      void this.#s.registry.remove(identity);
+      return true;
+    });
+  }
+}

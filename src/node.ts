@@ -1,0 +1,126 @@
+/**
+ * Wiring only: opens the data directory and the LMDB environment, loads or creates the
+ * node's keys, starts the ledger engine (pool + committer thread) and the three HTTP
+ * interfaces, and shuts them down in reverse order.
+ */
+import { mkdirSync, existsSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { createRequire } from 'node:module';
+import type { RootDatabase } from 'lmdb';
+import type { Config } from './config.js';
+import { openEnv } from './store/db.js';
+import { loadOrCreateKey } from './store/keys.js';
+import { backend } from './crypto/secp256k1.js';
+import type { Signer } from './crypto/secp256k1.js';
+import { HttpServer, type Reply } from './http/server.js';
+import { ledgerErrorReplyFactory } from './ledger-api/errors.js';
+import { log } from './log.js';
+import { Ledger } from './ledger/ledger.js';
+import { registerLedgerApi } from './ledger-api/index.js';
+import { registerNodeApi, type NodeApi } from './node-api/index.js';
+import { registerDataApi, type DataApi } from './data-api/index.js';
+
+const require = createRequire(import.meta.url);
+/** The package version; src/ and dist/src/ sit at different depths below package.json. */
+export const VERSION: string = ((): string => {
+  for (const p of ['../package.json', '../../package.json']) {
+    try {
+      return (require(p) as { version: string }).version;
+    } catch {
+      // try the next location
+    }
+  }
+  return '0.0.0';
+})();
+
+export interface RunningNode {
+  config: Config;
+  db: RootDatabase;
+  ledger: Ledger;
+  nodeSigner: Signer;
+  adminSigner: Signer;
+  ports: { ledger: number; node: number; data: number };
+  close(): Promise<void>;
+}
+
+/** Writes the admin key's public key into the admin keys file on first start. */
+function ensureAdminKeysFile(file: string, adminPublicKey: string): void {
+  if (existsSync(file)) return;
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${adminPublicKey}\n`, { mode: 0o644 });
+}
+
+export async function startNode(config: Config): Promise<RunningNode> {
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const nodeKeyFile = join(config.dataDir, 'keys', 'validator.priv');
+  const nodeSigner = loadOrCreateKey(nodeKeyFile);
+  const adminSigner = loadOrCreateKey(join(config.dataDir, 'keys', 'admin.priv'));
+  ensureAdminKeysFile(config.adminKeysFile, adminSigner.publicKey);
+  log.info(`signature backend: ${backend === 'native' ? 'native libsecp256k1' : '@noble/secp256k1 (pure JS fallback)'}`);
+  log.info(`validator public key ${nodeSigner.publicKey}`);
+
+  const db = openEnv(config.dataDir);
+  const ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile });
+
+  const ledgerServer = new HttpServer({
+    name: 'ledger',
+    maxBodyBytes: config.maxBodyBytes,
+    errorReply: ledgerErrorReplyFactory(),
+    commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
+  });
+  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
+  const nodeServer = new HttpServer({
+    name: 'node',
+    maxBodyBytes: config.maxBodyBytes,
+    errorReply: messageErrorReply,
+  });
+  const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
+  const dataServer = new HttpServer({
+    name: 'data',
+    maxBodyBytes: config.maxBodyBytes,
+    errorReply: messageErrorReply,
+  });
+  const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger });
+
+  const servers: HttpServer[] = [];
+  let ports;
+  try {
+    ports = {
+      ledger: await ledgerServer.listen(config.ledgerBind.host, config.ledgerBind.port),
+      node: await nodeServer.listen(config.nodeBind.host, config.nodeBind.port),
+      data: await dataServer.listen(config.dataBind.host, config.dataBind.port),
+    };
+    servers.push(ledgerServer, nodeServer, dataServer);
+  } catch (err) {
+    await Promise.all([ledgerServer.close(0), nodeServer.close(0), dataServer.close(0)]);
+    await ledger.close();
+    await db.close();
+    throw err;
+  }
+  log.info(`ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}`);
+
+  let closed = false;
+  return {
+    config,
+    db,
+    ledger,
+    nodeSigner,
+    adminSigner,
+    ports,
+    async close(): Promise<void> {
+      if (closed) return;
+      closed = true;
+      ledgerApi.close();
+      await Promise.all(servers.map((s) => s.close()));
+      await nodeApi.close();
+      await dataApi.close();
+      await ledger.close();
+      await db.close();
+    },
+  };
+}
+
+/** Interfaces A and B answer errors as `{message}`. */
+export function messageErrorReply(status: number, message: string): Reply {
+  return { status, body: JSON.stringify({ message }) };
+}

@@ -1,0 +1,53 @@
+/**
+ * Typed handles on the ledger's sub-databases. Both the committer thread (the only
+ * writer) and the HTTP thread (reads) open them with the same options.
+ */
+import type { Database, RootDatabase } from 'lmdb';
+import { LEDGER_DBS } from './db.js';
+
+export interface ChainHead {
+  blockId: string;
+  blockNum: number;
+  stateRoot: string;
+}
+
+/** Batch position: [block number, index of the batch in the block]. */
+export type BatchPos = [number, number];
+/** Transaction position: [block number, batch index, transaction index]. */
+export type TxnPos = [number, number, number];
+
+export interface InvalidRecord {
+  invalid_transactions: Array<{ id: string; message: string; extended_data: string }>;
+}
+
+export interface LedgerStores {
+  root: RootDatabase;
+  merkle: Database<Buffer, Buffer>;
+  blocks: Database<Buffer, string>;
+  blockByNum: Database<string, number>;
+  batchIndex: Database<BatchPos, string>;
+  txnIndex: Database<TxnPos, string>;
+  receipts: Database<Buffer, string>;
+  meta: Database<unknown, string>;
+  pending: Database<Buffer, number>;
+  pendingById: Database<number, string>;
+  invalid: Database<InvalidRecord, string>;
+}
+
+export function openLedgerStores(root: RootDatabase): LedgerStores {
+  return {
+    root,
+    merkle: root.openDB<Buffer, Buffer>(LEDGER_DBS.merkle, { keyEncoding: 'binary', encoding: 'binary' }),
+    blocks: root.openDB<Buffer, string>(LEDGER_DBS.blocks, { encoding: 'binary' }),
+    blockByNum: root.openDB<string, number>(LEDGER_DBS.blockByNum, {}),
+    batchIndex: root.openDB<BatchPos, string>(LEDGER_DBS.batchIndex, {}),
+    txnIndex: root.openDB<TxnPos, string>(LEDGER_DBS.txnIndex, {}),
+    receipts: root.openDB<Buffer, string>(LEDGER_DBS.receipts, { encoding: 'binary' }),
+    meta: root.openDB<unknown, string>(LEDGER_DBS.meta, {}),
+    pending: root.openDB<Buffer, number>(LEDGER_DBS.pending, { encoding: 'binary' }),
+    pendingById: root.openDB<number, string>(LEDGER_DBS.pendingById, {}),
+    invalid: root.openDB<InvalidRecord, string>(LEDGER_DBS.invalid, {}),
+  };
+}
+
+export const HEAD_KEY = 'head';

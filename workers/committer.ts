@@ -1,0 +1,30 @@
+/**
+ * Entry of the committer thread (worker_threads). Opens its own handle on the LMDB
+ * environment and runs the Committer; all traffic with the HTTP thread is messages.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openEnv } from '../src/store/db.js';
+import { Committer } from '../src/ledger/committer.js';
+import { loadOrCreateKey } from '../src/store/keys.js';
+import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
+
+const port = parentPort!;
+const opts = workerData as CommitterOptions;
+const post = (m: FromCommitter): void => port.postMessage(m);
+const db = openEnv(opts.dataDir);
+const committer = new Committer(db, loadOrCreateKey(opts.nodeKeyFile), opts, post);
+
+port.on('message', (m: ToCommitter) => {
+  if (m.type === 'submit') committer.submit(m.reqId, m.batches);
+  else if (m.type === 'shutdown') {
+    void committer
+      .close()
+      .then(() => db.close())
+      .finally(() => {
+        post({ type: 'closed' });
+        port.close();
+      });
+  }
+});
+
+committer.init().catch((err: unknown) => post({ type: 'fatal', message: `committer failed to start: ${String(err)}` }));
