@@ -1,7 +1,8 @@
 import t from 'tap';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { startApiNode, VERSIONS, type ApiNode } from './helpers/node-api.js';
+import { log } from '../src/log.js';
+import { captureStderr, startApiNode, VERSIONS, type ApiNode } from './helpers/node-api.js';
 import { Browser, PEOPLE, startProvider, type TestProvider } from './helpers/oidc.js';
 
 const freePort = (): Promise<number> =>
@@ -12,6 +13,8 @@ const freePort = (): Promise<number> =>
     });
   });
 
+const logs = captureStderr();
+log.setLevel('debug');
 const nodePort = await freePort();
 const callback = `http://127.0.0.1:${nodePort}/oauth/callback`;
 const provider: TestProvider = await startProvider([callback]);
@@ -23,6 +26,7 @@ const n: ApiNode = await startApiNode({
   CAIRN_OAUTH_RECHECK: '1',
 });
 t.teardown(async () => {
+  logs.restore();
   await n.stop();
   await provider.close();
 });
@@ -152,6 +156,7 @@ t.test('protocol versions and permissions of OAuth and profile routes', async (t
   const s = await oauthLogin('alice', 2);
   t.equal((await call('GET', '/biome/profile', { version: 1, auth: s.token })).status, 400, 'profiles are protocol 2');
   t.equal((await call('GET', '/biome/profiles', { version: 1, auth: admin })).status, 400);
+  t.equal((await call('GET', '/biome/profiles/x', { version: 1, auth: admin })).status, 400);
   t.equal((await call('GET', '/biome/profiles', { auth: s.token })).status, 403, 'needs identity.profile.read');
   t.equal((await call('GET', '/biome/profiles/x', { auth: s.token })).status, 403);
   t.equal((await call('GET', '/oauth/users', { auth: s.token })).status, 403, 'needs oauth.user.read');
@@ -167,4 +172,15 @@ t.test('a credential user has a profile too', async (t) => {
   const b = login.body as { token: string; user_id: string };
   const p = await call('GET', '/biome/profile', { auth: b.token });
   t.same(p.body, { user_id: b.user_id, subject: 'plain@example.com', name: null, given_name: null, family_name: null, email: null, picture: null });
+});
+
+t.test('OAuth secrets never reach the log', async (t) => {
+  const s = await oauthLogin('alice');
+  await call('GET', '/biome/profile', { auth: s.token });
+  await call('GET', '/oauth/logout', { auth: s.token });
+  const text = logs.text();
+  t.match(text, /OAuth login of user/, 'the OAuth flow logged');
+  t.notOk(text.includes(s.token.slice('OAuth2:'.length)), 'no session token');
+  t.notOk(text.includes(provider.clientSecret), 'no client secret');
+  t.notOk(/code=[\w-]{20,}/.test(text), 'no authorization code');
 });

@@ -10,7 +10,9 @@ import type { RootDatabase } from 'lmdb';
 import { Batch, BlockHeader, TransactionReceipt, encode, type BatchMsg } from '../proto/index.js';
 import { sha256, type Signer } from '../crypto/secp256k1.js';
 import { MerkleTree, EMPTY_ROOT } from '../state/merkle.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
+import { openLedgerStores, HEAD_KEY, ReadModelDbs, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
+import { projectors, readModelDbNames } from '../families/index.js';
+import type { ReadModelWriter } from '../families/types.js';
 import { BlockExecutor, type Receipt } from './executor.js';
 import { buildBatch, buildTransaction } from './build.js';
 import { proposalPayload, settingsTxnAddresses } from '../families/settings.js';
@@ -48,6 +50,7 @@ export class Committer {
   #timer: NodeJS.Timeout | null = null;
   #lastBlockAt = 0;
   #closing = false;
+  readonly #readModel: ReadModelWriter;
 
   constructor(root: RootDatabase, signer: Signer, opts: CommitterOptions, post: (m: FromCommitter) => void) {
     this.#s = openLedgerStores(root);
@@ -57,6 +60,13 @@ export class Committer {
     this.#post = post;
     this.#samples = [opts.queueInitialAverage];
     this.#avg = opts.queueInitialAverage;
+    const dbs = new ReadModelDbs(root);
+    for (const name of readModelDbNames) dbs.db(name);
+    this.#readModel = {
+      put: (db, key, value) => void dbs.db(db).put(key, value),
+      remove: (db, key) => void dbs.db(db).remove(key),
+      get: (db, key) => dbs.db(db).get(key),
+    };
   }
 
   get queueLimit(): number {
@@ -256,6 +266,12 @@ export class Committer {
           for (const r of receipts) s.receipts.put(r.transactionId, Buffer.from(encodeReceipt(r)));
         });
         s.meta.put(HEAD_KEY, head);
+        const info = { blockNum: head.blockNum, blockId: head.blockId, timestamp: Math.floor(Date.now() / 1000) };
+        for (const [address, value] of exec.writes) {
+          for (const p of projectors) {
+            if (p.namespaces.some((ns) => address.startsWith(ns))) p.project(address, value ?? undefined, this.#readModel, info);
+          }
+        }
       }
       for (const { entry, record } of invalid) s.invalid.put(entry.id, record);
       for (const { entry } of [...included, ...invalid]) {

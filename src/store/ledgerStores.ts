@@ -51,3 +51,14 @@ export function openLedgerStores(root: RootDatabase): LedgerStores {
 }
 
 export const HEAD_KEY = 'head';
+
+/** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
+export class ReadModelDbs {
+  readonly #dbs = new Map<string, Database<unknown, string>>();
+  constructor(private readonly root: RootDatabase) {}
+  db(name: string): Database<unknown, string> {
+    let d = this.#dbs.get(name);
+    if (!d) this.#dbs.set(name, (d = this.root.openDB<unknown, string>(name, {})));
+    return d;
+  }
+}
