@@ -198,3 +198,13 @@ t.test('repeated failed logins for one username slow down', async (t) => {
   for (let i = 0; i < 4; i++) after.push(await attempt('henry', 'bad'));
   t.same(after, [401, 401, 401, 401], 'a success reset the counter');
 });
+
+t.test('parallel guesses for one username are bounded', async (t) => {
+  await registerAndLogin(call, 'ivan', 'secret');
+  const statuses = await Promise.all(
+    Array.from({ length: 12 }, () => call('POST', '/biome/login', { body: { username: 'ivan', hashed_password: 'bad' } }).then((r) => r.status)),
+  );
+  const checked = statuses.filter((s) => s === 401).length;
+  t.ok(checked >= 1 && checked <= 4, `at most 4 passwords checked (${checked})`);
+  t.equal(statuses.filter((s) => s === 429).length, 12 - checked, 'the rest refused with 429');
+});

@@ -1,23 +1,23 @@
 /**
- * Slows down password guessing per username. After FREE_FAILURES failed attempts,
- * each further failure locks the username for base × 2^(n-1) ms (capped); attempts
- * during the lock are refused with 429 before any password check. At most one
- * attempt per username runs at a time once failures started. Unknown usernames are
- * treated exactly like known ones, so the answers never tell which exist.
- * Memory is bounded: the oldest entries are dropped beyond MAX_ENTRIES.
+ * Slows down password guessing per username. After FREE_FAILURES failed checks, each
+ * further failure locks the username for base × 2^(n-1) ms (capped); attempts during the
+ * lock get 429 before any password check. Concurrent attempts are bounded too: at most
+ * FREE_FAILURES + 1 checks run before the first lock can start, and one at a time after.
+ * Unknown usernames are treated exactly like known ones, so answers never tell which
+ * exist. Memory is bounded: the oldest entries are dropped beyond MAX_ENTRIES.
  */
 import { HttpError } from '../http/server.js';
 
 const FREE_FAILURES = 3;
 const MAX_ENTRIES = 10_000;
-/** Entries older than this (since the last failure) are forgotten. */
+/** Failures older than this (and not locking) are forgotten. */
 const FORGET_MS = 15 * 60_000;
 
 interface Entry {
   failures: number;
   lockedUntil: number;
   lastFailure: number;
-  inFlight: boolean;
+  inFlight: number;
 }
 
 export class LoginBackoff {
@@ -30,48 +30,53 @@ export class LoginBackoff {
     this.#maxMs = Math.max(maxMs, baseMs);
   }
 
-  /** Runs one password check for `username` under the backoff rules. */
+  /** Runs one password check for `username`; `check` resolves null for a failed check. */
   async attempt<T>(username: string, check: () => Promise<T | null>): Promise<T | null> {
-    const now = Date.now();
-    let e = this.#entries.get(username);
-    if (e && now - e.lastFailure > FORGET_MS && e.lockedUntil < now && !e.inFlight) {
-      this.#entries.delete(username);
-      e = undefined;
-    }
-    if (e) {
-      const wait = e.lockedUntil - now;
-      if (wait > 0 || e.inFlight) {
-        const sec = Math.max(1, Math.ceil(wait / 1000));
-        throw new HttpError(429, `Too many failed login attempts for this username; retry in ${sec} s`, undefined, {
-          'retry-after': String(sec),
-        });
-      }
-      e.inFlight = true;
-    }
+    const e = this.#enter(username, Date.now());
+    let ok = false;
     try {
       const result = await check();
-      if (result === null) this.#fail(username, Date.now());
-      else this.#entries.delete(username);
+      ok = result !== null;
       return result;
     } finally {
-      const cur = this.#entries.get(username);
-      if (cur) cur.inFlight = false;
+      e.inFlight--;
+      if (ok) {
+        e.failures = 0;
+        e.lockedUntil = 0;
+      } else {
+        this.#fail(e, Date.now());
+      }
+      if (e.failures === 0 && e.inFlight === 0 && this.#entries.get(username) === e) this.#entries.delete(username);
     }
   }
 
-  #fail(username: string, now: number): void {
-    const e = this.#entries.get(username) ?? { failures: 0, lockedUntil: 0, lastFailure: now, inFlight: false };
-    e.failures++;
-    e.lastFailure = now;
-    if (e.failures > FREE_FAILURES) {
-      const exp = Math.min(e.failures - FREE_FAILURES - 1, 30);
-      e.lockedUntil = now + Math.min(this.#maxMs, this.#baseMs * 2 ** exp);
+  #enter(username: string, now: number): Entry {
+    let e = this.#entries.get(username);
+    if (e && e.inFlight === 0 && e.lockedUntil < now && now - e.lastFailure > FORGET_MS) e = undefined;
+    e ??= { failures: 0, lockedUntil: 0, lastFailure: 0, inFlight: 0 };
+    const wait = e.lockedUntil - now;
+    if (wait > 0 || (e.inFlight > 0 && e.failures + e.inFlight > FREE_FAILURES)) {
+      const sec = Math.max(1, Math.ceil(wait / 1000));
+      throw new HttpError(429, `Too many failed login attempts for this username; retry in ${sec} s`, undefined, {
+        'retry-after': String(sec),
+      });
     }
+    e.inFlight++;
     this.#entries.delete(username);
     this.#entries.set(username, e);
     if (this.#entries.size > MAX_ENTRIES) {
       const oldest = this.#entries.keys().next().value;
       if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+    return e;
+  }
+
+  #fail(e: Entry, now: number): void {
+    e.failures++;
+    e.lastFailure = now;
+    if (e.failures > FREE_FAILURES) {
+      const exp = Math.min(e.failures - FREE_FAILURES - 1, 30);
+      e.lockedUntil = now + Math.min(this.#maxMs, this.#baseMs * 2 ** exp);
     }
   }
 }
