@@ -67,11 +67,13 @@ t.test('kill -9 during submission loses no acknowledged batch', async (t) => {
     }
   };
   const loops = Array.from({ length: 8 }, () => worker());
-  await new Promise((r) => setTimeout(r, 1500));
+  // Kill in the middle of the stream: once enough batches are acknowledged (at most 15 s).
+  for (let waited = 0; acked.length < 50 && waited < 15_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+  await new Promise((r) => setTimeout(r, 200));
   await child.kill();
   stop = true;
   await Promise.all(loops);
-  t.ok(acked.length > 20, `${acked.length} batches acknowledged before the kill`);
+  t.ok(acked.length >= 50, `${acked.length} batches acknowledged before the kill`);
 
   const n = await startTestNode({}, dir);
   t.teardown(() => n.stop({ keepData: true }));

@@ -3,7 +3,7 @@
  * environment and runs the Committer; all traffic with the HTTP thread is messages.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openEnv } from '../src/store/db.js';
+import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { Committer } from '../src/ledger/committer.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
@@ -12,14 +12,15 @@ const port = parentPort!;
 const opts = workerData as CommitterOptions;
 const post = (m: FromCommitter): void => port.postMessage(m);
 const db = openEnv(opts.dataDir);
-const committer = new Committer(db, loadOrCreateKey(opts.nodeKeyFile), opts, post);
+const pending = openPendingEnv(opts.dataDir);
+const committer = new Committer(db, pending, loadOrCreateKey(opts.nodeKeyFile), opts, post);
 
 port.on('message', (m: ToCommitter) => {
   if (m.type === 'submit') committer.submit(m.reqId, m.batches);
   else if (m.type === 'shutdown') {
     void committer
       .close()
-      .then(() => db.close())
+      .then(() => Promise.all([db.close(), pending.close()]))
       .finally(() => {
         post({ type: 'closed' });
         port.close();

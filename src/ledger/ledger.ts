@@ -69,6 +69,8 @@ export class Ledger {
   #inflight = 0;
   #reqId = 0;
   readonly #accepts = new Map<number, () => void>();
+  /** Ids in the durable pending pool, as the committer has acknowledged them. */
+  readonly #pending = new Set<string>();
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #listeners = new Set<(e: BlockEvent) => void>();
   #closed = false;
@@ -79,7 +81,7 @@ export class Ledger {
     pool: Piscina,
     committer: Worker,
     nodePublicKey: string,
-    ready: { head: ChainHead; pendingCount: number; queueLimit: number },
+    ready: { head: ChainHead; pendingIds: string[]; queueLimit: number },
   ) {
     this.stores = stores;
     this.tree = new MerkleTree(stores.merkle);
@@ -88,7 +90,8 @@ export class Ledger {
     this.nodePublicKey = nodePublicKey;
     this.#nodeKeyBytes = Buffer.from(nodePublicKey);
     this.head = ready.head;
-    this.pendingCount = ready.pendingCount;
+    for (const id of ready.pendingIds) this.#pending.add(id);
+    this.pendingCount = ready.pendingIds.length;
     this.queueLimit = ready.queueLimit;
     committer.on('message', (m: FromCommitter) => this.#onMessage(m));
   }
@@ -103,7 +106,7 @@ export class Ledger {
       queueMultiplier: config.queueMultiplier,
       queueInitialAverage: config.queueInitialAverage,
     } satisfies CommitterOptions });
-    const ready = await new Promise<{ head: ChainHead; pendingCount: number; queueLimit: number }>((resolve, reject) => {
+    const ready = await new Promise<{ head: ChainHead; pendingIds: string[]; queueLimit: number }>((resolve, reject) => {
       const onMsg = (m: FromCommitter): void => {
         if (m.type === 'ready') {
           committer.off('message', onMsg);
@@ -126,7 +129,7 @@ export class Ledger {
     });
     const ledger = new Ledger(openLedgerStores(opts.db), pool, committer, opts.nodeSigner.publicKey, ready);
     committer.on('error', (err) => log.error('committer thread failed', err));
-    log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingCount} pending batches`);
+    log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
   }
 
@@ -138,6 +141,7 @@ export class Ledger {
   #onMessage(m: FromCommitter): void {
     if (m.type === 'accepted') {
       this.pendingCount = m.pendingCount;
+      for (const id of m.queued) this.#pending.add(id);
       const done = this.#accepts.get(m.reqId);
       this.#accepts.delete(m.reqId);
       done?.();
@@ -155,6 +159,7 @@ export class Ledger {
   }
 
   #settle(id: string): void {
+    this.#pending.delete(id);
     const ws = this.#waiters.get(id);
     if (!ws) return;
     this.#waiters.delete(id);
@@ -252,9 +257,9 @@ export class Ledger {
   status(id: string): StatusEntry {
     const s = this.stores;
     if (s.batchIndex.doesExist(id)) return { id, status: 'COMMITTED', invalid_transactions: [] };
+    if (this.#pending.has(id)) return { id, status: 'PENDING', invalid_transactions: [] };
     const inv = s.invalid.get(id);
     if (inv) return { id, status: 'INVALID', invalid_transactions: inv.invalid_transactions };
-    if (s.pendingById.doesExist(id)) return { id, status: 'PENDING', invalid_transactions: [] };
     return { id, status: 'UNKNOWN', invalid_transactions: [] };
   }
 

@@ -26,8 +26,9 @@ export interface BlockEvent {
 }
 
 export type FromCommitter =
-  | { type: 'ready'; head: ChainHead; pendingCount: number; queueLimit: number }
-  | { type: 'accepted'; reqId: number; pendingCount: number }
+  | { type: 'ready'; head: ChainHead; pendingIds: string[]; queueLimit: number }
+  /** `queued` lists the ids newly added to the pool (not duplicates of pending or committed ones). */
+  | { type: 'accepted'; reqId: number; queued: string[]; pendingCount: number }
   | BlockEvent
   | { type: 'fatal'; message: string }
   | { type: 'closed' };

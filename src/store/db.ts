@@ -20,6 +20,22 @@ export function openEnv(dataDir: string): RootDatabase {
   });
 }
 
+/**
+ * The pending pool lives in an environment of its own, so that acknowledging a batch
+ * (one small fsync'd write) never queues behind a block commit. A batch leaves it only
+ * after the block or verdict that settles it is durable in the main environment; on
+ * restart, entries already settled there are dropped (recovery is idempotent).
+ */
+export function openPendingEnv(dataDir: string): RootDatabase<Buffer, number> {
+  mkdirSync(dataDir, { recursive: true });
+  return open<Buffer, number>({
+    path: join(dataDir, 'pending.mdb'),
+    encoding: 'binary',
+    noSync: false,
+    mapSize: 8 * 1024 * 1024 * 1024,
+  });
+}
+
 /** Names of the ledger sub-databases (written only by the committer thread). */
 export const LEDGER_DBS = {
   merkle: 'ledger.merkle',
@@ -29,7 +45,5 @@ export const LEDGER_DBS = {
   txnIndex: 'ledger.txn_index',
   receipts: 'ledger.receipts',
   meta: 'ledger.meta',
-  pending: 'ledger.pending',
-  pendingById: 'ledger.pending_by_id',
   invalid: 'ledger.invalid',
 } as const;

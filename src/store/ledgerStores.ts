@@ -18,6 +18,8 @@ export type TxnPos = [number, number, number];
 
 export interface InvalidRecord {
   invalid_transactions: Array<{ id: string; message: string; extended_data: string }>;
+  /** Pending-pool sequence number of the submission this verdict settled. */
+  seq?: number;
 }
 
 export interface LedgerStores {
@@ -29,8 +31,6 @@ export interface LedgerStores {
   txnIndex: Database<TxnPos, string>;
   receipts: Database<Buffer, string>;
   meta: Database<unknown, string>;
-  pending: Database<Buffer, number>;
-  pendingById: Database<number, string>;
   invalid: Database<InvalidRecord, string>;
 }
 
@@ -44,8 +44,6 @@ export function openLedgerStores(root: RootDatabase): LedgerStores {
     txnIndex: root.openDB<TxnPos, string>(LEDGER_DBS.txnIndex, {}),
     receipts: root.openDB<Buffer, string>(LEDGER_DBS.receipts, { encoding: 'binary' }),
     meta: root.openDB<unknown, string>(LEDGER_DBS.meta, {}),
-    pending: root.openDB<Buffer, number>(LEDGER_DBS.pending, { encoding: 'binary' }),
-    pendingById: root.openDB<number, string>(LEDGER_DBS.pendingById, {}),
     invalid: root.openDB<InvalidRecord, string>(LEDGER_DBS.invalid, {}),
   };
 }

@@ -1,0 +1,102 @@
+/**
+ * Starts a node for a benchmark as a child process on loopback ephemeral ports, from the
+ * compiled build when present (what `npm start` runs) or from sources, and reports its
+ * pid, URLs and peak RSS.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface BenchNode {
+  pid: number;
+  ledgerUrl: string;
+  nodeUrl: string;
+  dataUrl: string;
+  dataDir: string;
+  child: ChildProcess;
+  rssMiB(): number;
+  peakRssMiB(): number;
+  stop(): Promise<void>;
+  /** CPU seconds per thread name (from /proc), for finding the busy thread. */
+  threadCpu(): Record<string, number>;
+}
+
+function statusField(pid: number, field: string): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export async function startBenchNode(env: Record<string, string> = {}, dataDir?: string): Promise<BenchNode> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'cairn-bench-'));
+  const built = existsSync('dist/src/main.js') && process.env.BENCH_FROM_SOURCE !== '1';
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const args = [...extra, ...(built ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
+  const child = spawn(process.execPath, args, {
+    env: {
+      ...process.env,
+      CAIRN_DATA_DIR: dir,
+      CAIRN_LEDGER_BIND: '127.0.0.1:0',
+      CAIRN_NODE_BIND: '127.0.0.1:0',
+      CAIRN_DATA_BIND: '127.0.0.1:0',
+      CAIRN_LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  const ports = await new Promise<string[]>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
+    const logFile = process.env.BENCH_NODE_LOG;
+    child.stderr!.on('data', (d: Buffer) => {
+      if (logFile) appendFileSync(logFile, d);
+      log += d.toString();
+      if (log.length > 100_000) log = log.slice(-50_000);
+      const m = /\(C\) on [^:]+:(\d+), node \(A\) on [^:]+:(\d+), data \(B\) on [^:]+:(\d+)/.exec(log);
+      if (m) {
+        clearTimeout(timer);
+        resolve([m[1]!, m[2]!, m[3]!]);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`node exited with ${code}: ${log}`)));
+  });
+  const pid = child.pid!;
+  return {
+    pid,
+    child,
+    dataDir: dir,
+    ledgerUrl: `http://127.0.0.1:${ports[0]}`,
+    nodeUrl: `http://127.0.0.1:${ports[1]}`,
+    dataUrl: `http://127.0.0.1:${ports[2]}`,
+    rssMiB: () => statusField(pid, 'VmRSS'),
+    peakRssMiB: () => statusField(pid, 'VmHWM'),
+    threadCpu(): Record<string, number> {
+      const out: Record<string, number> = {};
+      try {
+        for (const tid of readdirSync(`/proc/${pid}/task`)) {
+          const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+          const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+          const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          const secs = (Number(f[11]) + Number(f[12])) / 100;
+          if (secs > 0.05) out[`${name}#${tid}`] = secs;
+        }
+      } catch {
+        // process gone
+      }
+      return out;
+    },
+    async stop(): Promise<void> {
+      await new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      });
+      if (!dataDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,202 @@
+/**
+ * Submit benchmark: generates N pre-signed intkey batches (k transactions each, S signer
+ * keys) before the clock starts, submits them over keep-alive HTTP at full speed (or a
+ * fixed RATE), waits until every one is committed, and prints one JSON line.
+ *
+ * Env: BATCHES (20000), TXNS (1), SIGNERS (8), KEYSPACE (0 = every op sets a new key;
+ * otherwise ops after the first KEYSPACE sets are incs of earlier keys), CONNECTIONS (32),
+ * RATE (0 = full speed, else batches/s), SAMPLE (1 in 50 batches gets a commit-latency
+ * probe). Any CAIRN_* variable is passed to the node.
+ */
+import { startBenchNode } from './lib/node.js';
+import { Client, percentile } from './lib/http.js';
+import { measureBounds } from './lib/bounds.js';
+import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
+import { buildBatch, buildBatchList, buildTransaction } from '../src/ledger/build.js';
+import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
+
+const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const N = env('BATCHES', 20000);
+const K = env('TXNS', 1);
+const S = env('SIGNERS', 8);
+const KEYSPACE = env('KEYSPACE', 0);
+const C = env('CONNECTIONS', 32);
+const RATE = env('RATE', 0);
+const SAMPLE = env('SAMPLE', 50);
+
+function progress(msg: string): void {
+  if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[submit] ${msg}\n`);
+}
+
+export interface SubmitResult {
+  bench: 'submit';
+  batches: number;
+  txnsPerBatch: number;
+  connections: number;
+  rate: number;
+  committedBatchesPerSec: number;
+  committedTxnsPerSec: number;
+  submitP50Ms: number;
+  submitP99Ms: number;
+  commitP50Ms: number;
+  commitP99Ms: number;
+  maxResponseMs: number;
+  http429: number;
+  invalid: number;
+  peakRssMiB: number;
+  signatureBound: number;
+  signatureBoundFraction: number;
+  merkleLeafBound: number;
+  merkleBoundFraction: number;
+  verifiesPerSecPerCore: number;
+  nodeHashesPerSec: number;
+  cores: number;
+}
+
+function generate(): Array<{ id: string; body: Buffer }> {
+  const signers = Array.from({ length: S }, () => new Signer(randomPrivateKey()));
+  const out: Array<{ id: string; body: Buffer }> = [];
+  let op = 0;
+  const gap = 4 * C * K; // incs only touch keys set well before (in submission order)
+  for (let i = 0; i < N; i++) {
+    const signer = signers[i % S]!;
+    const txns = [];
+    for (let j = 0; j < K; j++, op++) {
+      let name: string;
+      let verb = 'set';
+      if (KEYSPACE > 0 && op >= KEYSPACE && op - gap >= 0) {
+        verb = 'inc';
+        name = `k${(op * 7919) % Math.min(KEYSPACE, op - gap)}`;
+      } else {
+        name = KEYSPACE > 0 && op >= KEYSPACE ? `k${op}` : `k${op}`;
+      }
+      const address = intkeyAddress(name);
+      txns.push(buildTransaction(signer, { familyName: 'intkey', familyVersion: '1.0', inputs: [address], outputs: [address], payload: intkeyPayload(verb, name, 1) }));
+    }
+    const b = buildBatch(signer, txns);
+    out.push({ id: b.id, body: Buffer.from(buildBatchList([b])) });
+  }
+  return out;
+}
+
+export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<SubmitResult> {
+  progress(`generating ${N} batches × ${K} txns`);
+  const batches = generate();
+  const bounds = measureBounds(K);
+  const node = await startBenchNode(nodeEnv);
+  const client = new Client(node.ledgerUrl, C);
+  const probe = new Client(node.ledgerUrl, 256);
+  try {
+    const submitLat: number[] = [];
+    const commitLat: number[] = [];
+    const probes: Array<Promise<void>> = [];
+    let maxResponse = 0;
+    let n429 = 0;
+    let next = 0;
+    const t0 = performance.now();
+    const interval = RATE > 0 ? 1000 / RATE : 0;
+    progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
+    const worker = async (): Promise<void> => {
+      for (;;) {
+        const i = next++;
+        if (i >= batches.length) return;
+        if (interval) {
+          const due = t0 + i * interval;
+          const wait = due - performance.now();
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        }
+        const b = batches[i]!;
+        for (;;) {
+          const s = performance.now();
+          const r = await client.request('POST', '/batches', b.body);
+          const dt = performance.now() - s;
+          if (dt > maxResponse) maxResponse = dt;
+          if (r.status === 202) {
+            submitLat.push(dt);
+            if (i % SAMPLE === 0) {
+              probes.push(
+                probe.request('GET', `/batch_statuses?id=${b.id}&wait=60`).then(() => {
+                  commitLat.push(performance.now() - s);
+                }),
+              );
+            }
+            break;
+          }
+          if (r.status === 429) {
+            n429++;
+            await new Promise((res) => setTimeout(res, 2));
+            continue;
+          }
+          throw new Error(`submit failed: ${r.status} ${r.body}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: C }, () => worker()));
+    const tSubmitted = performance.now();
+    progress(`submitted in ${((tSubmitted - t0) / 1000).toFixed(1)} s, waiting for commits`);
+    let invalid = 0;
+    const ids = process.env.BENCH_SUBMIT_ONLY === '1' ? [] : batches.map((b) => b.id);
+    if (ids.length === 0) probes.length = 0;
+    for (let i = 0; i < ids.length; i += 1000) {
+      const chunk = ids.slice(i, i + 1000);
+      for (;;) {
+        const r = await probe.request('POST', '/batch_statuses?wait=60', Buffer.from(JSON.stringify(chunk)), 'application/json');
+        const data = (JSON.parse(r.body) as { data: Array<{ status: string }> }).data;
+        if (data.some((d) => d.status === 'PENDING')) continue;
+        invalid += data.filter((d) => d.status !== 'COMMITTED').length;
+        break;
+      }
+    }
+    const tEnd = performance.now();
+    await Promise.all(probes);
+    const secs = (tEnd - t0) / 1000;
+    if (process.env.BENCH_THREADS === '1') {
+      progress(`node threads cpu s: ${JSON.stringify(node.threadCpu())}; bench process cpu s: ${(process.cpuUsage().user + process.cpuUsage().system) / 1e6}; wall ${secs.toFixed(1)} s`);
+    }
+    submitLat.sort((a, b) => a - b);
+    commitLat.sort((a, b) => a - b);
+    const bps = N / secs;
+    const leafBound = bounds.merkleLeafBound;
+    const r2 = (x: number): number => Math.round(x * 100) / 100;
+    return {
+      bench: 'submit',
+      batches: N,
+      txnsPerBatch: K,
+      connections: C,
+      rate: RATE,
+      committedBatchesPerSec: Math.round(bps),
+      committedTxnsPerSec: Math.round(bps * K),
+      submitP50Ms: r2(percentile(submitLat, 50)),
+      submitP99Ms: r2(percentile(submitLat, 99)),
+      commitP50Ms: r2(percentile(commitLat, 50)),
+      commitP99Ms: r2(percentile(commitLat, 99)),
+      maxResponseMs: r2(maxResponse),
+      http429: n429,
+      invalid,
+      peakRssMiB: Math.round(node.peakRssMiB()),
+      signatureBound: bounds.signatureBound,
+      signatureBoundFraction: r2(bps / bounds.signatureBound),
+      merkleLeafBound: leafBound,
+      merkleBoundFraction: r2((bps * K) / leafBound),
+      verifiesPerSecPerCore: bounds.verifiesPerSecPerCore,
+      nodeHashesPerSec: bounds.nodeHashesPerSec,
+      cores: bounds.cores,
+    };
+  } finally {
+    client.close();
+    probe.close();
+    await node.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const nodeEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v) nodeEnv[k] = v;
+  runSubmit(nodeEnv).then(
+    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (err: unknown) => {
+      process.stderr.write(`${String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
