@@ -11,9 +11,7 @@
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
 import { measureBounds } from './lib/bounds.js';
-import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { buildBatch, buildBatchList, buildTransaction } from '../src/ledger/build.js';
-import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
+import { generateBatches } from './lib/batches.js';
 
 const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const N = env('BATCHES', 20000);
@@ -53,35 +51,9 @@ export interface SubmitResult {
   cores: number;
 }
 
-function generate(): Array<{ id: string; body: Buffer }> {
-  const signers = Array.from({ length: S }, () => new Signer(randomPrivateKey()));
-  const out: Array<{ id: string; body: Buffer }> = [];
-  let op = 0;
-  const gap = 4 * C * K; // incs only touch keys set well before (in submission order)
-  for (let i = 0; i < N; i++) {
-    const signer = signers[i % S]!;
-    const txns = [];
-    for (let j = 0; j < K; j++, op++) {
-      let name: string;
-      let verb = 'set';
-      if (KEYSPACE > 0 && op >= KEYSPACE && op - gap >= 0) {
-        verb = 'inc';
-        name = `k${(op * 7919) % Math.min(KEYSPACE, op - gap)}`;
-      } else {
-        name = KEYSPACE > 0 && op >= KEYSPACE ? `k${op}` : `k${op}`;
-      }
-      const address = intkeyAddress(name);
-      txns.push(buildTransaction(signer, { familyName: 'intkey', familyVersion: '1.0', inputs: [address], outputs: [address], payload: intkeyPayload(verb, name, 1) }));
-    }
-    const b = buildBatch(signer, txns);
-    out.push({ id: b.id, body: Buffer.from(buildBatchList([b])) });
-  }
-  return out;
-}
-
 export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<SubmitResult> {
   progress(`generating ${N} batches × ${K} txns`);
-  const batches = generate();
+  const batches = generateBatches({ batches: N, txnsPerBatch: K, signers: S, keyspace: KEYSPACE, incGap: 4 * C * K });
   const bounds = measureBounds(K);
   const node = await startBenchNode(nodeEnv);
   const client = new Client(node.ledgerUrl, C);

@@ -1,9 +1,8 @@
 /**
  * Canonical CBOR (RFC 8949) for the subset the ledger needs: unsigned and negative
  * integers, byte strings, text strings, arrays, maps, booleans and null. Encoding uses
- * definite lengths and the shortest heads, and sorts map keys by their encoded bytes
- * (for equal-length text keys this is plain lexicographic order), which is what the
- * Sawtooth Merkle tree and the intkey family produce.
+ * definite lengths and the shortest heads, and writes text map keys in sorted order,
+ * which is what the Sawtooth Merkle tree and the intkey reference client produce.
  */
 
 export type CborValue =
@@ -17,7 +16,9 @@ export type CborValue =
   | Map<CborValue, CborValue>
   | { [key: string]: CborValue };
 
-export class CborError extends Error {}
+export class CborError extends Error {
+  override name = 'CborError';
+}
 
 function head(major: number, n: number | bigint, out: number[]): void {
   const m = major << 5;
@@ -66,10 +67,15 @@ function enc(v: CborValue, out: number[]): void {
     const encoded = entries.map(([k, val]) => {
       const kb: number[] = [];
       enc(k, kb);
-      return { kb, val };
+      return { k, kb, val };
     });
-    // Canonical order: shorter keys first, then bytewise (RFC 7049 §3.9, as Sawtooth's encoders).
-    encoded.sort((a, b) => compareBytes(a.kb, b.kb));
+    // Sorted keys as the upstream encoders write them (Python's sort_keys, Rust's BTreeMap):
+    // text keys by their UTF-8 bytes, other keys by their encoding.
+    encoded.sort((a, b) =>
+      typeof a.k === 'string' && typeof b.k === 'string'
+        ? Buffer.compare(Buffer.from(a.k), Buffer.from(b.k))
+        : compareBytes(a.kb, b.kb),
+    );
     head(5, encoded.length, out);
     for (const e of encoded) {
       for (const x of e.kb) out.push(x);

@@ -204,12 +204,12 @@ function pushHead(major: number, n: number, out: number[]): void {
 
 /**
  * Node bytes from the text form. `v` is the content of the "v" byte string as given (no
- * extra wrapping), so a leaf must pass cbor_bstr(raw). Children are sorted canonically
- * (shorter encoded key first, then bytewise; tokens are all 2 chars so this is plain order).
+ * extra wrapping), so a leaf must pass cbor_bstr(raw). Children are sorted by key bytes, as
+ * upstream's BTreeMap orders them (tokens are all 2 chars, so any sensible order agrees).
  */
 export function encodeNode(c: Iterable<[string, string]>, v: Uint8Array | null): Buffer {
   const entries = [...c].map(([k, h]) => ({ k, kb: Buffer.from(k, 'utf8'), h }));
-  entries.sort((a, b) => a.kb.length - b.kb.length || Buffer.compare(a.kb, b.kb));
+  entries.sort((a, b) => Buffer.compare(a.kb, b.kb));
   const out: number[] = [0xa2];
   pushText('c', out);
   pushHead(5, entries.length, out);

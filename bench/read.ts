@@ -1,0 +1,88 @@
+/**
+ * Read benchmark: builds a realistic chain (CHAIN batches of intkey sets), then runs
+ * autocannon against GET /state/{address}, GET /batch_statuses?id= and
+ * GET /blocks?limit=100, each for DURATION seconds with CONNECTIONS connections, and
+ * prints one JSON line with requests/s and latency percentiles per route.
+ */
+import autocannon from 'autocannon';
+import { startBenchNode } from './lib/node.js';
+import { Client } from './lib/http.js';
+import { generateBatches } from './lib/batches.js';
+import { submitAll, waitAll } from './lib/load.js';
+
+const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const CHAIN = env('CHAIN', 20000);
+const DURATION = env('DURATION', 10);
+const CONNECTIONS = env('CONNECTIONS', 64);
+
+function progress(msg: string): void {
+  if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[read] ${msg}\n`);
+}
+
+interface RouteResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+  non2xx: number;
+}
+
+async function cannon(url: string, paths: string[]): Promise<RouteResult> {
+  let i = 0;
+  const r = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: DURATION,
+    requests: [
+      {
+        setupRequest: (req) => {
+          req.path = paths[i++ % paths.length]!;
+          return req;
+        },
+      },
+    ],
+  });
+  return {
+    rps: Math.round(r.requests.average),
+    p50Ms: r.latency.p50,
+    p99Ms: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  };
+}
+
+export async function runRead(nodeEnv: Record<string, string> = {}): Promise<object> {
+  progress(`generating and loading a chain of ${CHAIN} batches`);
+  const batches = generateBatches({ batches: CHAIN, txnsPerBatch: 1, signers: 8, keyspace: 0, incGap: 0 });
+  const node = await startBenchNode(nodeEnv);
+  const client = new Client(node.ledgerUrl, 64);
+  try {
+    await submitAll(client, batches, 64);
+    const bad = await waitAll(client, batches.map((b) => b.id));
+    if (bad) throw new Error(`${bad} batches did not commit`);
+    const pick = (n: number): GenBatch[] => Array.from({ length: n }, (_, k) => batches[(k * 7919) % batches.length]!);
+    const sample = pick(1000);
+    progress(`state reads for ${DURATION} s`);
+    const state = await cannon(node.ledgerUrl, sample.map((b) => `/state/${b.addresses[0]}`));
+    progress(`status reads for ${DURATION} s`);
+    const statuses = await cannon(node.ledgerUrl, sample.map((b) => `/batch_statuses?id=${b.id}`));
+    progress(`block pages for ${DURATION} s`);
+    const blocks = await cannon(node.ledgerUrl, ['/blocks?limit=100']);
+    return { bench: 'read', chainBatches: CHAIN, connections: CONNECTIONS, durationSec: DURATION, state, statuses, blocks100: blocks, peakRssMiB: Math.round(node.peakRssMiB()) };
+  } finally {
+    client.close();
+    await node.stop();
+  }
+}
+
+type GenBatch = ReturnType<typeof generateBatches>[number];
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runRead().then(
+    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (err: unknown) => {
+      process.stderr.write(`${String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
