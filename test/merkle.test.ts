@@ -73,7 +73,6 @@ function store(tt: TT): Store {
   };
 }
 
-
 /** Every hash the node module computes during fn (it calls crypto.hash('sha512', ...)). */
 function recordHashes(fn: () => void): string[] {
   const orig = crypto.hash;
@@ -320,11 +319,12 @@ t.test('one update sets and deletes under a shared 31-byte prefix', async (t) =>
   ]);
   const r0 = s.apply(EMPTY_ROOT, start);
   t.equal(r0, rootOf(start));
+  // a and c share exactly 31 bytes; a, b and d share 32.
   for (const [sets, dels] of [
     [[c], [a]],
     [[c], [a, b]],
     [[d], [b]],
-    [[a + '', c, d], [b, FOO]],
+    [[a, c, d], [b, FOO]],
   ] as Array<[string[], string[]]>) {
     const leaves = new Map(start);
     const setMap = new Map(sets.map((x) => [x, ascii('new ' + x.slice(-8))] as [string, Uint8Array]));

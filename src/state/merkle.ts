@@ -9,7 +9,12 @@
  *
  * `update` is pure: it loads only the records on the touched paths, applies all sets and
  * deletes to an in-memory overlay, hashes every dirty node once (deepest first), and returns
- * the new root with the records to write.
+ * the new root with the records to write. The overlay is lazy: a loaded branch keeps its
+ * untouched children as offsets into its record, a chain is unrolled one node at a time
+ * only where a path goes through it, and a new leaf below an existing node is one object
+ * until another path in the same update needs to go through it. Computed hashes are hex
+ * strings (the parent's encoding needs the hex anyway, and a hex digest is cheaper than a
+ * Buffer one); hashes read from records stay binary.
  */
 import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
@@ -184,7 +189,7 @@ export class MerkleTree {
     prefix: string,
     opts: { start?: string; reverse?: boolean } = {},
   ): Generator<{ address: string; value: Buffer }> {
-    const rootHash = Buffer.from(this.rootKey(root));
+    const rootHash = this.rootKey(root);
     if (this.db.getBinaryFast(rootHash) === undefined) throw new UnknownRootError(root);
     const pre = parseHex(prefix, 'prefix', true);
     const start = opts.start === undefined ? null : parseHex(opts.start, 'start', true);
@@ -291,7 +296,7 @@ export class MerkleTree {
     sets: Map<string, Uint8Array>,
     deletes: Iterable<string>,
   ): { root: string; writes: Array<[Buffer, Buffer]> } {
-    const rootHash = Buffer.from(this.rootKey(root));
+    const rootHash = this.rootKey(root);
     if (this.db.getBinaryFast(rootHash) === undefined) throw new UnknownRootError(root);
     const top = this.materialize(storedRef(rootHash));
     for (const [address, raw] of sets) this.applySet(top, parseHex(address, 'address', false), raw);
