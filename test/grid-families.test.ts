@@ -36,7 +36,7 @@ import {
 import { G, compareUtf8, encodeMsg } from '../src/families/grid/common.js';
 import { gs1CheckDigit, gtinError, isValidGln } from '../src/families/grid/gs1.js';
 import { alternateIds, dataTypeValue, metadataEntries, propertyValue } from '../src/families/grid/build.js';
-import { gridRecords, safeKey } from '../src/families/grid/project.js';
+import { KEY_SEP, gridRecords, safeKey } from '../src/families/grid/project.js';
 import { decodeExecuteContract } from '../src/families/grid/sabre.js';
 
 // ------------------------------------------------------------------ harness
@@ -1117,7 +1117,7 @@ t.test('read-model projection', async (t) => {
     last_updated: TS + 100,
   });
   t.same(rm.get(GRID_DB.agentByKey, SELLER_B), { key: gridKeys.agent('beta', SELLER_B) });
-  t.equal(rm.keys(GRID_DB.agent).filter((k) => k.startsWith('acme\u0001')).length, 4, 'acme agents listed together');
+  t.equal(rm.keys(GRID_DB.agent).filter((k) => k.startsWith(`acme${KEY_SEP}`)).length, 4, 'acme agents listed together');
   t.same(rm.get(GRID_DB.role, agentRoleKey('beta', 'po_partner')), {
     name: 'po_partner',
     org_id: 'beta',

@@ -1,9 +1,29 @@
-/** Interface B, the supply-chain data API. */
+/**
+ * Interface B, the supply-chain data API (docs/data-api.md): JSON records read from the
+ * read model the committer keeps, JSON mutations built into supply-chain transactions
+ * and signed by the node (or a chosen agent key), client-signed BatchLists at
+ * POST /batches, and batch statuses by batch id or event id.
+ */
 import type { RootDatabase } from 'lmdb';
 import type { HttpServer } from '../http/server.js';
 import type { Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Signer } from '../crypto/secp256k1.js';
+import { registerAgents } from './agents.js';
+import { Backends, type ServiceResolver } from './backend.js';
+import { postBatches } from './batches.js';
+import { registerLocations } from './locations.js';
+import { registerOrganizations } from './organizations.js';
+import { registerPoVersions } from './po-versions.js';
+import { registerProducts } from './products.js';
+import { registerPurchaseOrders } from './purchase-orders.js';
+import { registerRoles } from './roles.js';
+import { DataRouter } from './router.js';
+import { registerSchemas } from './schemas.js';
+import { Signers } from './signers.js';
+import { batchStatuses } from './statuses.js';
+
+export type { ServiceLedger, ServiceResolver } from './backend.js';
 
 export interface DataApiContext {
   config: Config;
@@ -11,12 +31,30 @@ export interface DataApiContext {
   ledger: Ledger;
   /** The node's key: signs the batches this API builds. */
   nodeSigner: Signer;
+  /**
+   * Ledgers of circuits' state services, by `<circuit>::<service>` id (query
+   * `service_id`). Absent: only the node's own ledger, every service id is unknown.
+   */
+  services?: ServiceResolver;
 }
 
 export interface DataApi {
   close(): Promise<void>;
 }
 
-export function registerDataApi(_server: HttpServer, _ctx: DataApiContext): DataApi {
+export function registerDataApi(server: HttpServer, ctx: DataApiContext): DataApi {
+  const signers = new Signers(ctx.nodeSigner, ctx.config.dataDir);
+  const backends = new Backends({ ledger: ctx.ledger, db: ctx.db }, ctx.services, signers);
+  const r = new DataRouter(server, backends);
+  r.route('post', '/batches', postBatches);
+  r.route('get', '/batch_statuses', batchStatuses);
+  registerOrganizations(r);
+  registerAgents(r);
+  registerRoles(r);
+  registerSchemas(r);
+  registerProducts(r);
+  registerLocations(r);
+  registerPurchaseOrders(r);
+  registerPoVersions(r);
   return { close: async () => {} };
 }

@@ -1,10 +1,21 @@
-/** Read helpers over the committed chain (HTTP thread, synchronous LMDB reads). */
+/**
+ * Read access to the committed chain for the HTTP thread: synchronous LMDB reads, and a
+ * small LRU of decoded blocks (blocks are immutable, so cached JSON never goes stale).
+ */
 import type { Ledger } from '../ledger/ledger.js';
-import type { ChainHead } from '../store/ledgerStores.js';
-import { blockNumOf, decodeBlockHeader } from './json.js';
-import { Block, type BlockMsg } from '../proto/index.js';
+import type { BatchPos, TxnPos } from '../store/ledgerStores.js';
+import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.js';
 import { ledgerError } from './errors.js';
 import { ID_RE } from './params.js';
+
+export interface ChainBlock {
+  id: string;
+  num: number;
+  stateRoot: string;
+  json: BlockJson;
+  /** Every transaction of the block, batches in order (built on first use). */
+  txns(): TxnJson[];
+}
 
 export interface ResolvedHead {
   id: string;
@@ -12,35 +23,110 @@ export interface ResolvedHead {
   stateRoot: string;
 }
 
-export function currentHead(ledger: Ledger): ChainHead {
-  return ledger.storedHead();
-}
+/** Bytes of stored blocks kept decoded; the JSON form takes a small multiple of this. */
+const CACHE_BYTES = 16 * 1024 * 1024;
 
-export function blockBytes(ledger: Ledger, id: string): Buffer | undefined {
-  return ledger.stores.blocks.get(id);
-}
+export class ChainReader {
+  readonly #ledger: Ledger;
+  readonly #cache = new Map<string, { block: ChainBlock; size: number }>();
+  #size = 0;
 
-export function blockByNum(ledger: Ledger, num: number): Buffer | undefined {
-  const id = ledger.stores.blockByNum.get(num);
-  return id === undefined ? undefined : ledger.stores.blocks.get(id);
-}
+  constructor(ledger: Ledger) {
+    this.#ledger = ledger;
+  }
 
-export function decodeBlock(bytes: Uint8Array): BlockMsg {
-  return Block.decode(bytes) as unknown as BlockMsg;
-}
+  get ledger(): Ledger {
+    return this.#ledger;
+  }
 
-/**
- * Resolves the `head` query: the current head when absent. `notFound` is the error code
- * for an unknown head (50 on block/batch/transaction lists, 70 on state routes).
- */
-export function resolveHead(ledger: Ledger, head: string | null, notFound: 50 | 70, checkFormat: boolean): ResolvedHead {
-  if (head === null || head === '') {
-    const h = currentHead(ledger);
+  byId(id: string): ChainBlock | undefined {
+    const hit = this.#cache.get(id);
+    if (hit) {
+      this.#cache.delete(id);
+      this.#cache.set(id, hit);
+      return hit.block;
+    }
+    const bytes = this.#ledger.stores.blocks.get(id);
+    if (bytes === undefined) return undefined;
+    const { json, num } = blockJson(bytes);
+    let txns: TxnJson[] | undefined;
+    const block: ChainBlock = {
+      id,
+      num,
+      stateRoot: json.header.state_root_hash,
+      json,
+      txns: () => (txns ??= json.batches.flatMap((b) => b.transactions)),
+    };
+    this.#cache.set(id, { block, size: bytes.length });
+    this.#size += bytes.length;
+    for (const [k, v] of this.#cache) {
+      if (this.#size <= CACHE_BYTES || this.#cache.size <= 1) break;
+      this.#cache.delete(k);
+      this.#size -= v.size;
+    }
+    return block;
+  }
+
+  byNum(num: number): ChainBlock | undefined {
+    const id = this.#ledger.stores.blockByNum.get(num);
+    return id === undefined ? undefined : this.byId(id);
+  }
+
+  /** Block `num` of a chain whose head is at least `num` (it exists: the chain has no gaps). */
+  at(num: number): ChainBlock {
+    const b = this.byNum(num);
+    if (!b) throw new Error(`block ${num} is missing from the block store`);
+    return b;
+  }
+
+  current(): ResolvedHead {
+    const h = this.#ledger.storedHead();
     return { id: h.blockId, num: h.blockNum, stateRoot: h.stateRoot };
   }
-  if (checkFormat && !ID_RE.test(head)) throw ledgerError(60, head);
-  const bytes = blockBytes(ledger, head);
-  if (!bytes) throw ledgerError(notFound);
-  const header = decodeBlockHeader(decodeBlock(bytes).header);
-  return { id: head, num: blockNumOf(header), stateRoot: header.stateRootHash };
+
+  /**
+   * The `head` query: the current head when absent (or, on the state routes, empty), or
+   * "latest"; a block number; or a block id. A malformed value is 400 code 60; an unknown
+   * block is `notFound` (50 on block/batch/transaction lists, 70 on the state routes).
+   * Call `checkHead` first where other parameters must be checked before the lookup.
+   */
+  resolveHead(head: string | null, notFound: 50 | 70): ResolvedHead {
+    const ref = checkHead(head, notFound === 70);
+    if (ref === 'current') return this.current();
+    const block = typeof ref === 'number' ? (ref <= this.current().num ? this.byNum(ref) : undefined) : this.byId(ref);
+    if (!block) throw ledgerError(notFound, `: ${head}`);
+    return { id: block.id, num: block.num, stateRoot: block.stateRoot };
+  }
+
+  batchPos(id: string): BatchPos | undefined {
+    return this.#ledger.stores.batchIndex.get(id);
+  }
+
+  txnPos(id: string): TxnPos | undefined {
+    return this.#ledger.stores.txnIndex.get(id);
+  }
+
+  batchAt(pos: BatchPos): BatchJson {
+    return this.at(pos[0]).json.batches[pos[1]]!;
+  }
+
+  txnAt(pos: TxnPos): TxnJson {
+    return this.at(pos[0]).json.batches[pos[1]]!.transactions[pos[2]]!;
+  }
+
+  /** Index of a transaction within its block's flat transaction list. */
+  txnOffset(pos: TxnPos): number {
+    const batches = this.at(pos[0]).json.batches;
+    let o = pos[2];
+    for (let i = 0; i < pos[1]; i++) o += batches[i]!.transactions.length;
+    return o;
+  }
+}
+
+/** The form of a `head` query: the current head, a block number or a block id; else 400 code 60. */
+export function checkHead(head: string | null, emptyIsCurrent: boolean): 'current' | number | string {
+  if (head === null || head === 'latest' || (head === '' && emptyIsCurrent)) return 'current';
+  if (ID_RE.test(head)) return head;
+  if (/^\d{1,15}$/.test(head)) return Number(head);
+  throw ledgerError(60, head);
 }

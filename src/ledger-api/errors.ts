@@ -16,6 +16,11 @@ export const LEDGER_ERRORS = {
   10: { status: 500, title: 'Unknown Validator Error', message: 'An unknown error occurred in the validator while processing the request' },
   15: { status: 503, title: 'Validator Not Ready', message: 'The validator has no genesis block yet and is not ready to be queried' },
   17: { status: 503, title: 'Validator Timed Out', message: 'The request could not be answered in time' },
+  18: { status: 503, title: 'Validator Disconnected', message: 'The validator went away while the request was being processed' },
+  19: { status: 408, title: 'Send timed out', message: 'The request could not be sent to the validator in time' },
+  20: { status: 500, title: 'Invalid Validator Response', message: 'The validator sent a response that could not be decoded' },
+  21: { status: 500, title: 'Invalid Resource Header', message: 'A stored block, batch or transaction has a header that could not be decoded' },
+  27: { status: 500, title: 'Unable to Fetch Statuses', message: 'No batch statuses could be fetched' },
   30: { status: 400, title: 'Submitted Batches Invalid', message: 'The submitted BatchList was rejected: it was poorly formed or has an invalid signature' },
   31: { status: 429, title: 'Unable to Accept Batches', message: 'The validator cannot accept more batches now because its queue is full. Please submit your request again later' },
   34: { status: 400, title: 'No Batches Submitted', message: 'The protobuf BatchList was empty. It must contain at least one Batch' },
@@ -43,6 +48,7 @@ export const LEDGER_ERRORS = {
 export type LedgerErrorCode = keyof typeof LEDGER_ERRORS;
 
 const GENERIC_TITLES: Record<number, string> = {
+  400: 'Bad Request',
   404: 'Not Found',
   405: 'Method Not Allowed',
   413: 'Request Entity Too Large',

@@ -1,12 +1,17 @@
-/** Interface C, the ledger gateway: Sawtooth 1.2 REST API routes. */
-import type { HttpServer } from '../http/server.js';
+/** Interface C, the ledger gateway: Sawtooth 1.2 REST API routes and the state-delta websocket. */
+import type { HttpServer, Req } from '../http/server.js';
 import type { Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { registerSubmit } from './submit.js';
 import { registerBlocks } from './blocks.js';
+import { registerBatches } from './batches.js';
 import { registerState } from './state.js';
-import { buildUrl } from './links.js';
-import { serialize } from './json.js';
+import { registerReceipts } from './receipts.js';
+import { ChainReader } from './chain.js';
+import { CommitWaits } from './waits.js';
+import { Subscriptions } from './subscriptions.js';
+import { selfUrl } from './links.js';
+import { serialize } from './schemas.js';
 
 export interface LedgerApiContext {
   config: Config;
@@ -17,18 +22,34 @@ export interface LedgerApi {
   close(): void;
 }
 
-export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): LedgerApi {
-  const { ledger, config } = ctx;
-  registerSubmit(server, ledger);
-  registerBlocks(server, ledger);
-  registerState(server, ledger);
-  server.route('get', '/peers', (req) => ({ status: 200, body: serialize.peers({ data: config.peers, link: buildUrl(req, '/peers') }) }));
-  server.route('get', '/status', (req) => ({
+function registerNetwork(server: HttpServer, config: Config): void {
+  // Configured peers: a single node has none.
+  server.route('get', '/peers', (req: Req) => ({ status: 200, body: serialize.peers({ data: config.peers, link: selfUrl(req) }) }));
+  server.route('get', '/status', (req: Req) => ({
     status: 200,
     body: serialize.status({
       data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
-      link: buildUrl(req, '/status'),
+      link: selfUrl(req),
     }),
   }));
-  return { close: () => {} };
+}
+
+export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): LedgerApi {
+  const { ledger, config } = ctx;
+  const chain = new ChainReader(ledger);
+  const waits = new CommitWaits(ledger);
+  // Read routes first, so that a 405's Allow header lists GET before POST.
+  registerBatches(server, chain);
+  registerSubmit(server, ledger);
+  registerBlocks(server, chain);
+  registerState(server, chain);
+  registerReceipts(server, ledger, waits);
+  registerNetwork(server, config);
+  const subscriptions = new Subscriptions(server, chain);
+  return {
+    close: () => {
+      waits.close();
+      subscriptions.close();
+    },
+  };
 }

@@ -1,13 +1,11 @@
 /**
- * Interface C record shapes (Sawtooth 1.2 REST): snake_case keys in alphabetical order,
- * headers inlined as objects, bytes as standard base64, 64-bit block numbers as strings,
- * enums by name. Serialised with precompiled fast-json-stringify schemas.
+ * Interface C record shapes (Sawtooth 1.2 REST) built from the stored protobuf bytes:
+ * snake_case keys in alphabetical order, headers inlined as objects, bytes as standard
+ * base64, 64-bit block numbers as strings, enums by name.
  */
-import fastJson from 'fast-json-stringify';
 import {
   Block,
   BlockHeader,
-  Batch,
   BatchHeader,
   TransactionHeader,
   TransactionReceipt,
@@ -19,147 +17,44 @@ import {
   type TransactionMsg,
 } from '../proto/index.js';
 
-const str = { type: 'string' } as const;
-const strArr = { type: 'array', items: str } as const;
-const nullableStr = { type: ['string', 'null'] } as const;
-
-const txnSchema = {
-  type: 'object',
-  properties: {
-    header: {
-      type: 'object',
-      properties: {
-        batcher_public_key: str,
-        dependencies: strArr,
-        family_name: str,
-        family_version: str,
-        inputs: strArr,
-        nonce: str,
-        outputs: strArr,
-        payload_sha512: str,
-        signer_public_key: str,
-      },
-    },
-    header_signature: str,
-    payload: str,
-  },
-} as const;
-
-const batchSchema = {
-  type: 'object',
-  properties: {
-    header: { type: 'object', properties: { signer_public_key: str, transaction_ids: strArr } },
-    header_signature: str,
-    trace: { type: 'boolean' },
-    transactions: { type: 'array', items: txnSchema },
-  },
-} as const;
-
-const blockSchema = {
-  type: 'object',
-  properties: {
-    batches: { type: 'array', items: batchSchema },
-    header: {
-      type: 'object',
-      properties: {
-        batch_ids: strArr,
-        block_num: str,
-        consensus: str,
-        previous_block_id: str,
-        signer_public_key: str,
-        state_root_hash: str,
-      },
-    },
-    header_signature: str,
-  },
-} as const;
-
-const pagingSchema = {
-  type: 'object',
-  properties: {
-    limit: { type: ['integer', 'null'] },
-    next: str,
-    next_position: str,
-    start: nullableStr,
-  },
-  required: ['limit', 'start'],
-} as const;
-
-const stateEntrySchema = { type: 'object', properties: { address: str, data: str } } as const;
-
-const stateChangeSchema = {
-  type: 'object',
-  properties: { address: str, type: str, value: str },
-} as const;
-
-const receiptSchema = {
-  type: 'object',
-  properties: {
-    data: strArr,
-    events: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          attributes: { type: 'array', items: { type: 'object', properties: { key: str, value: str } } },
-          data: str,
-          event_type: str,
-        },
-      },
-    },
-    id: str,
-    state_changes: { type: 'array', items: stateChangeSchema },
-  },
-} as const;
-
-const statusSchema = {
-  type: 'object',
-  properties: {
-    id: str,
-    invalid_transactions: {
-      type: 'array',
-      items: { type: 'object', properties: { extended_data: str, id: str, message: str } },
-    },
-    status: str,
-  },
-} as const;
-
-const list = (items: object): object => ({
-  type: 'object',
-  properties: { data: { type: 'array', items }, head: str, link: str, paging: pagingSchema },
-});
-const one = (data: object, withHead = false): object => ({
-  type: 'object',
-  properties: withHead ? { data, head: str, link: str } : { data, link: str },
-});
-
-export const serialize = {
-  blockList: fastJson(list(blockSchema)),
-  block: fastJson(one(blockSchema)),
-  batchList: fastJson(list(batchSchema)),
-  batch: fastJson(one(batchSchema)),
-  txnList: fastJson(list(txnSchema)),
-  txn: fastJson(one(txnSchema)),
-  stateList: fastJson(list(stateEntrySchema)),
-  stateOne: fastJson(one(str, true)),
-  statuses: fastJson({ type: 'object', properties: { data: { type: 'array', items: statusSchema }, link: str } }),
-  receipts: fastJson({ type: 'object', properties: { data: { type: 'array', items: receiptSchema }, link: str } }),
-  link: fastJson({ type: 'object', properties: { link: str } }),
-  peers: fastJson(one(strArr)),
-  status: fastJson(
-    one({
-      type: 'object',
-      properties: { endpoint: str, peers: { type: 'array', items: { type: 'object', properties: { endpoint: str } } } },
-    }),
-  ),
-};
-
-const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
+/** Standard base64. protobufjs leaves an absent bytes field as a plain empty array, hence the fallback. */
+export const b64 = (b: Uint8Array | number[]): string =>
+  (ArrayBuffer.isView(b) ? Buffer.from(b.buffer, b.byteOffset, b.byteLength) : Buffer.from(b)).toString('base64');
 
 export interface TxnJson {
-  header: Record<string, unknown>;
+  header: {
+    batcher_public_key: string;
+    dependencies: string[];
+    family_name: string;
+    family_version: string;
+    inputs: string[];
+    nonce: string;
+    outputs: string[];
+    payload_sha512: string;
+    signer_public_key: string;
+  };
   header_signature: string;
   payload: string;
+}
+
+export interface BatchJson {
+  header: { signer_public_key: string; transaction_ids: string[] };
+  header_signature: string;
+  trace: boolean;
+  transactions: TxnJson[];
+}
+
+export interface BlockJson {
+  batches: BatchJson[];
+  header: {
+    batch_ids: string[];
+    block_num: string;
+    consensus: string;
+    previous_block_id: string;
+    signer_public_key: string;
+    state_root_hash: string;
+  };
+  header_signature: string;
 }
 
 export function txnJson(t: TransactionMsg): TxnJson {
@@ -181,13 +76,6 @@ export function txnJson(t: TransactionMsg): TxnJson {
   };
 }
 
-export interface BatchJson {
-  header: { signer_public_key: string; transaction_ids: string[] };
-  header_signature: string;
-  trace: boolean;
-  transactions: TxnJson[];
-}
-
 export function batchJson(b: BatchMsg): BatchJson {
   const h = BatchHeader.decode(b.header) as unknown as BatchHeaderMsg;
   return {
@@ -206,17 +94,22 @@ export function blockNumOf(h: BlockHeaderMsg): number {
   return Number(h.blockNum.toString());
 }
 
-export function blockJson(bytes: Uint8Array): { json: object; header: BlockHeaderMsg; block: BlockMsg } {
-  const block = Block.decode(bytes) as unknown as BlockMsg;
+export function decodeBlock(bytes: Uint8Array): BlockMsg {
+  return Block.decode(bytes) as unknown as BlockMsg;
+}
+
+/** The JSON of a stored block, with its number. */
+export function blockJson(bytes: Uint8Array): { json: BlockJson; num: number } {
+  const block = decodeBlock(bytes);
   const h = decodeBlockHeader(block.header);
+  const num = blockNumOf(h);
   return {
-    header: h,
-    block,
+    num,
     json: {
       batches: block.batches.map(batchJson),
       header: {
         batch_ids: h.batchIds,
-        block_num: String(blockNumOf(h)),
+        block_num: String(num),
         consensus: b64(h.consensus),
         previous_block_id: h.previousBlockId,
         signer_public_key: h.signerPublicKey,
@@ -227,39 +120,53 @@ export function blockJson(bytes: Uint8Array): { json: object; header: BlockHeade
   };
 }
 
-export function decodeBatch(bytes: Uint8Array): BatchMsg {
-  return Batch.decode(bytes) as unknown as BatchMsg;
-}
+export const CHANGE_TYPES = ['TYPE_UNSET', 'SET', 'DELETE'] as const;
 
-const TYPE_NAMES = ['TYPE_UNSET', 'SET', 'DELETE'];
-
-interface ReceiptMsg {
+export interface ReceiptMsg {
   stateChanges: Array<{ address: string; value: Uint8Array; type: number }>;
   events: Array<{ eventType: string; attributes: Array<{ key: string; value: string }>; data: Uint8Array }>;
   data: Uint8Array[];
   transactionId: string;
 }
 
-/** Receipt JSON as /receipts shows it: empty strings dropped, transaction_id renamed id. */
+export function decodeReceipt(bytes: Uint8Array): ReceiptMsg {
+  return TransactionReceipt.decode(bytes) as unknown as ReceiptMsg;
+}
+
+/** Sets `key` on `o` unless `v` is the empty string (upstream drops "" values from receipts). */
+function put(o: Record<string, unknown>, key: string, v: string): void {
+  if (v !== '') o[key] = v;
+}
+
+/**
+ * A receipt as /receipts shows it: every "" value dropped (so a DELETE has no `value`, an
+ * event without data no `data`), `transaction_id` renamed `id`; SETs before DELETEs as stored.
+ */
 export function receiptJson(bytes: Uint8Array): object {
-  const r = TransactionReceipt.decode(bytes) as unknown as ReceiptMsg;
-  return {
+  const r = decodeReceipt(bytes);
+  const o: Record<string, unknown> = {
     data: r.data.map(b64),
     events: r.events.map((e) => {
       const ev: Record<string, unknown> = {
-        attributes: e.attributes.map((a) => ({ key: a.key, value: a.value })),
-        event_type: e.eventType,
+        attributes: e.attributes.map((a) => {
+          const at: Record<string, unknown> = {};
+          put(at, 'key', a.key);
+          put(at, 'value', a.value);
+          return at;
+        }),
       };
-      if (e.data.length) ev.data = b64(e.data);
+      put(ev, 'data', b64(e.data));
+      put(ev, 'event_type', e.eventType);
       return ev;
     }),
-    id: r.transactionId,
-    state_changes: r.stateChanges.map((c) => {
-      const sc: Record<string, unknown> = { address: c.address, type: TYPE_NAMES[c.type] ?? 'TYPE_UNSET' };
-      if (c.value.length) sc.value = b64(c.value);
-      return sc;
-    }),
   };
+  put(o, 'id', r.transactionId);
+  o.state_changes = r.stateChanges.map((c) => {
+    const sc: Record<string, unknown> = {};
+    put(sc, 'address', c.address);
+    sc.type = CHANGE_TYPES[c.type] ?? 'TYPE_UNSET';
+    put(sc, 'value', b64(c.value));
+    return sc;
+  });
+  return o;
 }
-
-export { b64 };

@@ -1,31 +1,42 @@
 /**
- * `link` and paging `next` URLs as the upstream gateway builds them: scheme and host
- * from Forwarded / X-Forwarded-* when present, query keys ordered head, start, limit,
- * then the rest alphabetically, and a bare key for an empty value.
+ * `link` and paging `next` URLs as the upstream gateway builds them: scheme, host and a
+ * path prefix from the `Forwarded` header when it names them, else from X-Forwarded-Proto,
+ * -Host and -Path, else the request's own; query keys ordered head, start, limit, then the
+ * rest alphabetically; a bare key for an empty value; values are not re-encoded.
  */
 import type { Req } from '../http/server.js';
 
-function forwarded(req: Req, key: string): string | undefined {
-  const f = req.headers['forwarded'];
-  if (!f) return undefined;
-  for (const part of f.split(/[;,]/)) {
-    const [k, v] = part.trim().split('=');
-    if (k?.toLowerCase() === key && v) return v.replace(/^"(.*)"$/, '$1');
+const FORWARDED_RE: Record<string, RegExp> = {
+  proto: /(?<=proto=).+?(?=[\s,;]|$)/i,
+  host: /(?<=host=).+?(?=[\s,;]|$)/i,
+  path: /(?<=path=).+?(?=[\s,;]|$)/i,
+};
+
+/** One forwarded value: the first `key=` in `Forwarded` (quotes removed), else `X-Forwarded-<Key>`, else ''. */
+function forwarded(req: Req, key: 'proto' | 'host' | 'path'): string {
+  const m = FORWARDED_RE[key]!.exec(req.headers['forwarded'] ?? '');
+  if (m) {
+    const v = m[0];
+    return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;
   }
-  return undefined;
+  return req.headers[`x-forwarded-${key}`] ?? '';
 }
 
 export function baseUrl(req: Req): string {
-  const proto = forwarded(req, 'proto') ?? req.headers['x-forwarded-proto'] ?? 'http';
-  const host = forwarded(req, 'host') ?? req.headers['x-forwarded-host'] ?? req.headers['host'] ?? 'localhost';
-  const prefix = forwarded(req, 'path') ?? req.headers['x-forwarded-path'] ?? '';
-  return `${proto}://${host}${prefix.replace(/\/$/, '')}`;
+  const proto = forwarded(req, 'proto') || 'http';
+  const host = forwarded(req, 'host') || req.headers['host'] || 'localhost';
+  return `${proto}://${host}${forwarded(req, 'path')}`;
 }
 
-/** Builds `<base><path>?<query>` from the request's query merged with `changes` (undefined = unchanged). */
-export function buildUrl(req: Req, path: string, changes: Record<string, string | number | undefined> = {}, useQuery = true): string {
+export type QueryChanges = Record<string, string | number | undefined>;
+
+/**
+ * `<base><path>?<query>`: the request's query (first value of each key) overridden by
+ * `changes`; a change of undefined leaves the key as it was.
+ */
+export function buildUrl(req: Req, path: string, changes: QueryChanges = {}): string {
   const q = new Map<string, string>();
-  if (useQuery) for (const [k, v] of req.query) q.set(k, v);
+  for (const [k, v] of req.query) if (!q.has(k)) q.set(k, v);
   for (const [k, v] of Object.entries(changes)) if (v !== undefined) q.set(k, String(v));
   const parts: string[] = [];
   const emit = (k: string): void => {
@@ -39,4 +50,9 @@ export function buildUrl(req: Req, path: string, changes: Record<string, string 
   emit('limit');
   for (const k of [...q.keys()].sort()) emit(k);
   return `${baseUrl(req)}${path}${parts.length ? '?' + parts.join('&') : ''}`;
+}
+
+/** The link of a single-resource or non-list route: this request's path and query. */
+export function selfUrl(req: Req, changes: QueryChanges = {}): string {
+  return buildUrl(req, req.path, changes);
 }

@@ -3,57 +3,101 @@ import type { Req } from '../http/server.js';
 import { ledgerError } from './errors.js';
 
 export const ID_RE = /^[0-9a-f]{128}$/;
+/** A state address or address prefix: whole bytes of lowercase hex, at most 35 of them. */
 export const ADDRESS_PREFIX_RE = /^([0-9a-f]{2}){0,35}$/;
 /** Upstream answers a `wait` without an integer value just under its 300 s timeout. */
 export const DEFAULT_WAIT_SECONDS = 285;
 export const MAX_LIMIT = 1000;
 export const DEFAULT_LIMIT = 1000;
+const INT32_MAX = 2 ** 31 - 1;
 
 export function checkIds(ids: string[]): string[] {
   for (const id of ids) if (!ID_RE.test(id)) throw ledgerError(60, id);
   return ids;
 }
 
-/** Seconds to wait: 0 when absent or "false"; the integer given; else just under the server timeout. */
+/** Seconds to wait: 0 when absent or "false"; the integer given (capped); else just under the server timeout. */
 export function parseWait(req: Req): number {
   const w = req.query.get('wait');
   if (w === null || w.toLowerCase() === 'false') return 0;
-  if (/^\d+$/.test(w)) return Math.min(Number(w), DEFAULT_WAIT_SECONDS);
+  const n = parseIntLike(w);
+  if (n !== null && n >= 0) return Math.min(n, DEFAULT_WAIT_SECONDS);
   return DEFAULT_WAIT_SECONDS;
 }
 
-export interface Paging {
-  /** The limit the client sent, or null. */
-  clientLimit: number | null;
-  clientStart: string | null;
-  limit: number;
-  start: string | undefined;
-  reverse: boolean;
+/** An integer as Python's int() reads one: optional blanks and sign, digits with single underscores between. */
+function parseIntLike(s: string): number | null {
+  const m = /^\s*([+-]?)(\d+(?:_\d+)*)\s*$/.exec(s);
+  if (!m) return null;
+  const n = Number(m[2]!.replaceAll('_', ''));
+  return m[1] === '-' ? -n : n;
 }
 
-export function parsePaging(req: Req, sortKey: string): Paging {
+export interface Paging {
+  /** The limit the client sent (echoed in `paging.limit`), or null. */
+  clientLimit: number | null;
+  /** The start the client sent (echoed in `paging.start`), or null. */
+  clientStart: string | null;
+  /** The limit applied: the client's, capped at MAX_LIMIT, else DEFAULT_LIMIT. */
+  limit: number;
+  /** The position marker to start at; an empty `start` means none. */
+  start: string | undefined;
+}
+
+/** `limit` and `start` (400 code 53 for a limit that is not a positive integer). */
+export function parsePaging(req: Req): Paging {
   const l = req.query.get('limit');
   let clientLimit: number | null = null;
   if (l !== null) {
-    if (!/^\d+$/.test(l) || Number(l) <= 0) throw ledgerError(53);
-    clientLimit = Number(l);
+    const n = parseIntLike(l);
+    if (n === null || n <= 0 || n > INT32_MAX) throw ledgerError(53, `: got "${l}"`);
+    clientLimit = n;
   }
   const start = req.query.get('start');
-  const r = req.query.get('reverse');
-  let reverse = false;
-  if (r !== null) {
-    if (r === '') reverse = true;
-    else if (r.toLowerCase() === 'false') reverse = false;
-    else if (r.split(',').length === 1 && r === sortKey) reverse = true;
-    else throw ledgerError(57);
-  }
   return {
     clientLimit,
     clientStart: start,
     limit: Math.min(clientLimit ?? DEFAULT_LIMIT, MAX_LIMIT),
-    start: start ?? undefined,
-    reverse,
+    start: start === null || start === '' ? undefined : start,
   };
+}
+
+/**
+ * The `reverse` query: absent or "false" → normal order; empty → reversed; otherwise the
+ * value names sort keys, and only the list's own key is accepted (400 code 57).
+ */
+export function parseReverse(req: Req, sortKey: 'block_num' | 'default'): boolean {
+  const r = req.query.get('reverse');
+  if (r === null || r.toLowerCase() === 'false') return false;
+  if (r === '' || r === sortKey) return true;
+  throw ledgerError(57, `: got "${r}"`);
+}
+
+/** The `id` filter of the list routes: undefined when absent, else every id checked (400 code 60). */
+export function filterIds(req: Req): string[] | undefined {
+  const ids = req.query.get('id');
+  return ids === null ? undefined : checkIds(ids.split(','));
+}
+
+/** A POST body of ids: Content-Type application/json (else `wrongType`), a non-empty JSON array of strings (else `bad`). */
+export function idArrayBody(req: Req, wrongType: 43 | 81, bad: 46 | 82): string[] {
+  const ct = req.headers['content-type'] ?? '';
+  if (ct.split(';')[0]!.trim() !== 'application/json') throw ledgerError(wrongType);
+  let v: unknown;
+  try {
+    v = JSON.parse(req.body.toString('utf8'));
+  } catch {
+    throw ledgerError(bad, ': the body is not valid JSON');
+  }
+  if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'string')) throw ledgerError(bad);
+  return v as string[];
+}
+
+/** The `id` query of /batch_statuses and /receipts: required (else `missing`), comma-separated. */
+export function idQuery(req: Req, missing: 66 | 83): string[] {
+  const id = req.query.get('id');
+  if (id === null) throw ledgerError(missing);
+  return id.split(',');
 }
 
 /** Block paging markers: "0x" + 16 hex digits of the block number. */

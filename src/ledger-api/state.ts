@@ -1,37 +1,62 @@
-/** GET /state and GET /state/{address}. */
+/** GET /state (leaves under an address prefix, paged by address) and GET /state/{address}. */
 import type { HttpServer, Reply, Req } from '../http/server.js';
-import type { Ledger } from '../ledger/ledger.js';
+import { UnknownRootError } from '../state/merkle.js';
 import { ledgerError } from './errors.js';
-import { buildUrl } from './links.js';
-import { b64, serialize } from './json.js';
-import { ADDRESS_PREFIX_RE, parsePaging } from './params.js';
-import { takePage, pagingEnvelope } from './paging.js';
-import { resolveHead } from './chain.js';
+import { selfUrl } from './links.js';
+import { b64 } from './json.js';
+import { serialize } from './schemas.js';
+import { ADDRESS_PREFIX_RE, parsePaging, parseReverse } from './params.js';
+import { EMPTY_PAGE, pagingEnvelope, takePage, type Page } from './paging.js';
+import type { ChainReader } from './chain.js';
 
-function fetchState(ledger: Ledger, req: Req): Reply {
+type Leaf = { address: string; value: Buffer };
+
+/** A state root the tree no longer (or never) held: upstream's NO_ROOT, 404 code 50. */
+function withRoot<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (err) {
+    if (err instanceof UnknownRootError) throw ledgerError(50, `: state root ${err.root} is not available`);
+    throw err;
+  }
+}
+
+function fetchState(chain: ChainReader, req: Req): Reply {
+  const head = chain.resolveHead(req.query.get('head'), 70);
   const address = req.params[0]!;
-  if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(62);
-  const head = resolveHead(ledger, req.query.get('head'), 70, false);
-  const value = address.length === 70 ? ledger.tree.get(head.stateRoot, address) : undefined;
-  if (value === undefined) throw ledgerError(75);
-  const link = buildUrl(req, `/state/${address}`, { head: head.id });
-  return { status: 200, body: serialize.stateOne({ data: b64(value), head: head.id, link }) };
+  if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(62, `: got "${address}"`);
+  // Only a full address can hold a leaf; a shorter well-formed one names an interior node.
+  const value = address.length === 70 ? withRoot(() => chain.ledger.tree.get(head.stateRoot, address)) : undefined;
+  if (value === undefined) throw ledgerError(75, `: ${address}`);
+  return { status: 200, body: serialize.stateOne({ data: b64(value), head: head.id, link: selfUrl(req, { head: head.id }) }) };
 }
 
-function listState(ledger: Ledger, req: Req): Reply {
-  const paging = parsePaging(req, 'default');
+function listState(chain: ChainReader, req: Req): Reply {
+  const paging = parsePaging(req);
+  const head = chain.resolveHead(req.query.get('head'), 70);
   const prefix = req.query.get('address') ?? '';
-  if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(62);
-  const head = resolveHead(ledger, req.query.get('head'), 70, false);
-  if (paging.start !== undefined && !ADDRESS_PREFIX_RE.test(paging.start)) throw ledgerError(54);
-  const entries = ledger.tree.entries(head.stateRoot, prefix, { start: paging.start, reverse: paging.reverse });
-  const page = takePage(entries, (e) => e.address, paging);
+  if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(62, `: got "${prefix}"`);
+  const reverse = parseReverse(req, 'default');
+  const tree = chain.ledger.tree;
+  const page: Page<Leaf> = withRoot(() => {
+    const start = paging.start;
+    if (start === undefined) return takePage(tree.entries(head.stateRoot, prefix, { reverse }), (e) => e.address, paging.limit);
+    const from = ADDRESS_PREFIX_RE.test(start) ? tree.entries(head.stateRoot, prefix, { start, reverse }) : undefined;
+    const first = from?.next();
+    if (first && !first.done && first.value.address === start) {
+      const p = takePage(from!, (e) => e.address, paging.limit - 1);
+      // takePage saw the rest of the page; put the first leaf back in front.
+      return { items: [first.value, ...p.items], first: start, next: p.next };
+    }
+    // A start that names no leaf of a non-empty list is an error; an empty list is just empty.
+    if (tree.entries(head.stateRoot, prefix).next().done) return EMPTY_PAGE;
+    throw ledgerError(54, `: no leaf at ${start} in this list`);
+  });
   const data = page.items.map((e) => ({ address: e.address, data: b64(e.value) }));
-  const env = pagingEnvelope(req, '/state', head.id, paging, page);
-  return { status: 200, body: serialize.stateList({ data, head: head.id, ...env }) };
+  return { status: 200, body: serialize.stateList({ data, ...pagingEnvelope(req, '/state', head.id, paging, page) }) };
 }
 
-export function registerState(server: HttpServer, ledger: Ledger): void {
-  server.route('get', '/state', (req) => listState(ledger, req));
-  server.route('get', '/state/:address', (req) => fetchState(ledger, req));
+export function registerState(server: HttpServer, chain: ChainReader): void {
+  server.route('get', '/state', (req) => listState(chain, req));
+  server.route('get', '/state/:address', (req) => fetchState(chain, req));
 }

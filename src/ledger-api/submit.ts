@@ -2,9 +2,9 @@
 import type { HttpServer, Reply, Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError } from './errors.js';
-import { buildUrl } from './links.js';
-import { serialize } from './json.js';
-import { checkIds, parseWait } from './params.js';
+import { buildUrl, selfUrl } from './links.js';
+import { serialize } from './schemas.js';
+import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
 
 const SUBMIT_ERRORS = { EMPTY: 34, UNDECODABLE: 35, INVALID: 30, QUEUE_FULL: 31 } as const;
 
@@ -40,32 +40,11 @@ async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boole
   const wait = parseWait(req);
   if (wait > 0) await ledger.waitFor(ids, wait * 1000);
   const data = statusEntries(ledger, ids);
-  return { status: 200, body: serialize.statuses(withLink ? { data, link: buildUrl(req, '/batch_statuses') } : { data }) };
-}
-
-function parseIdArray(req: Req, wrongType: 43 | 81, bad: 46 | 82): string[] {
-  const ct = req.headers['content-type'] ?? '';
-  if (ct.split(';')[0]!.trim() !== 'application/json') throw ledgerError(wrongType);
-  let v: unknown;
-  try {
-    v = JSON.parse(req.body.toString('utf8'));
-  } catch {
-    throw ledgerError(bad, ': the body is not valid JSON');
-  }
-  if (!Array.isArray(v) || v.length === 0 || !v.every((x) => typeof x === 'string')) throw ledgerError(bad);
-  return v as string[];
-}
-
-export function idQuery(req: Req, missing: 66 | 83): string[] {
-  const id = req.query.get('id');
-  if (id === null) throw ledgerError(missing);
-  return id.split(',');
+  return { status: 200, body: serialize.statuses(withLink ? { data, link: selfUrl(req) } : { data }) };
 }
 
 export function registerSubmit(server: HttpServer, ledger: Ledger): void {
   server.route('post', '/batches', (req) => submitBatches(ledger, req));
   server.route('get', '/batch_statuses', (req) => statuses(ledger, req, idQuery(req, 66), true));
-  server.route('post', '/batch_statuses', (req) => statuses(ledger, req, parseIdArray(req, 43, 46), false));
+  server.route('post', '/batch_statuses', (req) => statuses(ledger, req, idArrayBody(req, 43, 46), false));
 }
-
-export { parseIdArray };

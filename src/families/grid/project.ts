@@ -54,8 +54,13 @@ export const GRID_DB = {
   address: 'grid.address',
 } as const;
 
-/** Separates the parts of composite keys; sorts before every printable character. */
-export const KEY_SEP = '\u0001';
+/**
+ * Separates the parts of composite keys; sorts before every printable character. Not
+ * \u0001..\u0004: LMDB's ordered-binary key encoding escapes those in strings shorter
+ * than 64 characters but not in longer ones, so such a separator would give one prefix
+ * two byte forms and break prefix ranges.
+ */
+export const KEY_SEP = '\u0005';
 
 /**
  * LMDB keys are limited to 1,978 bytes and ids come from users, so a long key keeps its

@@ -1,0 +1,113 @@
+/**
+ * Agents of an organization: list, create (`{data: [Agent]}`), fetch, update, under
+ * `/organization/{org_id}/agent` (and upstream's read-only `/agent`, `/agent/{key}`). `roles` are sent as role names (`<org>.<name>` for
+ * another organization's role) or as Role objects, and must exist; they are answered as
+ * Role objects. An update that leaves out `active` keeps the agent's current state
+ * (Pike itself would read a missing flag as "deactivate").
+ */
+import { agentRoleKey, gridKeys, KEY_SEP } from '../families/grid/index.js';
+import type { AgentRecord } from '../families/grid/project.js';
+import { HttpError } from '../http/server.js';
+import type { DataBackend } from './backend.js';
+import { listBody, parsePage } from './paging.js';
+import { agentJson, requireOrg, sameService } from './records.js';
+import { ok, type DataRouter } from './router.js';
+import { PUBLIC_KEY_RE } from './signers.js';
+import { submitActions } from './submit.js';
+import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  public_key: reqString,
+  org_id: 'string',
+  active: 'boolean',
+  roles: 'array',
+  metadata: 'any',
+  service_id: 'string',
+  last_updated: 'integer',
+};
+const UPDATE: Shape = { ...CREATE, public_key: 'string' };
+
+/** Role names for Pike from names or Role objects; each must name an existing role. */
+function roleNames(be: DataBackend, orgId: string, v: unknown, path: string): string[] | undefined {
+  if (v === undefined) return undefined;
+  return (v as unknown[]).map((r, i) => {
+    const p = at(path, i);
+    let name: string;
+    if (typeof r === 'string') name = r;
+    else if (isObj(r) && typeof r.name === 'string') {
+      const org = typeof r.org_id === 'string' && r.org_id !== '' ? r.org_id : orgId;
+      name = org === orgId ? r.name : `${org}.${r.name}`;
+    } else throw bad(`\`${p}\` must be a role name or a Role object with a \`name\``);
+    if (name === '' || !be.rm.has('role', agentRoleKey(orgId, name))) throw bad(`\`${p}\`: unknown role ${name || '""'} for organization ${orgId}`);
+    return name;
+  });
+}
+
+function agentAction(be: DataBackend, o: Obj, orgId: string, path: string, action: string, active: boolean): Obj & { action: string } {
+  const roles = roleNames(be, orgId, o.roles, at(path, 'roles'));
+  return { action, org_id: orgId, public_key: o.public_key, active: o.active ?? active, roles, metadata: o.metadata };
+}
+
+export function registerAgents(r: DataRouter): void {
+  r.route('get', '/organization/:org_id/agent', (req, be) => {
+    const orgId = req.params[0]!;
+    requireOrg(be, orgId);
+    const page = parsePage(req);
+    const slice = be.rm.page<AgentRecord>('agent', `${orgId}${KEY_SEP}`, page.offset, page.limit);
+    return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
+  });
+
+  r.route('get', '/organization/:org_id/agent/:public_key', (req, be) => {
+    const [orgId, pk] = req.params as [string, string];
+    const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
+    if (agent === undefined) throw new HttpError(404, `Agent ${pk} of organization ${orgId} not found`);
+    return ok(agentJson(be, agent));
+  });
+
+  // Upstream's flat read paths, for clients written against it.
+  r.route('get', '/agent', (req, be) => {
+    const page = parsePage(req);
+    return ok(listBody(req, page, be.rm.page<AgentRecord>('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
+  });
+
+  r.route('get', '/agent/:public_key', (req, be) => {
+    const pk = req.params[0]!;
+    const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
+    const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
+    if (agent === undefined) throw new HttpError(404, `Agent ${pk} not found`);
+    return ok(agentJson(be, agent));
+  });
+
+  r.route('post', '/organization/:org_id/agent', (req, be) => {
+    const orgId = req.params[0]!;
+    const items = dataItems(req);
+    requireOrg(be, orgId);
+    const signer = be.signers.pick(req);
+    const seen = new Set<string>();
+    const planned = items.map((item, i) => {
+      const path = `data[${i}]`;
+      const o = checkShape(item, CREATE, path);
+      samePath(o, 'org_id', orgId, path);
+      sameService(be, o.service_id, at(path, 'service_id'));
+      const pk = o.public_key as string;
+      if (!PUBLIC_KEY_RE.test(pk)) throw bad(`\`${path}.public_key\` must be a compressed secp256k1 public key (66 lower-case hex characters)`);
+      uniqueIn(seen, pk, `${path}.public_key`);
+      const existing = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
+      if (existing !== undefined) throw bad(`\`${path}.public_key\`: agent ${pk} already exists`);
+      return { action: agentAction(be, o, orgId, path, 'create_agent', true), path };
+    });
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/organization/:org_id/agent/:public_key', (req, be) => {
+    const [orgId, pk] = req.params as [string, string];
+    const o = checkShape(objectBody(req), UPDATE, '');
+    samePath(o, 'org_id', orgId, '');
+    samePath(o, 'public_key', pk, '');
+    sameService(be, o.service_id, 'service_id');
+    const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
+    if (agent === undefined) throw new HttpError(404, `Agent ${pk} of organization ${orgId} not found`);
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' }]);
+  });
+}

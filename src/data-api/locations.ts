@@ -1,0 +1,81 @@
+/**
+ * Locations: list, create (`{data: [Location]}`), fetch, update (properties replaced as a
+ * whole) and delete by `location_id`, a 13-digit GLN whose check digit is verified
+ * before anything is submitted.
+ */
+import { gridKeys } from '../families/grid/index.js';
+import { isValidGln } from '../families/grid/gs1.js';
+import type { LocationRecord } from '../families/grid/project.js';
+import { HttpError } from '../http/server.js';
+import type { DataBackend } from './backend.js';
+import { listBody, parsePage } from './paging.js';
+import { checkPropertyValues } from './properties.js';
+import { knownOrg, plainJson, sameService, withService } from './records.js';
+import { ok, type DataRouter } from './router.js';
+import { submitActions } from './submit.js';
+import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  location_id: reqString,
+  location_namespace: 'any',
+  owner: reqString,
+  properties: 'array',
+  service_id: 'string',
+  last_updated: 'integer',
+};
+const UPDATE: Shape = { ...CREATE, location_id: 'string', owner: 'string' };
+
+function stored(be: DataBackend, id: string): LocationRecord {
+  const l = be.rm.get<LocationRecord>('location', gridKeys.location(id));
+  if (l === undefined) throw new HttpError(404, `Location ${id} not found`);
+  return l;
+}
+
+export function registerLocations(r: DataRouter): void {
+  r.route('get', '/location', (req, be) => {
+    const page = parsePage(req);
+    return ok(listBody(req, page, be.rm.page<LocationRecord>('location', '', page.offset, page.limit), plainJson(be)));
+  });
+
+  r.route('get', '/location/:location_id', (req, be) => ok(withService(be, stored(be, req.params[0]!))));
+
+  r.route('post', '/location', (req, be) => {
+    const items = dataItems(req);
+    const signer = be.signers.pick(req);
+    const seen = new Set<string>();
+    const planned = items.map((item, i) => {
+      const path = `data[${i}]`;
+      const o = checkShape(item, CREATE, path);
+      sameService(be, o.service_id, at(path, 'service_id'));
+      const id = o.location_id as string;
+      if (!isValidGln(id)) throw bad(`\`${path}.location_id\`: Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`);
+      uniqueIn(seen, id, `${path}.location_id`);
+      if (be.rm.has('location', gridKeys.location(id))) throw bad(`\`${path}.location_id\`: location ${id} already exists`);
+      knownOrg(be, o.owner, `${path}.owner`);
+      const properties = checkPropertyValues(o.properties, `${path}.properties`);
+      return { action: { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner: o.owner, properties }, path };
+    });
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/location/:location_id', (req, be) => {
+    const id = req.params[0]!;
+    const o = checkShape(objectBody(req), UPDATE, '');
+    samePath(o, 'location_id', id, '');
+    sameService(be, o.service_id, 'service_id');
+    const l = stored(be, id);
+    if (o.owner !== undefined && o.owner !== l.owner) throw bad(`\`owner\` cannot change (the location belongs to ${l.owner})`);
+    const properties = checkPropertyValues(o.properties, 'properties');
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [
+      { action: { action: 'update_location', location_id: id, location_namespace: o.location_namespace, properties }, path: '' },
+    ]);
+  });
+
+  r.route('del', '/location/:location_id', (req, be) => {
+    const id = req.params[0]!;
+    stored(be, id);
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }]);
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Organizations: list, create (`{data: [Organization]}`), fetch, update. Pike makes the
+ * signer of a create the new organization's `admin` agent, and a key can be an agent of
+ * one organization only: one organization per create call, by a signer that is not an
+ * agent yet (the node's key, or an agent key chosen with `signer`).
+ */
+import { gridKeys } from '../families/grid/index.js';
+import type { AgentRecord, OrganizationRecord } from '../families/grid/project.js';
+import { HttpError } from '../http/server.js';
+import { listBody, parsePage } from './paging.js';
+import { plainJson, sameService, withService } from './records.js';
+import { ok, type DataRouter } from './router.js';
+import { submitActions, type Planned } from './submit.js';
+import { bad, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  id: reqString,
+  name: reqString,
+  alternate_ids: 'array',
+  metadata: 'any',
+  locations: 'strings',
+  service_id: 'string',
+  last_updated: 'integer',
+};
+const UPDATE: Shape = { ...CREATE, id: 'string', name: 'string' };
+
+export function registerOrganizations(r: DataRouter): void {
+  r.route('get', '/organization', (req, be) => {
+    const page = parsePage(req);
+    return ok(listBody(req, page, be.rm.page<OrganizationRecord>('organization', '', page.offset, page.limit), plainJson(be)));
+  });
+
+  r.route('get', '/organization/:id', (req, be) => {
+    const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(req.params[0]!));
+    if (org === undefined) throw new HttpError(404, `Organization ${req.params[0]} not found`);
+    return ok(withService(be, org));
+  });
+
+  r.route('post', '/organization', (req, be) => {
+    const items = dataItems(req);
+    const signer = be.signers.pick(req);
+    if (items.length > 1) {
+      throw bad('`data`: one organization per request: its signer becomes the organization\'s admin agent, and a key is an agent of one organization only');
+    }
+    const o = checkShape(items[0], CREATE, 'data[0]');
+    sameService(be, o.service_id, 'data[0].service_id');
+    const id = o.id as string;
+    if (be.rm.has('organization', gridKeys.organization(id))) throw bad(`\`data[0].id\`: organization ${id} already exists`);
+    const agent = be.rm.get<AgentRecord>('agent', be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
+    if (agent !== undefined) {
+      throw bad(`\`signer\`: ${signer.publicKey} is already an agent of organization ${agent.org_id}; create the organization with another signer`);
+    }
+    const planned: Planned[] = [{ action: { ...o, action: 'create_organization' }, path: 'data[0]' }];
+    // Pike creates organizations without locations: set them in the same batch.
+    if (Array.isArray(o.locations) && o.locations.length > 0) {
+      planned.push({ action: { action: 'update_organization', id, locations: o.locations }, path: 'data[0]' });
+    }
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/organization/:id', (req, be) => {
+    const id = req.params[0]!;
+    const o = checkShape(objectBody(req), UPDATE, '');
+    samePath(o, 'id', id, '');
+    sameService(be, o.service_id, 'service_id');
+    if (!be.rm.has('organization', gridKeys.organization(id))) throw new HttpError(404, `Organization ${id} not found`);
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }]);
+  });
+}

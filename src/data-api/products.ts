@@ -1,0 +1,83 @@
+/**
+ * Products (GS1 trade items): list, create (`{data: [Product]}`), fetch, update
+ * (properties replaced as a whole) and delete by `product_id`, a GTIN-12/13/14 whose
+ * check digit is verified before anything is submitted.
+ */
+import { gridKeys } from '../families/grid/index.js';
+import { gtinError } from '../families/grid/gs1.js';
+import type { ProductRecord } from '../families/grid/project.js';
+import { HttpError } from '../http/server.js';
+import type { DataBackend } from './backend.js';
+import { listBody, parsePage } from './paging.js';
+import { checkPropertyValues } from './properties.js';
+import { knownOrg, plainJson, sameService, withService } from './records.js';
+import { ok, type DataRouter } from './router.js';
+import { submitActions } from './submit.js';
+import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  product_id: reqString,
+  product_namespace: 'any',
+  owner: reqString,
+  properties: 'array',
+  service_id: 'string',
+  last_updated: 'integer',
+  product_address: 'string',
+};
+const UPDATE: Shape = { ...CREATE, product_id: 'string', owner: 'string' };
+
+function stored(be: DataBackend, id: string): ProductRecord {
+  const p = be.rm.get<ProductRecord>('product', gridKeys.product(id));
+  if (p === undefined) throw new HttpError(404, `Product ${id} not found`);
+  return p;
+}
+
+export function registerProducts(r: DataRouter): void {
+  r.route('get', '/product', (req, be) => {
+    const page = parsePage(req);
+    return ok(listBody(req, page, be.rm.page<ProductRecord>('product', '', page.offset, page.limit), plainJson(be)));
+  });
+
+  r.route('get', '/product/:product_id', (req, be) => ok(withService(be, stored(be, req.params[0]!))));
+
+  r.route('post', '/product', (req, be) => {
+    const items = dataItems(req);
+    const signer = be.signers.pick(req);
+    const seen = new Set<string>();
+    const planned = items.map((item, i) => {
+      const path = `data[${i}]`;
+      const o = checkShape(item, CREATE, path);
+      sameService(be, o.service_id, at(path, 'service_id'));
+      const id = o.product_id as string;
+      const gtin = gtinError(id);
+      if (gtin !== undefined) throw bad(`\`${path}.product_id\`: ${gtin}`);
+      uniqueIn(seen, id, `${path}.product_id`);
+      if (be.rm.has('product', gridKeys.product(id))) throw bad(`\`${path}.product_id\`: product ${id} already exists`);
+      knownOrg(be, o.owner, `${path}.owner`);
+      const properties = checkPropertyValues(o.properties, `${path}.properties`);
+      return { action: { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties }, path };
+    });
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/product/:product_id', (req, be) => {
+    const id = req.params[0]!;
+    const o = checkShape(objectBody(req), UPDATE, '');
+    samePath(o, 'product_id', id, '');
+    sameService(be, o.service_id, 'service_id');
+    const p = stored(be, id);
+    if (o.owner !== undefined && o.owner !== p.owner) throw bad(`\`owner\` cannot change (the product belongs to ${p.owner})`);
+    const properties = checkPropertyValues(o.properties, 'properties');
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [
+      { action: { action: 'update_product', product_id: id, product_namespace: o.product_namespace, properties }, path: '' },
+    ]);
+  });
+
+  r.route('del', '/product/:product_id', (req, be) => {
+    const id = req.params[0]!;
+    stored(be, id);
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }]);
+  });
+}

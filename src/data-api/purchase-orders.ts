@@ -1,0 +1,136 @@
+/**
+ * Purchase orders: list (filters `buyer_org_id`, `seller_org_id`, `is_open`,
+ * `has_accepted_version`), create (`{data: [create items]}`, each optionally with its
+ * first version in `create_version_payload`), fetch (by uid or alternate id) and update.
+ * In an update, `is_closed`, `accepted_version_number` and `alternate_ids` keep their
+ * current values when left out (`""` clears the accepted version); `workflow_state` is
+ * required.
+ */
+import { gridKeys } from '../families/grid/index.js';
+import type { PurchaseOrderRecord } from '../families/grid/project.js';
+import { COLLABORATIVE } from '../families/grid/workflow.js';
+import type { Req } from '../http/server.js';
+import { listBody, parsePage } from './paging.js';
+import { checkWorkflowId, requirePo, versionCreate, versionUpdate } from './po-common.js';
+import { knownOrg, purchaseOrderJson, sameService } from './records.js';
+import type { Slice } from './read-model.js';
+import type { DataBackend } from './backend.js';
+import { ok, type DataRouter } from './router.js';
+import { submitActions } from './submit.js';
+import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  uid: reqString,
+  workflow_state: 'string',
+  buyer_org_id: reqString,
+  seller_org_id: reqString,
+  create_version_payload: 'object',
+  alternate_ids: 'array',
+  created_at: 'integer',
+  workflow_id: 'string',
+  service_id: 'string',
+};
+
+const UPDATE: Shape = {
+  po_uid: 'string',
+  uid: 'string',
+  workflow_state: reqString,
+  is_closed: 'boolean',
+  accepted_version_number: 'string',
+  version_updates: 'array',
+  alternate_ids: 'array',
+  service_id: 'string',
+};
+
+function boolFilter(req: Req, name: string): boolean | undefined {
+  const v = req.query.get(name);
+  if (v === null) return undefined;
+  if (v !== 'true' && v !== 'false') throw bad(`\`${name}\` must be true or false`);
+  return v === 'true';
+}
+
+function listOrders(req: Req, be: DataBackend, offset: number, limit: number): Slice<PurchaseOrderRecord> {
+  const buyer = req.query.get('buyer_org_id');
+  const seller = req.query.get('seller_org_id');
+  const open = boolFilter(req, 'is_open');
+  const accepted = boolFilter(req, 'has_accepted_version');
+  if (buyer === null && seller === null && open === undefined && accepted === undefined) {
+    return be.rm.page<PurchaseOrderRecord>('purchaseOrder', '', offset, limit);
+  }
+  const all = be.rm.all<PurchaseOrderRecord>('purchaseOrder').filter(
+    (po) =>
+      (buyer === null || po.buyer_org_id === buyer) &&
+      (seller === null || po.seller_org_id === seller) &&
+      (open === undefined || po.is_closed !== open) &&
+      (accepted === undefined || (po.accepted_version_number !== undefined) === accepted),
+  );
+  return { items: all.slice(offset, offset + limit), total: all.length };
+}
+
+export function registerPurchaseOrders(r: DataRouter): void {
+  r.route('get', '/purchase_order', (req, be) => {
+    const page = parsePage(req);
+    return ok(listBody(req, page, listOrders(req, be, page.offset, page.limit), (po) => purchaseOrderJson(be, po)));
+  });
+
+  r.route('get', '/purchase_order/:uid', (req, be) => ok(purchaseOrderJson(be, requirePo(be, req.params[0]!))));
+
+  r.route('post', '/purchase_order', (req, be) => {
+    const items = dataItems(req);
+    const signer = be.signers.pick(req);
+    const seen = new Set<string>();
+    const planned = items.map((item, i) => {
+      const path = `data[${i}]`;
+      const o = checkShape(item, CREATE, path);
+      sameService(be, o.service_id, at(path, 'service_id'));
+      const uid = o.uid as string;
+      uniqueIn(seen, uid, `${path}.uid`);
+      if (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid))) throw bad(`\`${path}.uid\`: purchase order ${uid} already exists`);
+      knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
+      knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
+      checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
+      const version = isObj(o.create_version_payload) ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`) : undefined;
+      return {
+        action: {
+          action: 'create_po',
+          uid,
+          workflow_state: o.workflow_state,
+          buyer_org_id: o.buyer_org_id,
+          seller_org_id: o.seller_org_id,
+          alternate_ids: o.alternate_ids,
+          created_at: o.created_at,
+          workflow_id: o.workflow_id ?? COLLABORATIVE,
+          create_version_payload: version,
+        },
+        path,
+      };
+    });
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/purchase_order/:uid', (req, be) => {
+    const o = checkShape(objectBody(req), UPDATE, '');
+    const po = requirePo(be, req.params[0]!);
+    samePath(o, 'po_uid', po.uid, '');
+    samePath(o, 'uid', po.uid, '');
+    sameService(be, o.service_id, 'service_id');
+    const seen = new Set<string>();
+    const versionUpdates = ((o.version_updates as unknown[] | undefined) ?? []).map((v, i) => {
+      const path = `version_updates[${i}]`;
+      const u = versionUpdate(be, po, v, path, 'latest');
+      uniqueIn(seen, u.version_id as string, `${path}.version_id`);
+      return u;
+    });
+    const signer = be.signers.pick(req);
+    const action = {
+      action: 'update_po',
+      po_uid: po.uid,
+      workflow_state: o.workflow_state,
+      is_closed: o.is_closed ?? po.is_closed,
+      accepted_version_number: o.accepted_version_number ?? po.accepted_version_number ?? '',
+      alternate_ids: o.alternate_ids ?? po.alternate_ids.map((a) => `${a.id_type}:${a.id}`),
+      version_updates: versionUpdates,
+    };
+    return submitActions(req, be, signer, [{ action, path: '' }]);
+  });
+}

@@ -1,0 +1,93 @@
+/**
+ * Roles of an organization: list and create at `/role/{org_id}`, fetch (answered as
+ * `{data: [Role], paging}`, as the spec says), update and delete at
+ * `/role/{org_id}/{role_name}`. Pike's update is an upsert, so PUT may create a role.
+ */
+import { gridKeys, KEY_SEP } from '../families/grid/index.js';
+import type { RoleRecord } from '../families/grid/project.js';
+import { HttpError } from '../http/server.js';
+import { listBody, parsePage, pagingOf } from './paging.js';
+import { plainJson, requireOrg, sameService, withService } from './records.js';
+import { ok, type DataRouter } from './router.js';
+import { submitActions } from './submit.js';
+import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  name: reqString,
+  org_id: 'string',
+  description: 'string',
+  active: 'boolean',
+  permissions: 'strings',
+  allowed_organizations: 'strings',
+  inherit_from: 'strings',
+  service_id: 'string',
+  last_updated: 'integer',
+};
+const UPDATE: Shape = { ...CREATE, name: 'string' };
+
+function roleAction(o: Obj, orgId: string, name: string, action: string): Obj & { action: string } {
+  return {
+    action,
+    org_id: orgId,
+    name,
+    description: o.description,
+    active: o.active,
+    permissions: o.permissions,
+    allowed_organizations: o.allowed_organizations,
+    inherit_from: o.inherit_from,
+  };
+}
+
+export function registerRoles(r: DataRouter): void {
+  r.route('get', '/role/:org_id', (req, be) => {
+    const orgId = req.params[0]!;
+    requireOrg(be, orgId);
+    const page = parsePage(req);
+    return ok(listBody(req, page, be.rm.page<RoleRecord>('role', `${orgId}${KEY_SEP}`, page.offset, page.limit), plainJson(be)));
+  });
+
+  r.route('get', '/role/:org_id/:role_name', (req, be) => {
+    const [orgId, name] = req.params as [string, string];
+    const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
+    if (role === undefined) throw new HttpError(404, `Role ${name} for ${orgId} not found`);
+    const page = parsePage(req);
+    return ok({ data: page.offset === 0 ? [withService(be, role)] : [], paging: pagingOf(req, page, 1) });
+  });
+
+  r.route('post', '/role/:org_id', (req, be) => {
+    const orgId = req.params[0]!;
+    const items = dataItems(req);
+    requireOrg(be, orgId);
+    const signer = be.signers.pick(req);
+    const seen = new Set<string>();
+    const planned = items.map((item, i) => {
+      const path = `data[${i}]`;
+      const o = checkShape(item, CREATE, path);
+      samePath(o, 'org_id', orgId, path);
+      sameService(be, o.service_id, at(path, 'service_id'));
+      const name = o.name as string;
+      uniqueIn(seen, name, `${path}.name`);
+      if (be.rm.has('role', gridKeys.role(orgId, name))) throw bad(`\`${path}.name\`: role ${name} already exists in organization ${orgId}`);
+      return { action: roleAction(o, orgId, name, 'create_role'), path };
+    });
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/role/:org_id/:role_name', (req, be) => {
+    const [orgId, name] = req.params as [string, string];
+    const o = checkShape(objectBody(req), UPDATE, '');
+    samePath(o, 'org_id', orgId, '');
+    samePath(o, 'name', name, '');
+    sameService(be, o.service_id, 'service_id');
+    requireOrg(be, orgId);
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: roleAction(o, orgId, name, 'update_role'), path: '' }]);
+  });
+
+  r.route('del', '/role/:org_id/:role_name', (req, be) => {
+    const [orgId, name] = req.params as [string, string];
+    if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new HttpError(404, `Role ${name} for ${orgId} not found`);
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);
+  });
+}

@@ -1,0 +1,21 @@
+/** Routes of interface B: each handler gets the request and the ledger it names. */
+import type { HttpServer, Method, Reply, Req } from '../http/server.js';
+import type { Backends, DataBackend } from './backend.js';
+
+export type DataHandler = (req: Req, be: DataBackend) => Reply | Promise<Reply>;
+
+export class DataRouter {
+  constructor(
+    private readonly server: HttpServer,
+    private readonly backends: Backends,
+  ) {}
+
+  route(method: Method, pattern: string, handler: DataHandler): this {
+    this.server.route(method, pattern, (req) => handler(req, this.backends.forRequest(req)));
+    return this;
+  }
+}
+
+export function ok(body: unknown, status = 200): Reply {
+  return { status, body: JSON.stringify(body) };
+}

@@ -1,0 +1,70 @@
+/**
+ * Schemas: list, create (`{data: [Schema]}`), fetch and update by name. The ledger only
+ * appends definitions to a schema: an update body may hold the whole list, and the
+ * definitions the schema already has unchanged are left out of the transaction.
+ */
+import { gridKeys } from '../families/grid/index.js';
+import type { SchemaRecord } from '../families/grid/project.js';
+import { HttpError } from '../http/server.js';
+import { listBody, parsePage } from './paging.js';
+import { checkPropertyDefinitions, newDefinitions } from './properties.js';
+import { knownOrg, plainJson, sameService, withService } from './records.js';
+import { ok, type DataRouter } from './router.js';
+import { submitActions } from './submit.js';
+import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+
+const CREATE: Shape = {
+  name: reqString,
+  description: 'string',
+  owner: reqString,
+  properties: { kind: 'array', required: true },
+  service_id: 'string',
+  last_updated: 'integer',
+};
+const UPDATE: Shape = { ...CREATE, name: 'string', owner: 'string' };
+
+export function registerSchemas(r: DataRouter): void {
+  r.route('get', '/schema', (req, be) => {
+    const page = parsePage(req);
+    return ok(listBody(req, page, be.rm.page<SchemaRecord>('schema', '', page.offset, page.limit), plainJson(be)));
+  });
+
+  r.route('get', '/schema/:schema_name', (req, be) => {
+    const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(req.params[0]!));
+    if (s === undefined) throw new HttpError(404, `Schema ${req.params[0]} not found`);
+    return ok(withService(be, s));
+  });
+
+  r.route('post', '/schema', (req, be) => {
+    const items = dataItems(req);
+    const signer = be.signers.pick(req);
+    const seen = new Set<string>();
+    const planned = items.map((item, i) => {
+      const path = `data[${i}]`;
+      const o = checkShape(item, CREATE, path);
+      sameService(be, o.service_id, at(path, 'service_id'));
+      const name = o.name as string;
+      uniqueIn(seen, name, `${path}.name`);
+      if (be.rm.has('schema', gridKeys.schema(name))) throw bad(`\`${path}.name\`: schema ${name} already exists`);
+      knownOrg(be, o.owner, `${path}.owner`);
+      const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
+      if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
+      return { action: { action: 'create_schema', name, description: o.description, owner: o.owner, properties }, path };
+    });
+    return submitActions(req, be, signer, planned);
+  });
+
+  r.route('put', '/schema/:schema_name', (req, be) => {
+    const name = req.params[0]!;
+    const o = checkShape(objectBody(req), UPDATE, '');
+    samePath(o, 'name', name, '');
+    sameService(be, o.service_id, 'service_id');
+    const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));
+    if (stored === undefined) throw new HttpError(404, `Schema ${name} not found`);
+    if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
+    const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
+    if (properties.length === 0) throw bad('`properties` adds no new property definition to the schema');
+    const signer = be.signers.pick(req);
+    return submitActions(req, be, signer, [{ action: { action: 'update_schema', name, owner: stored.owner, properties }, path: '' }]);
+  });
+}

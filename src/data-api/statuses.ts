@@ -1,0 +1,42 @@
+/**
+ * GET /batch_statuses?id=<ids>[&wait][&service_id]: each id is a batch id (128 hex) or
+ * an event id; an event id stands for every batch of its submission. Answers
+ * `{"data": [{batch_id, event_id, status, invalid_transactions}], "link"}` (upstream's
+ * envelope; not paged), after waiting as asked until none of the batches is PENDING.
+ */
+import type { Reply, Req } from '../http/server.js';
+import type { DataBackend } from './backend.js';
+import { EVENT_ID_RE } from './events.js';
+import { baseUrl } from './paging.js';
+import { parseWait, statusJson, type StatusJson } from './submit.js';
+import { bad } from './validate.js';
+
+const BATCH_ID_RE = /^[0-9a-f]{128}$/;
+const MAX_IDS = 1000;
+
+export async function batchStatuses(req: Req, be: DataBackend): Promise<Reply> {
+  const raw = req.query.get('id');
+  if (raw === null || raw.trim() === '') throw bad('`id` is required: comma-separated batch ids or event ids');
+  const ids = raw.split(',').map((s) => s.trim());
+  if (ids.length > MAX_IDS) throw bad(`\`id\` lists more than ${MAX_IDS} ids`);
+  // [batch id | null, event id | null] per entry, in request order.
+  const wanted: Array<[string | null, string | null]> = [];
+  for (const id of ids) {
+    if (BATCH_ID_RE.test(id)) wanted.push([id, be.events.eventOf(id) ?? null]);
+    else if (EVENT_ID_RE.test(id)) {
+      const batches = be.events.batchesOf(id);
+      if (batches === undefined) wanted.push([null, id]);
+      else for (const b of batches) wanted.push([b, id]);
+    } else {
+      throw bad(`\`id\`: "${id.slice(0, 140)}" is neither a batch id (128 hex characters) nor an event id`);
+    }
+  }
+  const wait = parseWait(req);
+  const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
+  if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
+  const data = wanted.map(([b, e]): StatusJson =>
+    b === null ? { batch_id: null, event_id: e, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
+  );
+  const link = `${baseUrl(req)}${req.path}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
+  return { status: 200, body: JSON.stringify({ data, link }) };
+}

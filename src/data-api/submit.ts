@@ -1,0 +1,94 @@
+/**
+ * The write path of the JSON API: build the family transactions of one request, sign
+ * them into ONE batch (so a multi-record create is all-or-nothing), record its event id,
+ * hand the batch to the ledger, and answer with the link `{batch_id, event_id}`.
+ *
+ * `wait` absent: 202 at once. `wait=N`: hold the answer until the batch leaves PENDING
+ * or N seconds pass, then say which: `status` (and `invalid_transactions`) next to
+ * `link`, 200 once the batch is COMMITTED or INVALID, 202 while it is still PENDING.
+ */
+import type { Reply, Req } from '../http/server.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import { buildBatch, buildTransaction } from '../ledger/build.js';
+import type { BatchStatus } from '../ledger/ledger.js';
+import { buildGridTransaction, GridBuildError, type GridActionInput } from '../families/grid/index.js';
+import type { DataBackend } from './backend.js';
+import { bad } from './validate.js';
+
+/** A `wait` without an integer value waits just under the usual 300 s server timeout. */
+export const LONG_WAIT_SECONDS = 285;
+
+/** Seconds to wait: 0 when absent or `false`; the integer given (capped); else the long wait. */
+export function parseWait(req: Req): number {
+  const w = req.query.get('wait');
+  if (w === null || w.toLowerCase() === 'false') return 0;
+  if (/^\d{1,9}$/.test(w)) return Math.min(Number(w), LONG_WAIT_SECONDS);
+  return LONG_WAIT_SECONDS;
+}
+
+export interface InvalidTxnJson {
+  id: string;
+  message: string;
+  extended_data?: string;
+}
+
+export interface StatusJson {
+  batch_id: string | null;
+  event_id: string | null;
+  status: BatchStatus;
+  invalid_transactions: InvalidTxnJson[];
+}
+
+export function statusJson(be: DataBackend, batchId: string, eventId: string | null): StatusJson {
+  const s = be.ledger.status(batchId);
+  return {
+    batch_id: batchId,
+    event_id: eventId,
+    status: s.status,
+    invalid_transactions: s.invalid_transactions.map((t) => (t.extended_data ? { id: t.id, message: t.message, extended_data: t.extended_data } : { id: t.id, message: t.message })),
+  };
+}
+
+/** One status for several batches: PENDING or UNKNOWN if any is, else INVALID if any is. */
+function overall(entries: StatusJson[]): BatchStatus {
+  for (const s of ['PENDING', 'UNKNOWN', 'INVALID'] as const) if (entries.some((e) => e.status === s)) return s;
+  return 'COMMITTED';
+}
+
+/**
+ * The answer to a submission: `{"link": {"batch_id", "event_id"}}`, after the wait the
+ * request asked for. Several batches (a client BatchList) are listed comma-joined in
+ * `batch_id`, the form `/batch_statuses?id=` takes.
+ */
+export async function linkReply(req: Req, be: DataBackend, batchIds: string[], eventId: string): Promise<Reply> {
+  const link = { batch_id: batchIds.join(','), event_id: eventId };
+  const wait = parseWait(req);
+  if (wait === 0) return { status: 202, body: JSON.stringify({ link }) };
+  await be.ledger.waitFor(batchIds, wait * 1000);
+  const entries = batchIds.map((id) => statusJson(be, id, eventId));
+  const status = overall(entries);
+  const body = { link, status, invalid_transactions: entries.flatMap((e) => e.invalid_transactions) };
+  return { status: status === 'PENDING' ? 202 : 200, body: JSON.stringify(body) };
+}
+
+export interface Planned {
+  action: GridActionInput;
+  /** Where the action came from in the body (prefix of build error messages). */
+  path: string;
+}
+
+/** Builds, signs (one batch), records and submits the request's actions. */
+export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Reply> {
+  const timestamp = Math.floor(Date.now() / 1000);
+  const txns = planned.map(({ action, path }) => {
+    try {
+      return buildTransaction(signer, buildGridTransaction(action, { timestamp, signer: signer.publicKey }));
+    } catch (err) {
+      if (err instanceof GridBuildError) throw bad(path === '' ? err.message : `\`${path}\`: ${err.message}`);
+      throw err;
+    }
+  });
+  const batch = buildBatch(signer, txns);
+  const [eventId] = await Promise.all([be.events.record([batch.id]), be.ledger.submitTrusted([{ id: batch.id, bytes: batch.bytes }])]);
+  return linkReply(req, be, [batch.id], eventId);
+}

@@ -1,0 +1,120 @@
+/**
+ * GET /batches, /batches/{batch_id}, /transactions, /transactions/{transaction_id}.
+ *
+ * Lists run in chain order: from the head block down to genesis, each block's items in
+ * block order; `reverse` flips the whole list. Only the blocks a page needs are read: a
+ * `start` id is located through the batch / transaction index instead of a scan.
+ */
+import type { HttpServer, Reply, Req } from '../http/server.js';
+import type { BatchPos, TxnPos } from '../store/ledgerStores.js';
+import { ledgerError } from './errors.js';
+import { selfUrl } from './links.js';
+import { serialize } from './schemas.js';
+import { checkIds, filterIds, parsePaging, parseReverse } from './params.js';
+import { pageList, pagingEnvelope, takePage, type Page } from './paging.js';
+import { checkHead, type ChainBlock, type ChainReader } from './chain.js';
+import type { BatchJson, TxnJson } from './json.js';
+
+interface Position {
+  num: number;
+  idx: number;
+}
+
+interface Kind<T> {
+  path: string;
+  notFound: 71 | 72;
+  itemsOf(b: ChainBlock): T[];
+  id(t: T): string;
+  /** Block number and index in `itemsOf` of a committed item, or undefined. */
+  locate(chain: ChainReader, id: string): Position | undefined;
+  list(body: { data: T[]; head: string; link: string; paging: object }): string;
+  one(body: { data: T; link: string }): string;
+}
+
+const BATCHES: Kind<BatchJson> = {
+  path: '/batches',
+  notFound: 71,
+  itemsOf: (b) => b.json.batches,
+  id: (t) => t.header_signature,
+  locate: (chain, id) => {
+    const p: BatchPos | undefined = chain.batchPos(id);
+    return p && { num: p[0], idx: p[1] };
+  },
+  list: (b) => serialize.batchList(b),
+  one: (b) => serialize.batch(b),
+};
+
+const TRANSACTIONS: Kind<TxnJson> = {
+  path: '/transactions',
+  notFound: 72,
+  itemsOf: (b) => b.txns(),
+  id: (t) => t.header_signature,
+  locate: (chain, id) => {
+    const p: TxnPos | undefined = chain.txnPos(id);
+    return p && { num: p[0], idx: chain.txnOffset(p) };
+  },
+  list: (b) => serialize.txnList(b),
+  one: (b) => serialize.txn(b),
+};
+
+/** Items of the chain ending at block `headNum`, in list order, from position `from` (inclusive). */
+function* walk<T>(chain: ChainReader, kind: Kind<T>, headNum: number, reverse: boolean, from?: Position): Generator<T> {
+  if (!reverse) {
+    let idx = from?.idx ?? 0;
+    for (let n = from?.num ?? headNum; n >= 0; n--) {
+      const items = kind.itemsOf(chain.at(n));
+      for (let i = idx; i < items.length; i++) yield items[i]!;
+      idx = 0;
+    }
+  } else {
+    let idx = from?.idx;
+    for (let n = from?.num ?? 0; n <= headNum; n++) {
+      const items = kind.itemsOf(chain.at(n));
+      for (let i = idx ?? items.length - 1; i >= 0; i--) yield items[i]!;
+      idx = undefined;
+    }
+  }
+}
+
+function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Reply {
+  const paging = parsePaging(req);
+  const headParam = req.query.get('head');
+  checkHead(headParam, false);
+  const ids = filterIds(req);
+  const head = chain.resolveHead(headParam, 50);
+  const reverse = parseReverse(req, 'default');
+  const notInList = (): Error => ledgerError(54, `: ${paging.start} is not in this list`);
+  let page: Page<T>;
+  if (ids !== undefined) {
+    // Picked by id: in the order given, those not on this chain left out.
+    const picked = ids.flatMap((id) => {
+      const p = kind.locate(chain, id);
+      return p && p.num <= head.num ? [kind.itemsOf(chain.at(p.num))[p.idx]!] : [];
+    });
+    if (reverse) picked.reverse();
+    page = pageList(picked, kind.id, paging, notInList);
+  } else {
+    let from: Position | undefined;
+    if (paging.start !== undefined) {
+      from = kind.locate(chain, paging.start);
+      if (!from || from.num > head.num) throw notInList();
+    }
+    page = takePage(walk(chain, kind, head.num, reverse, from), kind.id, paging.limit);
+  }
+  return { status: 200, body: kind.list({ data: page.items, ...pagingEnvelope(req, kind.path, head.id, paging, page) }) };
+}
+
+function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Reply {
+  const id = req.params[0]!;
+  checkIds([id]);
+  const p = kind.locate(chain, id);
+  if (!p) throw ledgerError(kind.notFound, `: ${id}`);
+  return { status: 200, body: kind.one({ data: kind.itemsOf(chain.at(p.num))[p.idx]!, link: selfUrl(req) }) };
+}
+
+export function registerBatches(server: HttpServer, chain: ChainReader): void {
+  server.route('get', '/batches', (req) => list(chain, BATCHES, req));
+  server.route('get', '/batches/:batch_id', (req) => fetchOne(chain, BATCHES, req));
+  server.route('get', '/transactions', (req) => list(chain, TRANSACTIONS, req));
+  server.route('get', '/transactions/:transaction_id', (req) => fetchOne(chain, TRANSACTIONS, req));
+}

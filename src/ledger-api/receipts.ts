@@ -1,0 +1,31 @@
+/**
+ * GET and POST /receipts: the receipts of committed transactions, in request order. If
+ * any id has no receipt the whole request is 404 code 80, as upstream. With `wait`, the
+ * answer waits (woken by commits) until every receipt exists or the time is up.
+ */
+import type { HttpServer, Reply, Req } from '../http/server.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { ledgerError } from './errors.js';
+import { selfUrl } from './links.js';
+import { receiptJson } from './json.js';
+import { serialize } from './schemas.js';
+import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
+import type { CommitWaits } from './waits.js';
+
+async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: string[], withLink: boolean): Promise<Reply> {
+  checkIds(ids);
+  const store = ledger.stores.receipts;
+  const wait = parseWait(req);
+  if (wait > 0) await waits.until(() => ids.every((id) => store.doesExist(id)), wait * 1000);
+  const data = ids.map((id) => {
+    const bytes = store.get(id);
+    if (bytes === undefined) throw ledgerError(80, `: ${id}`);
+    return receiptJson(bytes);
+  });
+  return { status: 200, body: serialize.receipts(withLink ? { data, link: selfUrl(req) } : { data }) };
+}
+
+export function registerReceipts(server: HttpServer, ledger: Ledger, waits: CommitWaits): void {
+  server.route('get', '/receipts', (req) => receipts(ledger, waits, req, idQuery(req, 83), true));
+  server.route('post', '/receipts', (req) => receipts(ledger, waits, req, idArrayBody(req, 81, 82), false));
+}

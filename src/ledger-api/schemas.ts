@@ -1,0 +1,134 @@
+/**
+ * Precompiled fast-json-stringify serialisers of the interface C response bodies: compact
+ * JSON, keys in alphabetical order at every level (schema properties are listed sorted).
+ */
+import fastJson from 'fast-json-stringify';
+
+const str = { type: 'string' } as const;
+const strArr = { type: 'array', items: str } as const;
+
+const txnSchema = {
+  type: 'object',
+  properties: {
+    header: {
+      type: 'object',
+      properties: {
+        batcher_public_key: str,
+        dependencies: strArr,
+        family_name: str,
+        family_version: str,
+        inputs: strArr,
+        nonce: str,
+        outputs: strArr,
+        payload_sha512: str,
+        signer_public_key: str,
+      },
+    },
+    header_signature: str,
+    payload: str,
+  },
+} as const;
+
+const batchSchema = {
+  type: 'object',
+  properties: {
+    header: { type: 'object', properties: { signer_public_key: str, transaction_ids: strArr } },
+    header_signature: str,
+    trace: { type: 'boolean' },
+    transactions: { type: 'array', items: txnSchema },
+  },
+} as const;
+
+const blockSchema = {
+  type: 'object',
+  properties: {
+    batches: { type: 'array', items: batchSchema },
+    header: {
+      type: 'object',
+      properties: {
+        batch_ids: strArr,
+        block_num: str,
+        consensus: str,
+        previous_block_id: str,
+        signer_public_key: str,
+        state_root_hash: str,
+      },
+    },
+    header_signature: str,
+  },
+} as const;
+
+const pagingSchema = {
+  type: 'object',
+  properties: {
+    limit: { type: ['integer', 'null'] },
+    next: str,
+    next_position: str,
+    start: { type: ['string', 'null'] },
+  },
+  // No `required`: fast-json-stringify writes required keys first, which would break the key order.
+} as const;
+
+const stateEntrySchema = { type: 'object', properties: { address: str, data: str } } as const;
+
+const receiptSchema = {
+  type: 'object',
+  properties: {
+    data: strArr,
+    events: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          attributes: { type: 'array', items: { type: 'object', properties: { key: str, value: str } } },
+          data: str,
+          event_type: str,
+        },
+      },
+    },
+    id: str,
+    state_changes: { type: 'array', items: { type: 'object', properties: { address: str, type: str, value: str } } },
+  },
+} as const;
+
+const statusSchema = {
+  type: 'object',
+  properties: {
+    id: str,
+    invalid_transactions: {
+      type: 'array',
+      items: { type: 'object', properties: { extended_data: str, id: str, message: str } },
+    },
+    status: str,
+  },
+} as const;
+
+const list = (items: object): object => ({
+  type: 'object',
+  properties: { data: { type: 'array', items }, head: str, link: str, paging: pagingSchema },
+});
+const one = (data: object, withHead = false): object => ({
+  type: 'object',
+  properties: withHead ? { data, head: str, link: str } : { data, link: str },
+});
+
+export const serialize = {
+  blockList: fastJson(list(blockSchema)),
+  block: fastJson(one(blockSchema)),
+  batchList: fastJson(list(batchSchema)),
+  batch: fastJson(one(batchSchema)),
+  txnList: fastJson(list(txnSchema)),
+  txn: fastJson(one(txnSchema)),
+  stateList: fastJson(list(stateEntrySchema)),
+  stateOne: fastJson(one(str, true)),
+  statuses: fastJson({ type: 'object', properties: { data: { type: 'array', items: statusSchema }, link: str } }),
+  receipts: fastJson({ type: 'object', properties: { data: { type: 'array', items: receiptSchema }, link: str } }),
+  link: fastJson({ type: 'object', properties: { link: str } }),
+  peers: fastJson(one(strArr)),
+  status: fastJson(
+    one({
+      type: 'object',
+      properties: { endpoint: str, peers: { type: 'array', items: { type: 'object', properties: { endpoint: str } } } },
+    }),
+  ),
+};

@@ -1,0 +1,141 @@
+/**
+ * GET /subscriptions: the upstream state-delta websocket. Text frames in, JSON text frames
+ * out. `subscribe` (optional `address_prefixes`) sets the socket's filter and at once sends
+ * the current head block's delta; afterwards every committed block's delta (block-commit
+ * fields plus the state changes under the prefixes) is pushed. `unsubscribe` stops it;
+ * `get_block_deltas` asks for one block's delta. Deltas are read from the block's receipts
+ * on this thread when the commit is announced; each is computed once for all sockets.
+ */
+import type { WebSocket } from '@trufflesuite/uws-js-unofficial';
+import { HttpError, type HttpServer } from '../http/server.js';
+import type { BlockEvent } from '../ledger/protocol.js';
+import { log } from '../log.js';
+import type { ChainReader } from './chain.js';
+import { blockDelta, deltaFrame, type BlockDelta } from './deltas.js';
+
+interface SocketState {
+  /** The subscription's prefixes ([] = every address), or null when not subscribed. */
+  prefixes: string[] | null;
+}
+
+type Socket = WebSocket<SocketState>;
+
+export class Subscriptions {
+  readonly #chain: ChainReader;
+  readonly #sockets = new Set<Socket>();
+  readonly #off: () => void;
+  #latest: BlockDelta | undefined;
+  #lastNum: number;
+
+  constructor(server: HttpServer, chain: ChainReader) {
+    this.#chain = chain;
+    this.#lastNum = chain.current().num;
+    server.ws<SocketState>('/subscriptions', {
+      maxPayloadLength: 64 * 1024,
+      maxBackpressure: 16 * 1024 * 1024,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => {
+        res.upgrade<SocketState>(
+          { prefixes: null },
+          req.getHeader('sec-websocket-key'),
+          req.getHeader('sec-websocket-protocol'),
+          req.getHeader('sec-websocket-extensions'),
+          context,
+        );
+      },
+      open: (ws) => void this.#sockets.add(ws),
+      message: (ws, message) => this.#onMessage(ws, Buffer.from(message).toString('utf8')),
+      close: (ws) => void this.#sockets.delete(ws),
+    });
+    // A plain GET (no upgrade) falls through the websocket route to here.
+    server.route('get', '/subscriptions', () => {
+      throw new HttpError(400, 'GET /subscriptions is a websocket endpoint: send an Upgrade: websocket request');
+    });
+    this.#off = chain.ledger.onBlock((e) => this.#onBlock(e));
+  }
+
+  close(): void {
+    this.#off();
+    for (const ws of [...this.#sockets]) {
+      try {
+        ws.end(1001, 'Server shutdown');
+      } catch {
+        // already closed
+      }
+    }
+    this.#sockets.clear();
+  }
+
+  #send(ws: Socket, frame: string): void {
+    if (!this.#sockets.has(ws)) return;
+    try {
+      ws.send(frame);
+    } catch (err) {
+      log.debug('subscriptions: send to a closed socket', err);
+      this.#sockets.delete(ws);
+    }
+  }
+
+  #error(ws: Socket, error: string): void {
+    this.#send(ws, JSON.stringify({ error }));
+  }
+
+  #onMessage(ws: Socket, text: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return this.#error(ws, `Invalid input: "${text}"`);
+    }
+    const o = typeof msg === 'object' && msg !== null && !Array.isArray(msg) ? (msg as Record<string, unknown>) : {};
+    const action = o.action ?? '';
+    const prefixes = o.address_prefixes ?? [];
+    const prefixesOk = Array.isArray(prefixes) && prefixes.every((p) => typeof p === 'string');
+    if (action === 'subscribe') {
+      if (!prefixesOk) return this.#error(ws, 'address_prefixes must be a list of strings');
+      ws.getUserData().prefixes = prefixes;
+      const latest = this.#latestDelta();
+      if (latest) this.#send(ws, deltaFrame(latest, prefixes));
+    } else if (action === 'unsubscribe') {
+      ws.getUserData().prefixes = null;
+    } else if (action === 'get_block_deltas') {
+      if (!('block_id' in o)) return this.#error(ws, 'Must specify a block id');
+      if (!prefixesOk) return this.#error(ws, 'address_prefixes must be a list of strings');
+      const block = typeof o.block_id === 'string' ? this.#chain.byId(o.block_id) : undefined;
+      if (!block) return this.#error(ws, `Unknown block id "${String(o.block_id)}"`);
+      this.#send(ws, deltaFrame(blockDelta(this.#chain, block), prefixes));
+    } else {
+      this.#error(ws, `Unknown action "${typeof action === 'string' ? action : JSON.stringify(action)}"`);
+    }
+  }
+
+  /** The delta of the current head block (computed on demand, then kept until the next block). */
+  #latestDelta(): BlockDelta | undefined {
+    const head = this.#chain.current();
+    if (this.#latest?.block_id !== head.id) {
+      const block = this.#chain.byId(head.id);
+      this.#latest = block && blockDelta(this.#chain, block);
+    }
+    return this.#latest;
+  }
+
+  #onBlock(e: BlockEvent): void {
+    if (!e.head) return;
+    const from = this.#lastNum + 1;
+    this.#lastNum = Math.max(this.#lastNum, e.head.blockNum);
+    const subscribed = [...this.#sockets].filter((ws) => ws.getUserData().prefixes !== null);
+    if (subscribed.length === 0) return;
+    // Normally one block per event; any block not yet announced is sent in order.
+    for (let n = from; n <= e.head.blockNum; n++) {
+      const block = this.#chain.byNum(n);
+      if (!block) continue;
+      const delta = blockDelta(this.#chain, block);
+      this.#latest = delta;
+      for (const ws of subscribed) {
+        const prefixes = ws.getUserData().prefixes;
+        if (prefixes) this.#send(ws, deltaFrame(delta, prefixes));
+      }
+    }
+  }
+}

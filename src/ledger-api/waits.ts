@@ -1,0 +1,38 @@
+/**
+ * Waits that commits end: each waiter re-checks its condition when a block is committed
+ * (no polling), and gives up at its deadline or when the API closes.
+ */
+import type { Ledger } from '../ledger/ledger.js';
+
+export class CommitWaits {
+  readonly #ledger: Ledger;
+  readonly #open = new Set<() => void>();
+  #closed = false;
+
+  constructor(ledger: Ledger) {
+    this.#ledger = ledger;
+  }
+
+  /** Resolves once `done()` holds (checked now and after every new block), or after `ms`. */
+  until(done: () => boolean, ms: number): Promise<void> {
+    if (this.#closed || ms <= 0 || done()) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const finish = (): void => {
+        clearTimeout(timer);
+        off();
+        this.#open.delete(finish);
+        resolve();
+      };
+      const timer = setTimeout(finish, ms);
+      const off = this.#ledger.onBlock((e) => {
+        if (e.head && done()) finish();
+      });
+      this.#open.add(finish);
+    });
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const finish of [...this.#open]) finish();
+  }
+}
