@@ -1,7 +1,13 @@
-// Development entry of the verify pool when running from TypeScript sources: registers
-// the tsx loader in this worker before importing the real entry.
-import { register } from 'tsx/esm/api';
-
-register();
-const mod = await import('./verify.ts');
+// Development entry of the verify pool when running from TypeScript sources. When the
+// parent's TypeScript loader already applies in this worker (the test runner's), use it;
+// otherwise register tsx here before importing the real entry.
+let mod;
+try {
+  mod = await import('./verify.ts');
+} catch (err) {
+  if (err?.code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
+  const { register } = await import('tsx/esm/api');
+  register();
+  mod = await import('./verify.ts?tsx');
+}
 export default mod.default;
