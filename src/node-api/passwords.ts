@@ -18,12 +18,12 @@ export class PasswordHasher {
 
   constructor(cost: number) {
     this.#cost = cost;
-    this.#dummy = hash(randomBytes(16).toString('hex'), { cost });
+    this.#dummy = hash(randomBytes(16).toString('hex'), cost);
     this.#dummy.catch(() => undefined);
   }
 
   hash(password: string): Promise<string> {
-    return hash(prehash(password), { cost: this.#cost });
+    return hash(prehash(password), this.#cost);
   }
 
   verify(password: string, stored: string): Promise<boolean> {
