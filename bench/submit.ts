@@ -10,6 +10,7 @@
  */
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
+import { RawConnection } from './lib/raw.js';
 import { measureBounds } from './lib/bounds.js';
 import { generateBatches } from './lib/batches.js';
 
@@ -56,7 +57,6 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
   const batches = generateBatches({ batches: N, txnsPerBatch: K, signers: S, keyspace: KEYSPACE, incGap: 4 * C * K });
   const bounds = measureBounds(K);
   const node = await startBenchNode(nodeEnv);
-  const client = new Client(node.ledgerUrl, C);
   const probe = new Client(node.ledgerUrl, 256);
   try {
     const submitLat: number[] = [];
@@ -68,7 +68,18 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     const t0 = performance.now();
     const interval = RATE > 0 ? 1000 / RATE : 0;
     progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
+    const u = new URL(node.ledgerUrl);
+    const hostHeader = `${u.hostname}:${u.port}`;
+    const requests = batches.map((b) => RawConnection.request(hostHeader, 'POST', '/batches', b.body));
     const worker = async (): Promise<void> => {
+      const conn = new RawConnection(u.hostname, Number(u.port));
+      try {
+        await work(conn);
+      } finally {
+        conn.close();
+      }
+    };
+    const work = async (conn: RawConnection): Promise<void> => {
       for (;;) {
         const i = next++;
         if (i >= batches.length) return;
@@ -80,7 +91,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
         const b = batches[i]!;
         for (;;) {
           const s = performance.now();
-          const r = await client.request('POST', '/batches', b.body);
+          const r = await conn.send(requests[i]!);
           const dt = performance.now() - s;
           if (dt > maxResponse) maxResponse = dt;
           if (r.status === 202) {
@@ -155,7 +166,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       cores: bounds.cores,
     };
   } finally {
-    client.close();
+
     probe.close();
     await node.stop();
   }

@@ -103,7 +103,8 @@ export class ChainReader {
   }
 
   txnPos(id: string): TxnPos | undefined {
-    return this.#ledger.stores.txnIndex.get(id);
+    const r = this.#ledger.stores.txnIndex.get(id);
+    return r && [r[0], r[1], r[2]];
   }
 
   batchAt(pos: BatchPos): BatchJson {

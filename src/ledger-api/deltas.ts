@@ -4,6 +4,7 @@
  * last change per address, listed in reverse order of occurrence as upstream's extractor
  * does (receipts and their changes walked backwards).
  */
+import { receiptOf } from '../store/ledgerStores.js';
 import type { ChainBlock, ChainReader } from './chain.js';
 import { b64, CHANGE_TYPES, decodeReceipt } from './json.js';
 
@@ -22,12 +23,12 @@ export interface BlockDelta {
 }
 
 export function blockDelta(chain: ChainReader, block: ChainBlock): BlockDelta {
-  const receipts = chain.ledger.stores.receipts;
+  const stores = chain.ledger.stores;
   const seen = new Set<string>();
   const changes: StateChangeJson[] = [];
   const txns = block.txns();
   for (let i = txns.length - 1; i >= 0; i--) {
-    const bytes = receipts.get(txns[i]!.header_signature);
+    const bytes = receiptOf(stores, txns[i]!.header_signature);
     if (bytes === undefined) continue;
     const sc = decodeReceipt(bytes).stateChanges;
     for (let j = sc.length - 1; j >= 0; j--) {

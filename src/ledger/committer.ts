@@ -27,17 +27,52 @@ export const NULL_BLOCK_ID = '0000000000000000';
 /** Rolling-average window of the back-pressure limit (samples of batches per block). */
 const QUEUE_SAMPLES = 5;
 /**
- * Blocks built but not yet durable. Two lets one block execute while the previous one
- * syncs; more would only grow the overlay and the latency of the events.
+ * Blocks built but not yet durable. A slot is held until its block is flushed to disk, so
+ * with fsync latency in the way four keep the committer building while earlier blocks
+ * sync (two measured ~12% fewer transactions/s with 10-transaction batches). More only
+ * grows the overlay and the delay of block events.
  */
-const MAX_IN_FLIGHT = 2;
+const MAX_IN_FLIGHT = 4;
 /** Back-off when every pending batch waits on a dependency that is not committed yet. */
 const DEPENDENCY_RETRY_MS = 50;
 
 interface PendingEntry {
+  /** Position in the order of arrival (also the key of its segment plus its index). */
   seq: number;
+  /** Key of the pending-pool record (segment) that holds it; -1 for genesis. */
+  seg: number;
   id: string;
   bytes: Uint8Array;
+}
+
+/**
+ * The pending pool is written in segments: every submission message becomes ONE record,
+ * keyed by the seq of its first batch, holding its batches length-prefixed. A segment is
+ * deleted once all its batches are settled. Under load this turns two writes per batch
+ * (put, then delete) into two per message.
+ */
+function encodeSegment(entries: PendingEntry[]): Buffer {
+  let size = 0;
+  for (const e of entries) size += 4 + e.bytes.length;
+  const out = Buffer.allocUnsafe(size);
+  let o = 0;
+  for (const e of entries) {
+    out.writeUInt32BE(e.bytes.length, o);
+    out.set(e.bytes, o + 4);
+    o += 4 + e.bytes.length;
+  }
+  return out;
+}
+
+function decodeSegment(buf: Uint8Array): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  for (let o = 0; o + 4 <= view.length; ) {
+    const len = view.readUInt32BE(o);
+    out.push(Uint8Array.prototype.slice.call(view, o + 4, o + 4 + len));
+    o += 4 + len;
+  }
+  return out;
 }
 
 /** A block (or a set of verdicts) computed in memory, ready to be written. */
@@ -87,6 +122,8 @@ export class Committer {
   #inFlight = 0;
   #commits: Promise<void> = Promise.resolve();
   #nextSeq = 0;
+  /** Unsettled batches per pending-pool segment. */
+  readonly #segments = new Map<number, number>();
   readonly #samples: number[];
   #avg: number;
   #timer: NodeJS.Timeout | null = null;
@@ -130,15 +167,19 @@ export class Committer {
     this.#lastBlockAt = Date.now();
     const settled: number[] = [];
     for (const { key, value } of this.#pending.getRange({})) {
-      this.#nextSeq = key + 1;
-      const id = (Batch.decode(value) as unknown as BatchMsg).headerSignature;
-      const verdict = this.#s.invalid.get(id);
-      if (this.#queued.has(id) || this.#s.batchIndex.doesExist(id) || (verdict?.seq !== undefined && verdict.seq >= key)) {
-        settled.push(key);
-        continue;
-      }
-      this.#queue.push({ seq: key, id, bytes: value });
-      this.#queued.add(id);
+      let live = 0;
+      decodeSegment(value).forEach((bytes, i) => {
+        const seq = key + i;
+        this.#nextSeq = seq + 1;
+        const id = (Batch.decode(bytes) as unknown as BatchMsg).headerSignature;
+        const verdict = this.#s.invalid.get(id);
+        if (this.#queued.has(id) || this.#s.batchIndex.doesExist(id) || (verdict?.seq !== undefined && verdict.seq >= seq)) return;
+        this.#queue.push({ seq, seg: key, id, bytes });
+        this.#queued.add(id);
+        live++;
+      });
+      if (live) this.#segments.set(key, live);
+      else settled.push(key);
     }
     if (settled.length) await this.#dropPending(settled);
     this.#post({ type: 'ready', head: this.#head, pendingIds: this.#queue.map((e) => e.id), queueLimit: this.queueLimit });
@@ -162,7 +203,7 @@ export class Committer {
       }),
     );
     const batch = buildBatch(this.#signer, txns);
-    const entry: PendingEntry = { seq: -1, id: batch.id, bytes: batch.bytes };
+    const entry: PendingEntry = { seq: -1, seg: -1, id: batch.id, bytes: batch.bytes };
     const pre: ChainHead = { blockId: NULL_BLOCK_ID, blockNum: -1, stateRoot: EMPTY_ROOT };
     await this.#s.root.transaction(() => {
       for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
@@ -175,11 +216,13 @@ export class Committer {
 
   submit(reqId: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
     const fresh: PendingEntry[] = [];
+    const seg = this.#nextSeq;
     for (const b of batches) {
       if (this.#queued.has(b.id) || this.#s.batchIndex.doesExist(b.id)) continue;
       this.#queued.add(b.id);
-      fresh.push({ seq: this.#nextSeq++, id: b.id, bytes: b.bytes });
+      fresh.push({ seq: seg + fresh.length, seg, id: b.id, bytes: b.bytes });
     }
+    this.#nextSeq = seg + fresh.length;
     if (fresh.length === 0) {
       this.#post({ type: 'accepted', reqId, queued: [], pendingCount: this.#queue.length });
       return;
@@ -187,11 +230,12 @@ export class Committer {
     // Acknowledge only once the write is flushed to disk, not merely committed.
     const writes = this.#pending
       .transaction(() => {
-        for (const e of fresh) this.#pending.put(e.seq, Buffer.from(e.bytes));
+        this.#pending.put(seg, encodeSegment(fresh));
       })
       .then(() => this.#pending.flushed);
     writes.then(
       () => {
+        this.#segments.set(seg, fresh.length);
         this.#queue.push(...fresh);
         this.#post({ type: 'accepted', reqId, queued: fresh.map((e) => e.id), pendingCount: this.#queue.length });
         this.#schedule();
@@ -268,8 +312,17 @@ export class Committer {
       this.#inFlightBatches.delete(id);
     }
     // Only now that the block (or verdict) is durable may the batches leave the pending pool.
-    const seqs = [...built.included, ...built.invalid].map((i) => i.entry.seq).filter((seq) => seq >= 0);
-    if (seqs.length) void this.#dropPending(seqs);
+    const emptied: number[] = [];
+    for (const { entry } of [...built.included, ...built.invalid]) {
+      if (entry.seg < 0) continue;
+      const left = (this.#segments.get(entry.seg) ?? 1) - 1;
+      if (left > 0) this.#segments.set(entry.seg, left);
+      else {
+        this.#segments.delete(entry.seg);
+        emptied.push(entry.seg);
+      }
+    }
+    if (emptied.length) void this.#dropPending(emptied);
     if (built.head) {
       this.#head = built.head;
       this.#updateAverage(committed.length, built.poolLen);
@@ -363,8 +416,9 @@ export class Committer {
         s.blockByNum.put(head.blockNum, head.blockId);
         built.included.forEach(({ entry, batch, receipts }, bi) => {
           s.batchIndex.put(entry.id, [head.blockNum, bi]);
-          batch.transactions.forEach((t, ti) => s.txnIndex.put(t.headerSignature, [head.blockNum, bi, ti]));
-          for (const r of receipts) s.receipts.put(r.transactionId, Buffer.from(encodeReceipt(r)));
+          batch.transactions.forEach((t, ti) =>
+            s.txnIndex.put(t.headerSignature, [head.blockNum, bi, ti, Buffer.from(encodeReceipt(receipts[ti]!))]),
+          );
         });
         s.meta.put(HEAD_KEY, head);
         const info = { blockNum: head.blockNum, blockId: head.blockId, timestamp: Math.floor(Date.now() / 1000) };
@@ -386,10 +440,10 @@ export class Committer {
     }
   }
 
-  #dropPending(seqs: number[]): Promise<void> {
+  #dropPending(segments: number[]): Promise<void> {
     return this.#pending
       .transaction(() => {
-        for (const seq of seqs) this.#pending.remove(seq);
+        for (const seg of segments) this.#pending.remove(seg);
       })
       .then(() => undefined);
   }

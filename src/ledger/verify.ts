@@ -105,13 +105,7 @@ function checkTransaction(t: TransactionMsg, expectedId: string | undefined, bat
   return t.headerSignature;
 }
 
-function checkBatch(body: Uint8Array, start: number, end: number, bi: number): VerifiedBatch {
-  let b: BatchMsg;
-  try {
-    b = Batch.decode(body.subarray(start, end)) as unknown as BatchMsg;
-  } catch {
-    throw new Reject(`batch ${bi} is not decodable`);
-  }
+function checkBatch(b: BatchMsg, start: number, end: number, bi: number): VerifiedBatch {
   if (!ID_RE.test(b.headerSignature)) throw new Reject(`batch ${bi}: header_signature is not 128 hex characters`);
   let h: BatchHeaderMsg;
   try {
@@ -136,9 +130,10 @@ function checkBatch(body: Uint8Array, start: number, end: number, bi: number): V
 export function verifyBatchList(body: Uint8Array, nodeKeyOnly?: string): VerifyResult {
   if (body.length === 0) return { ok: false, code: 'EMPTY', message: 'No batches were submitted: the body is empty' };
   let ranges: Array<[number, number]>;
+  let decoded: BatchMsg[];
   try {
     ranges = batchRanges(body);
-    for (const [s, e] of ranges) Batch.decode(body.subarray(s, e));
+    decoded = ranges.map(([s, e]) => Batch.decode(body.subarray(s, e)) as unknown as BatchMsg);
   } catch {
     const hint = describeUnwrapped(body);
     if (hint) return { ok: false, code: 'INVALID', message: hint };
@@ -146,7 +141,7 @@ export function verifyBatchList(body: Uint8Array, nodeKeyOnly?: string): VerifyR
   }
   if (ranges.length === 0) return { ok: false, code: 'EMPTY', message: 'The BatchList holds no batches' };
   try {
-    const batches = ranges.map(([s, e], i) => checkBatch(body, s, e, i));
+    const batches = ranges.map(([s, e], i) => checkBatch(decoded[i]!, s, e, i));
     const ids = new Set(batches.map((b) => b.id));
     if (ids.size !== batches.length) throw new Reject('duplicate batch ids in one BatchList');
     if (nodeKeyOnly !== undefined && !batches.some((b) => b.signer === nodeKeyOnly)) {

@@ -16,7 +16,7 @@ export function openEnv(dataDir: string): RootDatabase {
     noSync: false,
     // Ledger data is mostly random-keyed binary: no compression, a generous map size.
     mapSize: 64 * 1024 * 1024 * 1024,
-    pageSize: 8192,
+    pageSize: 4096,
   });
 }
 
@@ -43,7 +43,6 @@ export const LEDGER_DBS = {
   blockByNum: 'ledger.block_by_num',
   batchIndex: 'ledger.batch_index',
   txnIndex: 'ledger.txn_index',
-  receipts: 'ledger.receipts',
   meta: 'ledger.meta',
   invalid: 'ledger.invalid',
 } as const;

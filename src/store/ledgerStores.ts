@@ -15,6 +15,11 @@ export interface ChainHead {
 export type BatchPos = [number, number];
 /** Transaction position: [block number, batch index, transaction index]. */
 export type TxnPos = [number, number, number];
+/**
+ * What the transaction index stores: the position plus the serialized receipt, so a
+ * committed transaction costs one record (one random page write) instead of two.
+ */
+export type TxnRecord = [number, number, number, Buffer];
 
 export interface InvalidRecord {
   invalid_transactions: Array<{ id: string; message: string; extended_data: string }>;
@@ -28,8 +33,7 @@ export interface LedgerStores {
   blocks: Database<Buffer, string>;
   blockByNum: Database<string, number>;
   batchIndex: Database<BatchPos, string>;
-  txnIndex: Database<TxnPos, string>;
-  receipts: Database<Buffer, string>;
+  txnIndex: Database<TxnRecord, string>;
   meta: Database<unknown, string>;
   invalid: Database<InvalidRecord, string>;
 }
@@ -41,14 +45,18 @@ export function openLedgerStores(root: RootDatabase): LedgerStores {
     blocks: root.openDB<Buffer, string>(LEDGER_DBS.blocks, { encoding: 'binary' }),
     blockByNum: root.openDB<string, number>(LEDGER_DBS.blockByNum, {}),
     batchIndex: root.openDB<BatchPos, string>(LEDGER_DBS.batchIndex, {}),
-    txnIndex: root.openDB<TxnPos, string>(LEDGER_DBS.txnIndex, {}),
-    receipts: root.openDB<Buffer, string>(LEDGER_DBS.receipts, { encoding: 'binary' }),
+    txnIndex: root.openDB<TxnRecord, string>(LEDGER_DBS.txnIndex, {}),
     meta: root.openDB<unknown, string>(LEDGER_DBS.meta, {}),
     invalid: root.openDB<InvalidRecord, string>(LEDGER_DBS.invalid, {}),
   };
 }
 
 export const HEAD_KEY = 'head';
+
+/** The serialized TransactionReceipt of a committed transaction. */
+export function receiptOf(stores: LedgerStores, txnId: string): Buffer | undefined {
+  return stores.txnIndex.get(txnId)?.[3];
+}
 
 /** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
 export class ReadModelDbs {

@@ -1,0 +1,100 @@
+/**
+ * Growth benchmark: throughput and Merkle update cost as the chain and the state grow.
+ * Submits TOTAL single-transaction intkey batches (each a set of a new key, so the state
+ * grows to TOTAL keys) in SEGMENT-sized rounds; each round's batches are signed before its
+ * clock starts. Prints one JSON line with the per-round throughput and block build cost,
+ * and the slope of the cost per batch against chain length (flat = independent of length).
+ *
+ * Env: TOTAL (1000000), SEGMENT (50000), CONNECTIONS (64).
+ */
+import { startBenchNode } from './lib/node.js';
+import { Client } from './lib/http.js';
+import { generateBatches } from './lib/batches.js';
+import { submitAll, waitAll } from './lib/load.js';
+
+const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const TOTAL = env('TOTAL', 1_000_000);
+const SEGMENT = env('SEGMENT', 50_000);
+const CONNECTIONS = env('CONNECTIONS', 64);
+
+function progress(msg: string): void {
+  if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[growth] ${msg}\n`);
+}
+
+/** Least-squares slope of y over x. */
+function slope(xs: number[], ys: number[]): number {
+  const n = xs.length;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (xs[i]! - mx) * (ys[i]! - my);
+    den += (xs[i]! - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
+export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<object> {
+  const node = await startBenchNode({ ...nodeEnv, CAIRN_LOG_LEVEL: 'debug' });
+  const client = new Client(node.ledgerUrl, CONNECTIONS);
+  const rounds: Array<{ chainBatches: number; batchesPerSec: number; usPerBatch: number; buildUsPerBatch: number; rssMiB: number }> = [];
+  let buildMs = 0;
+  let buildBatches = 0;
+  // The node logs one debug line per block: "block N: B batches, ... build X ms, write Y ms".
+  node.child.stderr!.on('data', (d: Buffer) => {
+    for (const m of d.toString().matchAll(/block \d+: (\d+) batches, \d+ invalid, build ([\d.]+) ms/g)) {
+      buildBatches += Number(m[1]);
+      buildMs += Number(m[2]);
+    }
+  });
+  try {
+    for (let done = 0, seg = 0; done < TOTAL; seg++) {
+      const n = Math.min(SEGMENT, TOTAL - done);
+      const batches = generateBatches({ batches: n, txnsPerBatch: 1, signers: 8, keyspace: 0, incGap: 0, prefix: `s${seg}_` });
+      buildMs = 0;
+      buildBatches = 0;
+      const t0 = performance.now();
+      await submitAll(client, batches, CONNECTIONS);
+      const bad = await waitAll(client, batches.map((b) => b.id));
+      if (bad) throw new Error(`${bad} batches did not commit`);
+      const secs = (performance.now() - t0) / 1000;
+      done += n;
+      const r = {
+        chainBatches: done,
+        batchesPerSec: Math.round(n / secs),
+        usPerBatch: Math.round((secs * 1e6) / n),
+        buildUsPerBatch: buildBatches ? Math.round((buildMs * 1000) / buildBatches) : 0,
+        rssMiB: Math.round(node.rssMiB()),
+      };
+      rounds.push(r);
+      progress(JSON.stringify(r));
+    }
+    const xs = rounds.map((r) => r.chainBatches / 1e6);
+    return {
+      bench: 'growth',
+      totalBatches: TOTAL,
+      segment: SEGMENT,
+      rounds,
+      // Microseconds per batch added per million batches of chain: ~0 means flat.
+      slopeUsPerBatchPerMillion: Math.round(slope(xs, rounds.map((r) => r.usPerBatch))),
+      slopeBuildUsPerBatchPerMillion: Math.round(slope(xs, rounds.map((r) => r.buildUsPerBatch))),
+      firstBatchesPerSec: rounds[0]?.batchesPerSec,
+      lastBatchesPerSec: rounds.at(-1)?.batchesPerSec,
+      peakRssMiB: Math.round(node.peakRssMiB()),
+    };
+  } finally {
+    client.close();
+    await node.stop();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runGrowth().then(
+    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (err: unknown) => {
+      process.stderr.write(`${String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
