@@ -16,7 +16,7 @@ const pending = openPendingEnv(opts.dataDir);
 const committer = new Committer(db, pending, loadOrCreateKey(opts.nodeKeyFile), opts, post);
 
 port.on('message', (m: ToCommitter) => {
-  if (m.type === 'submit') committer.submit(m.reqId, m.batches);
+  if (m.type === 'enqueue') committer.enqueue(m.seg, m.batches);
   else if (m.type === 'shutdown') {
     void committer
       .close()

@@ -22,6 +22,7 @@ import { buildBatch, buildTransaction } from './build.js';
 import { proposalPayload, settingsTxnAddresses } from '../families/settings.js';
 import type { CommitterOptions, FromCommitter } from './protocol.js';
 import { log } from '../log.js';
+import { decodeSegment } from '../store/pendingPool.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** Rolling-average window of the back-pressure limit (samples of batches per block). */
@@ -43,36 +44,6 @@ interface PendingEntry {
   seg: number;
   id: string;
   bytes: Uint8Array;
-}
-
-/**
- * The pending pool is written in segments: every submission message becomes ONE record,
- * keyed by the seq of its first batch, holding its batches length-prefixed. A segment is
- * deleted once all its batches are settled. Under load this turns two writes per batch
- * (put, then delete) into two per message.
- */
-function encodeSegment(entries: PendingEntry[]): Buffer {
-  let size = 0;
-  for (const e of entries) size += 4 + e.bytes.length;
-  const out = Buffer.allocUnsafe(size);
-  let o = 0;
-  for (const e of entries) {
-    out.writeUInt32BE(e.bytes.length, o);
-    out.set(e.bytes, o + 4);
-    o += 4 + e.bytes.length;
-  }
-  return out;
-}
-
-function decodeSegment(buf: Uint8Array): Uint8Array[] {
-  const out: Uint8Array[] = [];
-  const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  for (let o = 0; o + 4 <= view.length; ) {
-    const len = view.readUInt32BE(o);
-    out.push(Uint8Array.prototype.slice.call(view, o + 4, o + 4 + len));
-    o += 4 + len;
-  }
-  return out;
 }
 
 /** A block (or a set of verdicts) computed in memory, ready to be written. */
@@ -121,6 +92,7 @@ export class Committer {
   readonly #inFlightTxns = new Set<string>();
   #inFlight = 0;
   #commits: Promise<void> = Promise.resolve();
+  /** Next sequence number after those found in the pending pool at start. */
   #nextSeq = 0;
   /** Unsettled batches per pending-pool segment. */
   readonly #segments = new Map<number, number>();
@@ -182,7 +154,13 @@ export class Committer {
       else settled.push(key);
     }
     if (settled.length) await this.#dropPending(settled);
-    this.#post({ type: 'ready', head: this.#head, pendingIds: this.#queue.map((e) => e.id), queueLimit: this.queueLimit });
+    this.#post({
+      type: 'ready',
+      head: this.#head,
+      pendingIds: this.#queue.map((e) => e.id),
+      nextSeq: this.#nextSeq,
+      queueLimit: this.queueLimit,
+    });
     this.#schedule();
   }
 
@@ -214,37 +192,22 @@ export class Committer {
     return built.head;
   }
 
-  submit(reqId: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
-    const fresh: PendingEntry[] = [];
-    const seg = this.#nextSeq;
-    for (const b of batches) {
-      if (this.#queued.has(b.id) || this.#s.batchIndex.doesExist(b.id)) continue;
+  /**
+   * Takes batches the HTTP thread has already written, durably, to the pending pool as
+   * segment `seg` (batch i has sequence number seg + i). Duplicates of queued batches are
+   * dropped (they stay settled through the first copy).
+   */
+  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
+    let live = 0;
+    batches.forEach((b, i) => {
+      if (this.#queued.has(b.id) || this.#s.batchIndex.doesExist(b.id)) return;
       this.#queued.add(b.id);
-      fresh.push({ seq: seg + fresh.length, seg, id: b.id, bytes: b.bytes });
-    }
-    this.#nextSeq = seg + fresh.length;
-    if (fresh.length === 0) {
-      this.#post({ type: 'accepted', reqId, queued: [], pendingCount: this.#queue.length });
-      return;
-    }
-    // Acknowledge only once the write is flushed to disk, not merely committed.
-    const writes = this.#pending
-      .transaction(() => {
-        this.#pending.put(seg, encodeSegment(fresh));
-      })
-      .then(() => this.#pending.flushed);
-    writes.then(
-      () => {
-        this.#segments.set(seg, fresh.length);
-        this.#queue.push(...fresh);
-        this.#post({ type: 'accepted', reqId, queued: fresh.map((e) => e.id), pendingCount: this.#queue.length });
-        this.#schedule();
-      },
-      (err: unknown) => {
-        for (const e of fresh) this.#queued.delete(e.id);
-        this.#post({ type: 'fatal', message: `pending pool write failed: ${String(err)}` });
-      },
-    );
+      this.#queue.push({ seq: seg + i, seg, id: b.id, bytes: b.bytes });
+      live++;
+    });
+    if (live) this.#segments.set(seg, live);
+    else void this.#dropPending([seg]);
+    this.#schedule();
   }
 
   #schedule(delay?: number): void {

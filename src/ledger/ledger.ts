@@ -12,6 +12,8 @@ import type { Config } from '../config.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import { MerkleTree } from '../state/merkle.js';
+import { encodeSegment } from '../store/pendingPool.js';
+import { openPendingEnv } from '../store/db.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
 import type { VerifyResult } from './verify.js';
 import type { VerifyTask } from '../../workers/verify.js';
@@ -66,7 +68,6 @@ export class Ledger {
   readonly tree: MerkleTree;
   readonly nodePublicKey: string;
   head: ChainHead;
-  pendingCount: number;
   queueLimit: number;
   readonly #pool: Piscina;
   readonly #committer: Worker;
@@ -75,8 +76,10 @@ export class Ledger {
   #flushScheduled = false;
   #tasksInFlight = 0;
   #inflight = 0;
-  #reqId = 0;
-  readonly #accepts = new Map<number, () => void>();
+  readonly #pendingDb: RootDatabase<Buffer, number>;
+  readonly #ackDurability: 'flush' | 'commit';
+  /** Sequence number of the next pending-pool segment. */
+  #nextSeq: number;
   /** Ids in the durable pending pool, as the committer has acknowledged them. */
   readonly #pending = new Set<string>();
   readonly #waiters = new Map<string, Set<Waiter>>();
@@ -89,7 +92,9 @@ export class Ledger {
     pool: Piscina,
     committer: Worker,
     nodePublicKey: string,
-    ready: { head: ChainHead; pendingIds: string[]; queueLimit: number },
+    ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number },
+    pendingDb: RootDatabase<Buffer, number>,
+    ackDurability: 'flush' | 'commit',
   ) {
     this.stores = stores;
     this.tree = new MerkleTree(stores.merkle);
@@ -99,7 +104,9 @@ export class Ledger {
     this.#nodeKeyBytes = Buffer.from(nodePublicKey);
     this.head = ready.head;
     for (const id of ready.pendingIds) this.#pending.add(id);
-    this.pendingCount = ready.pendingIds.length;
+    this.#nextSeq = ready.nextSeq;
+    this.#pendingDb = pendingDb;
+    this.#ackDurability = ackDurability;
     this.queueLimit = ready.queueLimit;
     committer.on('message', (m: FromCommitter) => this.#onMessage(m));
   }
@@ -114,7 +121,7 @@ export class Ledger {
       queueMultiplier: config.queueMultiplier,
       queueInitialAverage: config.queueInitialAverage,
     } satisfies CommitterOptions });
-    const ready = await new Promise<{ head: ChainHead; pendingIds: string[]; queueLimit: number }>((resolve, reject) => {
+    const ready = await new Promise<{ head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }>((resolve, reject) => {
       const onMsg = (m: FromCommitter): void => {
         if (m.type === 'ready') {
           committer.off('message', onMsg);
@@ -135,7 +142,15 @@ export class Ledger {
       maxThreads: config.poolThreads,
       idleTimeout: 60_000,
     });
-    const ledger = new Ledger(openLedgerStores(opts.db), pool, committer, opts.nodeSigner.publicKey, ready);
+    const ledger = new Ledger(
+      openLedgerStores(opts.db),
+      pool,
+      committer,
+      opts.nodeSigner.publicKey,
+      ready,
+      openPendingEnv(config.dataDir),
+      config.ackDurability,
+    );
     committer.on('error', (err) => log.error('committer thread failed', err));
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
@@ -147,16 +162,9 @@ export class Ledger {
   }
 
   #onMessage(m: FromCommitter): void {
-    if (m.type === 'accepted') {
-      this.pendingCount = m.pendingCount;
-      for (const id of m.queued) this.#pending.add(id);
-      const done = this.#accepts.get(m.reqId);
-      this.#accepts.delete(m.reqId);
-      done?.();
-    } else if (m.type === 'block') {
+    if (m.type === 'block') {
       this.stores.root.resetReadTxn();
       if (m.head) this.head = m.head;
-      this.pendingCount = m.pendingCount;
       this.queueLimit = m.queueLimit;
       for (const id of m.committed) this.#settle(id);
       for (const id of m.invalid) this.#settle(id);
@@ -175,6 +183,11 @@ export class Ledger {
       w.remaining.delete(id);
       if (w.remaining.size === 0) w.done();
     }
+  }
+
+  /** Batches acknowledged and not yet settled. */
+  get pendingCount(): number {
+    return this.#pending.size;
   }
 
   /** True when a new submission must be refused (checked before any signature work). */
@@ -252,23 +265,48 @@ export class Ledger {
       accepted.push({ item, ids: r.batches.map((b) => b.id) });
     });
     if (accepted.length === 0) return;
-    await this.#toCommitter(batches);
+    try {
+      await this.#persist(batches);
+    } catch (err) {
+      for (const a of accepted) a.item.reject(err);
+      return;
+    }
     for (const a of accepted) a.item.resolve({ ok: true, ids: a.ids });
   }
 
-  #toCommitter(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    if (this.#closed) return Promise.reject(new Error('ledger is shutting down'));
-    const reqId = ++this.#reqId;
-    return new Promise<void>((resolve) => {
-      this.#accepts.set(reqId, resolve);
-      const msg: ToCommitter = { type: 'submit', reqId, batches };
-      this.#committer.postMessage(msg);
+  /**
+   * Writes verified batches to the pending pool from this thread (lmdb-js commits on its
+   * own writer thread), resolves once they are durable, then hands them to the committer.
+   * The acknowledgement never waits for the committer's event loop, which may be busy
+   * executing a block. Batches already pending or committed are skipped.
+   */
+  async #persist(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    if (this.#closed) throw new Error('ledger is shutting down');
+    const seen = new Set<string>();
+    const fresh = batches.filter((b) => {
+      if (seen.has(b.id) || this.#pending.has(b.id) || this.stores.batchIndex.doesExist(b.id)) return false;
+      seen.add(b.id);
+      return true;
     });
+    if (fresh.length === 0) return;
+    const seg = this.#nextSeq;
+    this.#nextSeq += fresh.length;
+    // Reserve the ids now so that a concurrent copy is not written twice.
+    for (const b of fresh) this.#pending.add(b.id);
+    try {
+      await this.#pendingDb.put(seg, encodeSegment(fresh));
+      if (this.#ackDurability === 'flush') await this.#pendingDb.flushed;
+    } catch (err) {
+      for (const b of fresh) this.#pending.delete(b.id);
+      throw err;
+    }
+    const msg: ToCommitter = { type: 'enqueue', seg, batches: fresh };
+    this.#committer.postMessage(msg);
   }
 
   /** Submits batches the node built and signed itself: no verification, no back-pressure. */
   submitTrusted(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    return this.#toCommitter(batches);
+    return this.#persist(batches);
   }
 
   status(id: string): StatusEntry {
@@ -313,6 +351,7 @@ export class Ledger {
     for (const ws of this.#waiters.values()) for (const w of ws) w.done();
     this.#waiters.clear();
     await this.#pool.destroy();
+    await this.#pendingDb.close();
     await new Promise<void>((resolve) => {
       const t = setTimeout(() => void this.#committer.terminate().then(() => resolve()), 10_000);
       this.#committer.on('message', (m: FromCommitter) => {

@@ -12,7 +12,8 @@ export interface CommitterOptions {
 }
 
 export type ToCommitter =
-  | { type: 'submit'; reqId: number; batches: Array<{ id: string; bytes: Uint8Array }> }
+  /** Batches already durable in the pending pool as segment `seg`. */
+  | { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> }
   | { type: 'shutdown' };
 
 export interface BlockEvent {
@@ -26,9 +27,7 @@ export interface BlockEvent {
 }
 
 export type FromCommitter =
-  | { type: 'ready'; head: ChainHead; pendingIds: string[]; queueLimit: number }
-  /** `queued` lists the ids newly added to the pool (not duplicates of pending or committed ones). */
-  | { type: 'accepted'; reqId: number; queued: string[]; pendingCount: number }
+  | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }
   | BlockEvent
   | { type: 'fatal'; message: string }
   | { type: 'closed' };
