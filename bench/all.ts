@@ -24,6 +24,7 @@ function run(step: Step): Record<string, unknown> {
   return JSON.parse(line) as Record<string, unknown>;
 }
 
+run({ name: 'idle footprint', script: 'bench/idle.ts', env: {} });
 const single = run({ name: 'submit, 1 txn per batch', script: 'bench/submit.ts', env: { BATCHES: '30000', TXNS: '1', CONNECTIONS: '64' } });
 run({ name: 'submit, 10 txns per batch', script: 'bench/submit.ts', env: { BATCHES: '5000', TXNS: '10', CONNECTIONS: '64' } });
 const half = Math.max(100, Math.round(Number(single.committedBatchesPerSec) / 2));

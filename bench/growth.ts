@@ -38,7 +38,14 @@ function slope(xs: number[], ys: number[]): number {
 export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<object> {
   const node = await startBenchNode({ ...nodeEnv, CAIRN_LOG_LEVEL: 'debug' });
   const client = new Client(node.ledgerUrl, CONNECTIONS);
-  const rounds: Array<{ chainBatches: number; batchesPerSec: number; usPerBatch: number; buildUsPerBatch: number; rssMiB: number }> = [];
+  const rounds: Array<{
+    chainBatches: number;
+    batchesPerSec: number;
+    usPerBatch: number;
+    buildUsPerBatch: number;
+    rssMiB: number;
+    rssAnonMiB: number;
+  }> = [];
   let buildMs = 0;
   let buildBatches = 0;
   // The node logs one debug line per block: "block N: B batches, ... build X ms, write Y ms".
@@ -66,6 +73,7 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
         usPerBatch: Math.round((secs * 1e6) / n),
         buildUsPerBatch: buildBatches ? Math.round((buildMs * 1000) / buildBatches) : 0,
         rssMiB: Math.round(node.rssMiB()),
+        rssAnonMiB: Math.round(node.rssAnonMiB()),
       };
       rounds.push(r);
       progress(JSON.stringify(r));

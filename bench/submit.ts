@@ -6,13 +6,16 @@
  * Env: BATCHES (20000), TXNS (1), SIGNERS (8), KEYSPACE (0 = every op sets a new key;
  * otherwise ops after the first KEYSPACE sets are incs of earlier keys), CONNECTIONS (32),
  * RATE (0 = full speed, else batches/s), SAMPLE (1 in 50 batches gets a commit-latency
- * probe). Any CAIRN_* variable is passed to the node.
+ * probe), WARMUP (2000 batches submitted and committed before the clock starts, so that
+ * JIT compilation and the first blocks are not measured). Any CAIRN_* variable is passed
+ * to the node.
  */
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
 import { RawConnection } from './lib/raw.js';
 import { measureBounds } from './lib/bounds.js';
 import { generateBatches } from './lib/batches.js';
+import { submitAll, waitAll } from './lib/load.js';
 
 const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const N = env('BATCHES', 20000);
@@ -22,6 +25,7 @@ const KEYSPACE = env('KEYSPACE', 0);
 const C = env('CONNECTIONS', 32);
 const RATE = env('RATE', 0);
 const SAMPLE = env('SAMPLE', 50);
+const WARMUP = env('WARMUP', 2000);
 
 function progress(msg: string): void {
   if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[submit] ${msg}\n`);
@@ -43,6 +47,7 @@ export interface SubmitResult {
   http429: number;
   invalid: number;
   peakRssMiB: number;
+  rssAnonMiB: number;
   signatureBound: number;
   signatureBoundFraction: number;
   merkleLeafBound: number;
@@ -59,6 +64,12 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
   const node = await startBenchNode(nodeEnv);
   const probe = new Client(node.ledgerUrl, 256);
   try {
+    if (WARMUP > 0) {
+      progress(`warming up with ${WARMUP} batches`);
+      const warm = generateBatches({ batches: WARMUP, txnsPerBatch: K, signers: S, keyspace: 0, incGap: 0, prefix: 'warm' });
+      await submitAll(probe, warm, Math.min(C, 64));
+      await waitAll(probe, warm.map((b) => b.id));
+    }
     const submitLat: number[] = [];
     const commitLat: number[] = [];
     const probes: Array<Promise<void>> = [];
@@ -157,6 +168,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       http429: n429,
       invalid,
       peakRssMiB: Math.round(node.peakRssMiB()),
+      rssAnonMiB: Math.round(node.rssAnonMiB()),
       signatureBound: bounds.signatureBound,
       signatureBoundFraction: r2(bps / bounds.signatureBound),
       merkleLeafBound: leafBound,

@@ -16,6 +16,8 @@ export interface BenchNode {
   dataDir: string;
   child: ChildProcess;
   rssMiB(): number;
+  /** Anonymous memory only (heap, stacks, buffers): RSS less the mapped LMDB file pages. */
+  rssAnonMiB(): number;
   peakRssMiB(): number;
   stop(): Promise<void>;
   /** CPU seconds per thread name (from /proc), for finding the busy thread. */
@@ -33,7 +35,9 @@ function statusField(pid: number, field: string): number {
 
 export async function startBenchNode(env: Record<string, string> = {}, dataDir?: string): Promise<BenchNode> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'cairn-bench-'));
-  const built = existsSync('dist/src/main.js') && process.env.BENCH_FROM_SOURCE !== '1';
+  // BENCH_NODE_DIR runs another checkout's build (e.g. an older commit) with this bench.
+  const cwd = process.env.BENCH_NODE_DIR ?? process.cwd();
+  const built = existsSync(join(cwd, 'dist/src/main.js')) && process.env.BENCH_FROM_SOURCE !== '1';
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const args = [...extra, ...(built ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
   const child = spawn(process.execPath, args, {
@@ -47,6 +51,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
       ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
+    cwd,
   });
   let log = '';
   const ports = await new Promise<string[]>((resolve, reject) => {
@@ -73,6 +78,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
     nodeUrl: `http://127.0.0.1:${ports[1]}`,
     dataUrl: `http://127.0.0.1:${ports[2]}`,
     rssMiB: () => statusField(pid, 'VmRSS'),
+    rssAnonMiB: () => statusField(pid, 'RssAnon'),
     peakRssMiB: () => statusField(pid, 'VmHWM'),
     threadCpu(): Record<string, number> {
       const out: Record<string, number> = {};
