@@ -3,6 +3,7 @@
  * whole) and delete by `location_id`, a 13-digit GLN whose check digit is verified
  * before anything is submitted.
  */
+import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import { isValidGln } from '../families/grid/gs1.js';
 import type { LocationRecord } from '../families/grid/project.js';
@@ -13,7 +14,7 @@ import { checkPropertyValues } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   location_id: reqString,
@@ -39,24 +40,19 @@ export function registerLocations(r: DataRouter): void {
 
   r.route('get', '/location/:location_id', (req, be) => ok(withService(be, stored(be, req.params[0]!))));
 
-  r.route('post', '/location', (req, be) => {
-    const items = dataItems(req);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const o = checkShape(item, CREATE, path);
-      sameService(be, o.service_id, at(path, 'service_id'));
-      const id = o.location_id as string;
-      if (!isValidGln(id)) throw bad(`\`${path}.location_id\`: Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`);
-      uniqueIn(seen, id, `${path}.location_id`);
-      if (be.rm.has('location', gridKeys.location(id))) throw bad(`\`${path}.location_id\`: location ${id} already exists`);
-      knownOrg(be, o.owner, `${path}.owner`);
-      const properties = checkPropertyValues(o.properties, `${path}.properties`);
-      return { action: { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner: o.owner, properties }, path };
-    });
-    return submitActions(req, be, signer, planned);
-  });
+  r.route('post', '/location', (req, be) =>
+    submitCreates(req, be, {
+      shape: CREATE,
+      idField: 'location_id',
+      invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
+      taken: (id) => (be.rm.has('location', gridKeys.location(id)) ? `location ${id} already exists` : undefined),
+      action: (o, id, path) => {
+        knownOrg(be, o.owner, `${path}.owner`);
+        const properties = checkPropertyValues(o.properties, `${path}.properties`);
+        return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner: o.owner, properties };
+      },
+    }),
+  );
 
   r.route('put', '/location/:location_id', (req, be) => {
     const id = req.params[0]!;

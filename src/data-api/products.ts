@@ -3,6 +3,7 @@
  * (properties replaced as a whole) and delete by `product_id`, a GTIN-12/13/14 whose
  * check digit is verified before anything is submitted.
  */
+import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import { gtinError } from '../families/grid/gs1.js';
 import type { ProductRecord } from '../families/grid/project.js';
@@ -13,7 +14,7 @@ import { checkPropertyValues } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   product_id: reqString,
@@ -40,25 +41,19 @@ export function registerProducts(r: DataRouter): void {
 
   r.route('get', '/product/:product_id', (req, be) => ok(withService(be, stored(be, req.params[0]!))));
 
-  r.route('post', '/product', (req, be) => {
-    const items = dataItems(req);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const o = checkShape(item, CREATE, path);
-      sameService(be, o.service_id, at(path, 'service_id'));
-      const id = o.product_id as string;
-      const gtin = gtinError(id);
-      if (gtin !== undefined) throw bad(`\`${path}.product_id\`: ${gtin}`);
-      uniqueIn(seen, id, `${path}.product_id`);
-      if (be.rm.has('product', gridKeys.product(id))) throw bad(`\`${path}.product_id\`: product ${id} already exists`);
-      knownOrg(be, o.owner, `${path}.owner`);
-      const properties = checkPropertyValues(o.properties, `${path}.properties`);
-      return { action: { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties }, path };
-    });
-    return submitActions(req, be, signer, planned);
-  });
+  r.route('post', '/product', (req, be) =>
+    submitCreates(req, be, {
+      shape: CREATE,
+      idField: 'product_id',
+      invalidId: gtinError,
+      taken: (id) => (be.rm.has('product', gridKeys.product(id)) ? `product ${id} already exists` : undefined),
+      action: (o, id, path) => {
+        knownOrg(be, o.owner, `${path}.owner`);
+        const properties = checkPropertyValues(o.properties, `${path}.properties`);
+        return { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties };
+      },
+    }),
+  );
 
   r.route('put', '/product/:product_id', (req, be) => {
     const id = req.params[0]!;

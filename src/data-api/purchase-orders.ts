@@ -6,6 +6,7 @@
  * current values when left out (`""` clears the accepted version); `workflow_state` is
  * required.
  */
+import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import type { PurchaseOrderRecord } from '../families/grid/project.js';
 import { COLLABORATIVE } from '../families/grid/workflow.js';
@@ -17,7 +18,7 @@ import type { Slice } from './read-model.js';
 import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   uid: reqString,
@@ -75,23 +76,17 @@ export function registerPurchaseOrders(r: DataRouter): void {
 
   r.route('get', '/purchase_order/:uid', (req, be) => ok(purchaseOrderJson(be, requirePo(be, req.params[0]!))));
 
-  r.route('post', '/purchase_order', (req, be) => {
-    const items = dataItems(req);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const o = checkShape(item, CREATE, path);
-      sameService(be, o.service_id, at(path, 'service_id'));
-      const uid = o.uid as string;
-      uniqueIn(seen, uid, `${path}.uid`);
-      if (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid))) throw bad(`\`${path}.uid\`: purchase order ${uid} already exists`);
-      knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
-      knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
-      checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
-      const version = isObj(o.create_version_payload) ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`) : undefined;
-      return {
-        action: {
+  r.route('post', '/purchase_order', (req, be) =>
+    submitCreates(req, be, {
+      shape: CREATE,
+      idField: 'uid',
+      taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
+      action: (o, uid, path) => {
+        knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
+        knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
+        checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
+        const version = isObj(o.create_version_payload) ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`) : undefined;
+        return {
           action: 'create_po',
           uid,
           workflow_state: o.workflow_state,
@@ -101,12 +96,10 @@ export function registerPurchaseOrders(r: DataRouter): void {
           created_at: o.created_at,
           workflow_id: o.workflow_id ?? COLLABORATIVE,
           create_version_payload: version,
-        },
-        path,
-      };
-    });
-    return submitActions(req, be, signer, planned);
-  });
+        };
+      },
+    }),
+  );
 
   r.route('put', '/purchase_order/:uid', (req, be) => {
     const o = checkShape(objectBody(req), UPDATE, '');

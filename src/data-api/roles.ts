@@ -3,6 +3,7 @@
  * `{data: [Role], paging}`, as the spec says), update and delete at
  * `/role/{org_id}/{role_name}`. Pike's update is an upsert, so PUT may create a role.
  */
+import { submitCreates } from './creates.js';
 import { gridKeys, KEY_SEP } from '../families/grid/index.js';
 import type { RoleRecord } from '../families/grid/project.js';
 import { HttpError } from '../http/server.js';
@@ -10,7 +11,7 @@ import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+import { checkShape, dataItems, objectBody, reqString, samePath, type Obj, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -56,21 +57,15 @@ export function registerRoles(r: DataRouter): void {
 
   r.route('post', '/role/:org_id', (req, be) => {
     const orgId = req.params[0]!;
-    const items = dataItems(req);
+    dataItems(req);
     requireOrg(be, orgId);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const o = checkShape(item, CREATE, path);
-      samePath(o, 'org_id', orgId, path);
-      sameService(be, o.service_id, at(path, 'service_id'));
-      const name = o.name as string;
-      uniqueIn(seen, name, `${path}.name`);
-      if (be.rm.has('role', gridKeys.role(orgId, name))) throw bad(`\`${path}.name\`: role ${name} already exists in organization ${orgId}`);
-      return { action: roleAction(o, orgId, name, 'create_role'), path };
+    return submitCreates(req, be, {
+      shape: CREATE,
+      idField: 'name',
+      pathFields: { org_id: orgId },
+      taken: (name) => (be.rm.has('role', gridKeys.role(orgId, name)) ? `role ${name} already exists in organization ${orgId}` : undefined),
+      action: (o, name) => roleAction(o, orgId, name, 'create_role'),
     });
-    return submitActions(req, be, signer, planned);
   });
 
   r.route('put', '/role/:org_id/:role_name', (req, be) => {

@@ -3,6 +3,7 @@
  * appends definitions to a schema: an update body may hold the whole list, and the
  * definitions the schema already has unchanged are left out of the transaction.
  */
+import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import type { SchemaRecord } from '../families/grid/project.js';
 import { HttpError } from '../http/server.js';
@@ -11,7 +12,7 @@ import { checkPropertyDefinitions, newDefinitions } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkShape, dataItems, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -35,24 +36,19 @@ export function registerSchemas(r: DataRouter): void {
     return ok(withService(be, s));
   });
 
-  r.route('post', '/schema', (req, be) => {
-    const items = dataItems(req);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const o = checkShape(item, CREATE, path);
-      sameService(be, o.service_id, at(path, 'service_id'));
-      const name = o.name as string;
-      uniqueIn(seen, name, `${path}.name`);
-      if (be.rm.has('schema', gridKeys.schema(name))) throw bad(`\`${path}.name\`: schema ${name} already exists`);
-      knownOrg(be, o.owner, `${path}.owner`);
-      const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
-      if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
-      return { action: { action: 'create_schema', name, description: o.description, owner: o.owner, properties }, path };
-    });
-    return submitActions(req, be, signer, planned);
-  });
+  r.route('post', '/schema', (req, be) =>
+    submitCreates(req, be, {
+      shape: CREATE,
+      idField: 'name',
+      taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
+      action: (o, name, path) => {
+        knownOrg(be, o.owner, `${path}.owner`);
+        const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
+        if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
+        return { action: 'create_schema', name, description: o.description, owner: o.owner, properties };
+      },
+    }),
+  );
 
   r.route('put', '/schema/:schema_name', (req, be) => {
     const name = req.params[0]!;
