@@ -128,19 +128,9 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     await Promise.all(Array.from({ length: C }, () => worker()));
     const tSubmitted = performance.now();
     progress(`submitted in ${((tSubmitted - t0) / 1000).toFixed(1)} s, waiting for commits`);
-    let invalid = 0;
-    const ids = process.env.BENCH_SUBMIT_ONLY === '1' ? [] : batches.map((b) => b.id);
-    if (ids.length === 0) probes.length = 0;
-    for (let i = 0; i < ids.length; i += 1000) {
-      const chunk = ids.slice(i, i + 1000);
-      for (;;) {
-        const r = await probe.request('POST', '/batch_statuses?wait=60', Buffer.from(JSON.stringify(chunk)), 'application/json');
-        const data = (JSON.parse(r.body) as { data: Array<{ status: string }> }).data;
-        if (data.some((d) => d.status === 'PENDING')) continue;
-        invalid += data.filter((d) => d.status !== 'COMMITTED').length;
-        break;
-      }
-    }
+    const submitOnly = process.env.BENCH_SUBMIT_ONLY === '1';
+    if (submitOnly) probes.length = 0;
+    const invalid = submitOnly ? 0 : await waitAll(probe, batches.map((b) => b.id));
     const tEnd = performance.now();
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
