@@ -17,10 +17,6 @@ t.test('limit = 10 × rolling average over a 5-sample window', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-queue-'));
   const root = openEnv(dir);
   const pending = openPendingEnv(dir);
-  t.teardown(async () => {
-    await Promise.all([root.close(), pending.close()]);
-    rmSync(dir, { recursive: true, force: true });
-  });
   const events: FromCommitter[] = [];
   let wake: (() => void) | null = null;
   const post = (m: FromCommitter): void => {
@@ -46,7 +42,11 @@ t.test('limit = 10 × rolling average over a 5-sample window', async (t) => {
     queueMultiplier: 10,
     queueInitialAverage: 30,
   }, post);
-  t.teardown(() => committer.close());
+  t.teardown(async () => {
+    await committer.close();
+    await Promise.all([root.close(), pending.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
   await committer.init();
   const ready = events.find((e) => e.type === 'ready');
   t.equal(ready?.type === 'ready' && ready.queueLimit, 300, 'starts at 10 × 30');

@@ -403,12 +403,21 @@ export class Committer {
     }
   }
 
+  /** Removals of settled pending-pool segments still being written (awaited on close). */
+  readonly #drops = new Set<Promise<void>>();
+
   #dropPending(segments: number[]): Promise<void> {
-    return this.#pending
+    const p = this.#pending
       .transaction(() => {
         for (const seg of segments) this.#pending.remove(seg);
       })
-      .then(() => undefined);
+      .then(
+        () => undefined,
+        (err: unknown) => this.#post({ type: 'fatal', message: `pending pool cleanup failed: ${String(err)}` }),
+      )
+      .finally(() => this.#drops.delete(p));
+    this.#drops.add(p);
+    return p;
   }
 
   async close(): Promise<void> {
@@ -416,6 +425,7 @@ export class Committer {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#commits;
+    await Promise.all(this.#drops);
   }
 }
 
