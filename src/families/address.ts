@@ -12,5 +12,3 @@ export function sha256Hex(s: string | Uint8Array): string {
 export function namespacePrefix(name: string): string {
   return sha512Hex(name).slice(0, 6);
 }
-
-export const ADDRESS_RE = /^[0-9a-f]{70}$/;

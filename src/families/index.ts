@@ -13,10 +13,6 @@ export function findFamily(name: string, version: string): Family | undefined {
   return byKey.get(`${name}\u0000${version}`);
 }
 
-export function families(): readonly Family[] {
-  return FAMILIES;
-}
-
 /** Read-model projectors the committer runs inside each block's transaction. */
 export const projectors: readonly Projector[] = [gridProjector];
 

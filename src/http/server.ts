@@ -252,7 +252,3 @@ function decodeURIComponentSafe(s: string): string {
     return s;
   }
 }
-
-export function json(status: number, body: string): Reply {
-  return { status, body };
-}
