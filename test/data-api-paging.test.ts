@@ -97,3 +97,16 @@ t.test('nested lists page too', async (t) => {
   t.equal(r.json.paging.next, null);
   t.equal(r.json.paging.prev, `${node.dataUrl}/role/acme?limit=1&offset=0`);
 });
+
+t.test('links name the address a proxy reports', async (t) => {
+  const viaHeaders = await fetch(`${node.dataUrl}/product?limit=10`, {
+    headers: { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'data.example' },
+  });
+  const p1 = ((await viaHeaders.json()) as { paging: { next: string } }).paging;
+  t.equal(p1.next, 'https://data.example/product?limit=10&offset=10');
+  const viaForwarded = await fetch(`${node.dataUrl}/product?limit=10`, {
+    headers: { forwarded: 'proto=https;host="proxy.example"' },
+  });
+  const p2 = ((await viaForwarded.json()) as { paging: { next: string } }).paging;
+  t.equal(p2.next, 'https://proxy.example/product?limit=10&offset=10');
+});

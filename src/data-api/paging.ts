@@ -6,6 +6,7 @@
  * parameters, then `limit`, `service_id`, `offset`, as upstream orders them.
  */
 import { HttpError, type Req } from '../http/server.js';
+import { baseUrl as forwardedBase } from '../http/forwarded.js';
 import type { Slice } from './read-model.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -43,20 +44,9 @@ export function parsePage(req: Req): PageQuery {
   };
 }
 
-function first(v: string | undefined): string | undefined {
-  return v?.split(',')[0]?.trim() || undefined;
-}
-
-/** `<scheme>://<host>` from Forwarded / X-Forwarded-* / Host, as upstream builds links. */
+/** `<scheme>://<host>` as proxies report it (no path prefix on interface B). */
 export function baseUrl(req: Req): string {
-  const fwd = new Map<string, string>();
-  for (const part of (req.headers['forwarded'] ?? '').split(/[;,]/)) {
-    const [k, v] = part.trim().split('=');
-    if (k && v && !fwd.has(k.toLowerCase())) fwd.set(k.toLowerCase(), v.replace(/^"(.*)"$/, '$1'));
-  }
-  const proto = fwd.get('proto') ?? first(req.headers['x-forwarded-proto']) ?? 'http';
-  const host = fwd.get('host') ?? first(req.headers['x-forwarded-host']) ?? req.headers['host'] ?? 'localhost';
-  return `${proto}://${host}`;
+  return forwardedBase(req, false);
 }
 
 export function pagingOf(req: Req, page: PageQuery, total: number): Paging {

@@ -5,28 +5,9 @@
  * rest alphabetically; a bare key for an empty value; values are not re-encoded.
  */
 import type { Req } from '../http/server.js';
+import { baseUrl } from '../http/forwarded.js';
 
-const FORWARDED_RE: Record<string, RegExp> = {
-  proto: /(?<=proto=).+?(?=[\s,;]|$)/i,
-  host: /(?<=host=).+?(?=[\s,;]|$)/i,
-  path: /(?<=path=).+?(?=[\s,;]|$)/i,
-};
-
-/** One forwarded value: the first `key=` in `Forwarded` (quotes removed), else `X-Forwarded-<Key>`, else ''. */
-function forwarded(req: Req, key: 'proto' | 'host' | 'path'): string {
-  const m = FORWARDED_RE[key]!.exec(req.headers['forwarded'] ?? '');
-  if (m) {
-    const v = m[0];
-    return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;
-  }
-  return req.headers[`x-forwarded-${key}`] ?? '';
-}
-
-export function baseUrl(req: Req): string {
-  const proto = forwarded(req, 'proto') || 'http';
-  const host = forwarded(req, 'host') || req.headers['host'] || 'localhost';
-  return `${proto}://${host}${forwarded(req, 'path')}`;
-}
+export { baseUrl };
 
 export type QueryChanges = Record<string, string | number | undefined>;
 
