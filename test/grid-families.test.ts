@@ -545,10 +545,12 @@ t.test('Pike: external roles, allowed organizations and inheritance', async (t) 
     [ADMIN_A, { action: 'update_agent', org_id: 'acme', public_key: NOBODY_A, roles: ['beta.base'] }],
   ]);
   t.equal(ledger.submit(tx({ action: 'create_agent', org_id: 'beta', public_key: key('n1') }), NOBODY_A), undefined, 'external role grants beta permission');
+  // allowed_organizations names who may hold beta's role; it never makes beta's role act
+  // for acme (upstream's reading, which let any organization act for any other).
   t.equal(
     ledger.submit(tx({ action: 'create_agent', org_id: 'acme', public_key: key('n2') }), NOBODY_A),
-    undefined,
-    'allowed_organizations lets the role act for acme',
+    `The signer "${NOBODY_A}" does not have the "pike::can-create-agents" permission for org "acme"`,
+    'a role of beta does not act for acme',
   );
   // Inheritance: acme role "lead" inherits beta.base, which lists acme as allowed.
   runAll(t, ledger, [
@@ -566,6 +568,102 @@ t.test('Pike: external roles, allowed organizations and inheritance', async (t) 
     ledger.submit(tx({ action: 'create_agent', org_id: 'acme', public_key: key('n4') }), key('w')),
     `The signer "${key('w')}" does not have the "pike::can-create-agents" permission for org "acme"`,
   );
+});
+
+t.test('no organization acts for another: takeover steps refused, consented cross-org roles work', async (t) => {
+  const ledger = freshLedger(t);
+  const EVIL = key('evil-admin');
+  runAll(t, ledger, [[EVIL, { action: 'create_organization', org_id: 'evil', name: 'Evil' }]]);
+  const acmeState = (): string[] =>
+    [organizationAddress('acme'), roleAddress('acme', 'admin'), roleAddress('acme', 'r'), agentAddress(ADMIN_A), agentAddress(key('evil-2'))].map((a) =>
+      Buffer.from(ledger.state.get(a) ?? new Uint8Array()).toString('hex'),
+    );
+  const before = acmeState();
+  const denied = (perm: string, org = 'acme'): string => `The signer "${EVIL}" does not have the "${perm}" permission for org "${org}"`;
+  const steps: Array<[GridActionInput, string]> = [
+    // Upstream checks role actions in the signer's own organization: these went through.
+    [{ action: 'create_role', org_id: 'acme', name: 'r', permissions: ['pike::can-create-agents'] }, denied('pike::can-create-roles')],
+    [{ action: 'update_role', org_id: 'acme', name: 'admin2', permissions: ['pike::can-create-agents'] }, denied('pike::can-update-roles')],
+    [{ action: 'delete_role', org_id: 'acme', name: 'catalog' }, denied('pike::can-delete-roles')],
+    // Any `<org>.<role>` name was accepted in an agent's roles.
+    [
+      { action: 'update_agent', org_id: 'evil', public_key: EVIL, roles: ['admin', 'acme.catalog'] },
+      'Role acme.catalog does not exist or does not list organization evil in its allowed organizations',
+    ],
+    [
+      { action: 'update_agent', org_id: 'evil', public_key: EVIL, roles: ['admin', 'acme.nope'] },
+      'Role acme.nope does not exist or does not list organization evil in its allowed organizations',
+    ],
+    [{ action: 'create_agent', org_id: 'acme', public_key: key('evil-2'), roles: ['admin'] }, denied('pike::can-create-agents')],
+    [{ action: 'update_agent', org_id: 'acme', public_key: ADMIN_A, roles: ['admin'], active: false }, denied('pike::can-update-agents')],
+    [{ action: 'update_organization', org_id: 'acme', name: 'Owned' }, denied('pike::can-update-organization')],
+  ];
+  for (const [action, message] of steps) t.equal(ledger.submit(tx(action), EVIL), message, `${action.action} refused`);
+
+  // A role of its own that names acme in allowed_organizations gives evil nothing in acme.
+  runAll(t, ledger, [
+    [EVIL, { action: 'create_role', org_id: 'evil', name: 'reach', permissions: ['pike::can-create-agents', 'product::can-create-product'], allowed_organizations: ['acme'] }],
+    [EVIL, { action: 'update_agent', org_id: 'evil', public_key: EVIL, roles: ['admin', 'reach'], active: true }],
+  ]);
+  t.equal(ledger.submit(tx({ action: 'create_agent', org_id: 'acme', public_key: key('evil-2'), roles: ['admin'] }), EVIL), denied('pike::can-create-agents'));
+  t.equal(
+    ledger.submit(tx({ action: 'create_product', product_id: GTIN14, owner: 'acme', properties: PRODUCT_PROPS }), EVIL),
+    denied('product::can-create-product'),
+  );
+  t.same(acmeState(), before, "acme's records unchanged");
+
+  // Schemas are checked in the owning organization; purchase orders need the signer's org as a party.
+  t.equal(
+    ledger.submit(tx({ action: 'create_schema', name: 'mine', owner: 'acme', properties: [{ name: 'x', data_type: 'STRING' }] }), CLERK_A),
+    undefined,
+    "acme's clerk creates an acme schema",
+  );
+  runAll(t, ledger, [[EVIL, { action: 'update_role', org_id: 'evil', name: 'reach', permissions: ['schema::can-create-schema', 'po::partner'] }]]);
+  t.equal(
+    ledger.submit(tx({ action: 'create_schema', name: 'theirs', owner: 'acme', properties: [{ name: 'x', data_type: 'STRING' }] }), EVIL),
+    denied('schema::can-create-schema'),
+  );
+  const po = { action: 'create_po', uid: 'PO-E', buyer_org_id: 'acme', seller_org_id: 'beta', workflow_state: 'issued', workflow_id: 'built-in::collaborative::v1', created_at: TS };
+  t.equal(ledger.submit(tx(po), EVIL), 'Organization evil of the signer is neither buyer nor seller of purchase order PO-E');
+  t.equal(ledger.submit(tx(po), BUYER_A), undefined, 'a party creates it');
+  t.equal(
+    ledger.submit(tx({ action: 'update_po', po_uid: 'PO-E', workflow_state: 'closed', is_closed: true }), EVIL),
+    'Organization evil of the signer is neither buyer nor seller of purchase order PO-E',
+  );
+  t.equal(
+    ledger.submit(tx({ action: 'create_version', po_uid: 'PO-E', version_id: 'v9', workflow_state: 'proposed', revision: { revision_number: 1, submitter: EVIL, created_at: TS, order_xml_v3_4: '<o/>' } }), EVIL),
+    'Organization evil of the signer is neither buyer nor seller of purchase order PO-E',
+  );
+
+  // Consent: acme's role that lists evil may be held by evil's agent and acts for acme.
+  runAll(t, ledger, [
+    [ADMIN_A, { action: 'create_role', org_id: 'acme', name: 'onboarding', permissions: ['pike::can-create-agents'], allowed_organizations: ['evil'] }],
+    [EVIL, { action: 'update_agent', org_id: 'evil', public_key: EVIL, roles: ['admin', 'acme.onboarding'], active: true }],
+  ]);
+  t.equal(ledger.submit(tx({ action: 'create_agent', org_id: 'acme', public_key: key('helper') }), EVIL), undefined, 'consented role acts for acme');
+  // Still not a role writer of acme, and the grant ends when acme withdraws its consent.
+  t.equal(ledger.submit(tx({ action: 'create_role', org_id: 'acme', name: 'r' }), EVIL), denied('pike::can-create-roles'));
+  runAll(t, ledger, [[ADMIN_A, { action: 'update_role', org_id: 'acme', name: 'onboarding', permissions: ['pike::can-create-agents'], allowed_organizations: [] }]]);
+  t.equal(ledger.submit(tx({ action: 'create_agent', org_id: 'acme', public_key: key('helper-2') }), EVIL), denied('pike::can-create-agents'), 'consent withdrawn');
+});
+
+t.test('ids with control characters are refused by the contracts', async (t) => {
+  const ledger = freshLedger(t);
+  const cases: Array<[string, GridActionInput, RegExp]> = [
+    [key('sep'), { action: 'create_organization', org_id: 'acme\u0005x', name: 'X' }, /^Organization ID must not contain control characters/],
+    [key('sep'), { action: 'create_organization', org_id: 'sep', name: 'X', alternate_ids: ['a\u0000b:1'] }, /^Alternate ID type must not contain control characters/],
+    [ADMIN_A, { action: 'create_role', org_id: 'acme', name: 'r\u0005' }, /^Role name must not contain control characters/],
+    [ADMIN_A, { action: 'create_agent', org_id: 'acme', public_key: 'k\u0005' }, /^Public key must not contain control characters/],
+    [ADMIN_A, { action: 'create_agent', org_id: 'acme', public_key: key('c1'), roles: ['catalog\u0085'] }, /^Role name must not contain control characters/],
+    [CLERK_A, { action: 'create_schema', name: 's\u0005', properties: [{ name: 'x', data_type: 'STRING' }] }, /^Schema name must not contain control characters/],
+    [
+      BUYER_A,
+      { action: 'create_po', uid: 'PO-X\u00051', buyer_org_id: 'acme', seller_org_id: 'beta', workflow_state: 'issued', workflow_id: 'built-in::collaborative::v1', created_at: TS },
+      /^Purchase order UID must not contain control characters/,
+    ],
+  ];
+  for (const [signer, action, message] of cases) t.match(ledger.submit(tx(action), signer), message, `${action.action} refused`);
+  t.notOk(ledger.state.has(organizationAddress('acme\u0005x')), 'nothing written');
 });
 
 t.test('schemas', async (t) => {
@@ -645,10 +743,21 @@ t.test('products: GTINs, prefixes, schema-checked properties, permissions', asyn
     `The signer "${CLERK_A}" does not have the "product::can-create-product" permission for org "ghost"`,
   );
 
-  // An org without a company prefix, with a role allowing acme's clerk to act for it.
+  // An org without a company prefix. Acme's own role naming delta grants nothing in delta;
+  // delta's role that lets acme agents hold it does.
+  const productPerms = ['product::can-create-product', 'product::can-update-product', 'product::can-delete-product'];
   runAll(t, ledger, [
     [key('delta-admin'), { action: 'create_organization', org_id: 'delta', name: 'Delta' }],
-    [ADMIN_A, { action: 'update_role', org_id: 'acme', name: 'catalog', permissions: ['product::can-create-product', 'product::can-update-product', 'product::can-delete-product'], allowed_organizations: ['delta'] }],
+    [ADMIN_A, { action: 'update_role', org_id: 'acme', name: 'catalog', permissions: productPerms, allowed_organizations: ['delta'] }],
+  ]);
+  t.equal(
+    ledger.submit(tx(create(GTIN14, PRODUCT_PROPS, 'delta')), CLERK_A),
+    `The signer "${CLERK_A}" does not have the "product::can-create-product" permission for org "delta"`,
+    "acme's role cannot act for delta",
+  );
+  runAll(t, ledger, [
+    [key('delta-admin'), { action: 'create_role', org_id: 'delta', name: 'catalog', permissions: productPerms, allowed_organizations: ['acme'] }],
+    [ADMIN_A, { action: 'update_agent', org_id: 'acme', public_key: CLERK_A, roles: ['catalog', 'delta.catalog'], active: true }],
   ]);
   t.equal(ledger.submit(tx(create(GTIN14, PRODUCT_PROPS, 'delta')), CLERK_A), 'The agents organization does not have the gs1_company_prefix prefix: []');
 

@@ -227,6 +227,18 @@ export function invalid(message: string): never {
   throw new InvalidTransaction(message);
 }
 
+/** C0 and C1 control characters (and DEL): never part of a printable identifier. */
+const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/;
+
+/**
+ * Refuses an identifier holding a control character. Upstream leaves ids free-form; we
+ * refuse these because ids become keys of the read model and parts of `<org>.<role>`
+ * names, where an invisible character could pass for a separator.
+ */
+export function checkId(value: string, what: string): void {
+  if (CONTROL_RE.test(value)) invalid(`${what} must not contain control characters: ${JSON.stringify(value)}`);
+}
+
 export function decodeMsg<T>(type: protobuf.Type, bytes: Uint8Array, what: string): T {
   try {
     return type.decode(bytes) as unknown as T;

@@ -6,6 +6,7 @@ import type { Family, TxnContext, TxnInfo } from '../types.js';
 import { GRID_NAMESPACE } from './addressing.js';
 import {
   G,
+  checkId,
   decodeMsg,
   invalid,
   type AgentMsg,
@@ -16,6 +17,7 @@ import {
 import {
   ADMIN_ROLE,
   PIKE_PERMISSIONS,
+  checkAgentRoles,
   checkPermission,
   getAgent,
   getAlternateIdEntry,
@@ -95,6 +97,7 @@ const ROLE_DOT =
 function createOrganization(p: OrgAction, signer: string, ctx: TxnContext): void {
   if (p.id === '') invalid('Unique organization ID required');
   if (p.name === '') invalid('organization name required');
+  checkId(p.id, 'Organization ID');
   if (getOrganization(ctx, p.id) !== undefined) invalid(`Organization already exists: ${p.id}`);
   setOrganization(ctx, {
     orgId: p.id,
@@ -128,6 +131,8 @@ function createOrganization(p: OrgAction, signer: string, ctx: TxnContext): void
 /** Claims `<id_type>:<id>` for the org; another org's claim is an error. */
 function indexAlternateIds(ctx: TxnContext, orgId: string, ids: AlternateIdMsg[]): void {
   for (const alt of ids) {
+    checkId(alt.idType, 'Alternate ID type');
+    checkId(alt.id, 'Alternate ID');
     const existing = getAlternateIdEntry(ctx, alt.idType, alt.id);
     if (existing !== undefined && existing.gridIdentityId !== orgId) {
       invalid(`Alternate ID index entry already exists: ${alt.idType}:${alt.id}`);
@@ -153,12 +158,15 @@ function updateOrganization(p: OrgAction, signer: string, ctx: TxnContext): void
 function checkAgentFields(p: AgentAction): void {
   if (p.publicKey === '') invalid('Public key required');
   if (p.orgId === '') invalid('Organization ID required');
+  checkId(p.publicKey, 'Public key');
 }
 
 function createAgent(p: AgentAction, signer: string, ctx: TxnContext): void {
   checkAgentFields(p);
+  checkId(p.orgId, 'Organization ID');
   checkPermission(ctx, signer, PIKE_PERMISSIONS.createAgents, p.orgId);
   if (getAgent(ctx, p.publicKey) !== undefined) invalid(`Agent already exists: ${p.publicKey}`);
+  checkAgentRoles(ctx, p.roles, p.orgId);
   setAgent(ctx, {
     orgId: p.orgId,
     publicKey: p.publicKey,
@@ -186,6 +194,7 @@ function updateAgent(p: AgentAction, signer: string, ctx: TxnContext): void {
     if (signing !== undefined && !signing.roles.includes(ADMIN_ROLE) && !keepsAdmin) {
       invalid("Only agents with the 'admin' permission can remove other admins");
     }
+    checkAgentRoles(ctx, p.roles, agent.orgId);
     agent.roles = p.roles;
   }
   if (p.metadata.length > 0) agent.metadata = p.metadata;
@@ -196,8 +205,8 @@ function updateAgent(p: AgentAction, signer: string, ctx: TxnContext): void {
   setAgent(ctx, agent);
 }
 
-/** Common checks of the three role actions; returns the signer's agent. */
-function checkRoleAction(orgId: string, name: string, signer: string, ctx: TxnContext, dotFirst: boolean): AgentMsg {
+/** Common checks of the three role actions. */
+function checkRoleAction(orgId: string, name: string, signer: string, ctx: TxnContext, dotFirst: boolean): void {
   if (orgId === '') invalid('Organization ID required');
   if (name === '') invalid('Name required');
   const agent = getAgent(ctx, signer);
@@ -206,7 +215,8 @@ function checkRoleAction(orgId: string, name: string, signer: string, ctx: TxnCo
   if (dotFirst && name.includes('.')) invalid(ROLE_DOT);
   if (name === ADMIN_ROLE) invalid(ADMIN_RESERVED);
   if (name.includes('.')) invalid(ROLE_DOT);
-  return agent;
+  checkId(orgId, 'Organization ID');
+  checkId(name, 'Role name');
 }
 
 function roleFrom(p: RoleAction): RoleMsg {
@@ -221,24 +231,28 @@ function roleFrom(p: RoleAction): RoleMsg {
   };
 }
 
+/*
+ * Role actions are checked in the organization whose role changes. Upstream checks them
+ * in the signer's own organization, which let any organization's admin write roles of
+ * every other one (docs/data-api.md, "Pike permissions").
+ */
 function createRole(p: RoleAction, signer: string, ctx: TxnContext): void {
-  const agent = checkRoleAction(p.orgId, p.name, signer, ctx, false);
-  // Checked against the signer's own organization, not the payload's.
-  checkPermission(ctx, signer, PIKE_PERMISSIONS.createRoles, agent.orgId);
+  checkRoleAction(p.orgId, p.name, signer, ctx, false);
+  checkPermission(ctx, signer, PIKE_PERMISSIONS.createRoles, p.orgId);
   if (getRole(ctx, p.orgId, p.name) !== undefined) invalid(`Role already exists: ${p.name}`);
   setRole(ctx, roleFrom(p));
 }
 
 function updateRole(p: RoleAction, signer: string, ctx: TxnContext): void {
-  const agent = checkRoleAction(p.orgId, p.name, signer, ctx, false);
-  checkPermission(ctx, signer, PIKE_PERMISSIONS.updateRoles, agent.orgId);
+  checkRoleAction(p.orgId, p.name, signer, ctx, false);
+  checkPermission(ctx, signer, PIKE_PERMISSIONS.updateRoles, p.orgId);
   // An update of a missing role creates it, as upstream does.
   setRole(ctx, roleFrom(p));
 }
 
 function deleteRole(p: { orgId: string; name: string }, signer: string, ctx: TxnContext): void {
-  const agent = checkRoleAction(p.orgId, p.name, signer, ctx, true);
-  checkPermission(ctx, signer, PIKE_PERMISSIONS.deleteRoles, agent.orgId);
+  checkRoleAction(p.orgId, p.name, signer, ctx, true);
+  checkPermission(ctx, signer, PIKE_PERMISSIONS.deleteRoles, p.orgId);
   if (getRole(ctx, p.orgId, p.name) === undefined) invalid(`Role does not exist: ${p.name}`);
   removeRole(ctx, p.orgId, p.name);
 }

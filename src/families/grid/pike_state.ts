@@ -11,6 +11,7 @@ import {
 } from './addressing.js';
 import {
   G,
+  checkId,
   findIn,
   invalid,
   removeFrom,
@@ -77,15 +78,40 @@ export function setAlternateIdEntry(ctx: TxnContext, entry: AlternateIdIndexEntr
 }
 
 /**
- * Resolves a role name held by an agent: `<org_id>.<role>` names another org's role,
- * a bare name is looked up in `localOrg`.
+ * Resolves a role name: `<org_id>.<role>` names another org's role (role names hold no
+ * '.', so the last one splits), a bare name is looked up in `localOrg`.
  */
 export function resolveRole(ctx: TxnContext, name: string, localOrg: string): RoleMsg | undefined {
-  if (name.includes('.')) {
-    const [org, role] = name.split('.');
-    return getRole(ctx, org ?? '', role ?? '');
-  }
+  const dot = name.lastIndexOf('.');
+  if (dot >= 0) return getRole(ctx, name.slice(0, dot), name.slice(dot + 1));
   return getRole(ctx, localOrg, name);
+}
+
+/**
+ * A role an agent of `agentOrg` may hold: one of its own organization, or another
+ * organization's role that lists `agentOrg` in `allowed_organizations` (that
+ * organization's consent). Anything else counts as not held.
+ */
+export function heldRole(ctx: TxnContext, name: string, agentOrg: string): RoleMsg | undefined {
+  const role = resolveRole(ctx, name, agentOrg);
+  if (role === undefined) return undefined;
+  return role.orgId === agentOrg || role.allowedOrganizations.includes(agentOrg) ? role : undefined;
+}
+
+/**
+ * Refuses role names an agent of `agentOrg` may not be given: another organization's role
+ * must exist and list `agentOrg` in `allowed_organizations`. (Upstream accepts any
+ * `<org>.<role>` name, which let an outsider hand itself a role of a victim organization.)
+ */
+export function checkAgentRoles(ctx: TxnContext, roles: string[], agentOrg: string): void {
+  for (const name of roles) {
+    checkId(name, 'Role name');
+    const dot = name.lastIndexOf('.');
+    if (dot < 0 || name.slice(0, dot) === agentOrg) continue;
+    if (heldRole(ctx, name, agentOrg) === undefined) {
+      invalid(`Role ${name} does not exist or does not list organization ${agentOrg} in its allowed organizations`);
+    }
+  }
 }
 
 function rolesGrant(
@@ -99,21 +125,22 @@ function rolesGrant(
   // Inheritance cycles in state must not hang the validator; upstream would recurse forever.
   if (depth > 32) return false;
   return roles.some((role) => {
-    if (role.permissions.includes(permission)) {
-      return role.orgId === recordOwner || role.allowedOrganizations.includes(recordOwner);
-    }
+    // A role acts only on records of its own organization. Upstream also let it act for
+    // every organization in its `allowed_organizations`, so any organization could write
+    // a role of its own naming another one and act for it; here that list names the
+    // organizations whose agents may hold the role.
+    if (role.permissions.includes(permission) && role.orgId === recordOwner) return true;
     if (role.inheritFrom.length === 0) return false;
     const inherited = role.inheritFrom
-      .map((n) => resolveRole(ctx, n, agentOrg))
-      .filter((r): r is RoleMsg => r !== undefined)
-      .filter((r) => r.orgId === agentOrg || r.allowedOrganizations.includes(agentOrg));
+      .map((n) => heldRole(ctx, n, agentOrg))
+      .filter((r): r is RoleMsg => r !== undefined);
     return rolesGrant(ctx, permission, inherited, recordOwner, agentOrg, depth + 1);
   });
 }
 
 /**
  * Pike's has_permission: does the (active) agent hold `permission` for `recordOwner`
- * through its roles (own-org names, `<org>.<role>` names, and inherited roles)?
+ * through its roles (own-org names, consented `<org>.<role>` names, and inherited roles)?
  * Throws when the signer is not an agent.
  */
 export function hasPermission(ctx: TxnContext, publicKey: string, permission: string, recordOwner: string): boolean {
@@ -121,7 +148,7 @@ export function hasPermission(ctx: TxnContext, publicKey: string, permission: st
   if (agent === undefined) invalid(`Permission check failed: The signer is not an Agent: ${publicKey}`);
   if (!agent.active) return false;
   const roles = agent.roles
-    .map((n) => resolveRole(ctx, n, agent.orgId))
+    .map((n) => heldRole(ctx, n, agent.orgId))
     .filter((r): r is RoleMsg => r !== undefined);
   return rolesGrant(ctx, permission, roles, recordOwner, agent.orgId, 0);
 }
@@ -134,13 +161,13 @@ export function checkPermission(ctx: TxnContext, signer: string, permission: str
 }
 
 /**
- * The Pike permissions (aliases such as `po::partner`) an agent's roles list, with bare
- * role names looked up in `localOrg`. Used by the purchase-order workflows.
+ * The Pike permissions (aliases such as `po::partner`) the roles an agent may hold list,
+ * with bare role names looked up in `localOrg`. Used by the purchase-order workflows.
  */
 export function agentRolePermissions(ctx: TxnContext, agent: AgentMsg, localOrg: string): string[] {
   const perms: string[] = [];
   for (const name of agent.roles) {
-    const role = resolveRole(ctx, name, localOrg);
+    const role = heldRole(ctx, name, localOrg);
     if (role !== undefined) perms.push(...role.permissions);
   }
   return perms;

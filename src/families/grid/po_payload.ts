@@ -3,6 +3,7 @@
  * looking at state (required fields, revision numbering from 1, known workflow ids).
  */
 import {
+  checkId,
   invalid,
   toNum,
   type Int64,
@@ -90,6 +91,7 @@ export function validateCreateVersion(p: CreateVersion): void {
   if (p.versionId === '') invalid('`version_id` is required to create a purchase order version');
   if (p.poUid === '') invalid('`po_uid` is required to create a purchase order version');
   if (p.workflowState === '') invalid('`workflow_state` is required to create a purchase order version');
+  checkId(p.versionId, 'Version ID');
   const revision = p.revision ?? EMPTY_REVISION;
   if (toNum(revision.revisionId) !== 1) {
     invalid(
@@ -107,6 +109,13 @@ export function validateUpdateVersion(p: UpdateVersion): void {
   validateRevision(p.revision ?? EMPTY_REVISION);
 }
 
+function checkAlternateIds(ids: PurchaseOrderAlternateIdMsg[]): void {
+  for (const a of ids) {
+    checkId(a.idType, 'Alternate ID type');
+    checkId(a.id, 'Alternate ID');
+  }
+}
+
 export function validateCreatePo(p: CreatePo): void {
   if (p.uid === '') invalid('`uid` is required to create a purchase order');
   if (p.buyerOrgId === '') invalid('`buyer_org_id` is required to create a purchase order');
@@ -114,6 +123,8 @@ export function validateCreatePo(p: CreatePo): void {
   if (toNum(p.createdAt) === 0) invalid('`created_at` is required to create a purchase order');
   if (p.workflowState === '') invalid('`workflow_state` is required to create a purchase order');
   if (p.workflowId === '') invalid('`workflow_id` is required to create a purchase order');
+  checkId(p.uid, 'Purchase order UID');
+  checkAlternateIds(p.alternateIds);
   if (!(WORKFLOW_IDS as readonly string[]).includes(p.workflowId)) {
     invalid(`No workflow exists with id ${p.workflowId}`);
   }
@@ -132,6 +143,7 @@ export function validateCreatePo(p: CreatePo): void {
 export function validateUpdatePo(p: UpdatePo): void {
   if (p.poUid === '') invalid('`uid` is required to update a purchase order');
   if (p.workflowState === '') invalid('`workflow_state` is required to update a purchase order');
+  checkAlternateIds(p.alternateIds);
   const seen = new Set<string>();
   for (const v of p.versionUpdates) {
     if (seen.has(v.versionId)) invalid(`Multiple update payloads detected for version ${v.versionId}`);

@@ -68,6 +68,17 @@ function signerOrg(ctx: TxnContext, signer: string): string {
   return agent.orgId;
 }
 
+/**
+ * The signer acts for its own organization, which must be the buyer or the seller.
+ * Upstream checks workflow permissions in the signer's organization and nothing more,
+ * so an agent of any organization could create or change the orders of others.
+ */
+function requireParty(org: string, buyerOrgId: string, sellerOrgId: string, uid: string): void {
+  if (org !== buyerOrgId && org !== sellerOrgId) {
+    invalid(`Organization ${org} of the signer is neither buyer nor seller of purchase order ${uid}`);
+  }
+}
+
 function resolveWorkflow(id: string): Workflow {
   const wf = getWorkflow(id);
   if (wf === undefined) invalid(`No workflow exists with id ${id}`);
@@ -163,6 +174,7 @@ function createPo(p: CreatePo, signer: string, ctx: TxnContext): void {
     if (getOrganization(ctx, org) === undefined) invalid(`Organization ${org} does not exist`);
   }
   const org = signerOrg(ctx, signer);
+  requireParty(org, p.buyerOrgId, p.sellerOrgId, p.uid);
   if (getPurchaseOrder(ctx, p.uid) !== undefined) invalid(`Purchase Order already exists: ${p.uid}`);
   const wf = resolveWorkflow(p.workflowId);
   const desired = requireState(wf.po, p.workflowState);
@@ -211,6 +223,7 @@ function createVersion(p: CreateVersion, signer: string, ctx: TxnContext): void 
   const org = signerOrg(ctx, signer);
   const po = getPurchaseOrder(ctx, p.poUid);
   if (po === undefined) invalid(`Purchase order ${p.poUid} does not exist`);
+  requireParty(org, po.buyerOrgId, po.sellerOrgId, po.uid);
   if (po.versions.some((v) => v.versionId === p.versionId)) {
     invalid(`Version ${p.versionId} already exists for Purchase Order ${p.poUid}`);
   }
@@ -231,6 +244,7 @@ function updateVersion(p: UpdateVersion, signer: string, ctx: TxnContext): void 
   const org = signerOrg(ctx, signer);
   const po = getPurchaseOrder(ctx, p.poUid);
   if (po === undefined) invalid(`No purchase order exists: ${p.poUid}`);
+  requireParty(org, po.buyerOrgId, po.sellerOrgId, po.uid);
   const version = po.versions.find((v) => v.versionId === p.versionId);
   if (version === undefined) invalid(`Cannot update version ${p.versionId} that does not exist`);
   const wf = resolveWorkflow(po.workflowId);
@@ -271,6 +285,7 @@ function updatePo(p: UpdatePo, signer: string, ctx: TxnContext): void {
   const org = signerOrg(ctx, signer);
   const po = getPurchaseOrder(ctx, p.poUid);
   if (po === undefined) invalid(`No purchase order exists: ${p.poUid}`);
+  requireParty(org, po.buyerOrgId, po.sellerOrgId, po.uid);
   for (const u of p.versionUpdates) {
     if (!po.versions.some((v) => v.versionId === u.versionId)) {
       invalid(`Cannot update version ${u.versionId} that does not exist`);

@@ -11,6 +11,7 @@ import {
   compareUtf8,
   decodeMsg,
   findIn,
+  checkId,
   invalid,
   upsertIn,
   type ListSpec,
@@ -60,11 +61,14 @@ function checkCommon(p: SchemaAction): void {
 
 function createSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
   checkCommon(p);
+  checkId(p.schemaName, 'Schema name');
   if (getSchema(ctx, p.schemaName) !== undefined) invalid(`Schema with name ${p.schemaName} already exists`);
   const agent = getAgent(ctx, signer);
   if (agent === undefined) invalid(`The signer is not an Agent: ${signer}`);
-  checkPermission(ctx, signer, 'schema::can-create-schema', agent.orgId);
-  // The stored owner is the payload's, verbatim (upstream does not validate it).
+  // Checked in the organization that will own the schema (the signer's own when none is
+  // named). Upstream checks the signer's organization and stores any owner, so an agent
+  // could create schemas in another organization's name.
+  checkPermission(ctx, signer, 'schema::can-create-schema', p.owner === '' ? agent.orgId : p.owner);
   upsertIn(ctx, SCHEMAS, schemaAddress(p.schemaName), {
     name: p.schemaName,
     description: p.description ?? '',
