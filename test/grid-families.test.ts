@@ -1238,7 +1238,7 @@ t.test('read-model projection', async (t) => {
     last_updated: TS + 100,
   });
   t.equal(agentRoleKey('acme', 'beta.po_partner'), gridKeys.role('beta', 'po_partner'));
-  t.same(rm.get(GRID_DB.alternateId, `gs1_company_prefix:${PREFIX_A}`), { id_type: 'gs1_company_prefix', id: PREFIX_A, org_id: 'acme' });
+  t.same(rm.get(GRID_DB.alternateId, gridKeys.alternateId('gs1_company_prefix', PREFIX_A)), { id_type: 'gs1_company_prefix', id: PREFIX_A, org_id: 'acme' });
   const schema = rm.get(GRID_DB.schema, 'gs1_location') as { properties: Array<Record<string, unknown>> };
   t.same(schema.properties[1], {
     name: 'locationType',

@@ -5,8 +5,8 @@
  * Role objects. An update that leaves out `active` keeps the agent's current state
  * (Pike itself would read a missing flag as "deactivate").
  */
-import { agentRoleKey, gridKeys, KEY_SEP } from '../families/grid/index.js';
-import type { AgentRecord } from '../families/grid/project.js';
+import { agentRoleKey, gridKeys, gridPrefixes } from '../families/grid/index.js';
+import type { AgentRecord, RoleRecord } from '../families/grid/project.js';
 import { HttpError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
@@ -38,7 +38,12 @@ function roleNames(be: DataBackend, orgId: string, v: unknown, path: string): st
       const org = typeof r.org_id === 'string' && r.org_id !== '' ? r.org_id : orgId;
       name = org === orgId ? r.name : `${org}.${r.name}`;
     } else throw bad(`\`${p}\` must be a role name or a Role object with a \`name\``);
-    if (name === '' || !be.rm.has('role', agentRoleKey(orgId, name))) throw bad(`\`${p}\`: unknown role ${name || '""'} for organization ${orgId}`);
+    const role = name === '' ? undefined : be.rm.get<RoleRecord>('role', agentRoleKey(orgId, name));
+    if (role === undefined) throw bad(`\`${p}\`: unknown role ${name || '""'} for organization ${orgId}`);
+    // Another organization's role needs its consent, as the contract checks.
+    if (role.org_id !== orgId && !role.allowed_organizations.includes(orgId)) {
+      throw bad(`\`${p}\`: role ${name} of organization ${role.org_id} does not list ${orgId} in its allowed_organizations`);
+    }
     return name;
   });
 }
@@ -53,7 +58,7 @@ export function registerAgents(r: DataRouter): void {
     const orgId = req.params[0]!;
     requireOrg(be, orgId);
     const page = parsePage(req);
-    const slice = be.rm.page<AgentRecord>('agent', `${orgId}${KEY_SEP}`, page.offset, page.limit);
+    const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
     return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
   });
 

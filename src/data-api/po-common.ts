@@ -9,7 +9,7 @@
  * the latest one (`version_updates` of a purchase-order update, which the contract
  * compares with the latest).
  */
-import { gridKeys, KEY_SEP } from '../families/grid/index.js';
+import { gridKeys, gridPrefixes } from '../families/grid/index.js';
 import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from '../families/grid/project.js';
 import { WORKFLOW_IDS } from '../families/grid/workflow.js';
 import { HttpError } from '../http/server.js';
@@ -41,7 +41,7 @@ export const VERSION: Shape = {
 export function findPo(be: DataBackend, uidOrAlt: string): PurchaseOrderRecord | undefined {
   const po = be.rm.get<PurchaseOrderRecord>('purchaseOrder', gridKeys.purchaseOrder(uidOrAlt));
   if (po !== undefined || !uidOrAlt.includes(':')) return po;
-  const alt = be.rm.all<PoAlternateIdRecord>('poAlternateId', `${uidOrAlt}${KEY_SEP}`)[0];
+  const alt = be.rm.all<PoAlternateIdRecord>('poAlternateId', gridPrefixes.poByAlternateId(uidOrAlt))[0];
   return alt === undefined ? undefined : be.rm.get<PurchaseOrderRecord>('purchaseOrder', gridKeys.purchaseOrder(alt.po_uid));
 }
 

@@ -5,7 +5,7 @@
  * [versions]}` or one version object), `.../revision` (list) and
  * `.../revision/{revision_number}` (one Revision; `latest` names the newest).
  */
-import { gridKeys, KEY_SEP } from '../families/grid/index.js';
+import { gridKeys, gridPrefixes } from '../families/grid/index.js';
 import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../families/grid/project.js';
 import { HttpError, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
@@ -37,7 +37,7 @@ export function registerPoVersions(r: DataRouter): void {
   r.route('get', '/purchase_order/:uid/version', (req, be) => {
     const po = requirePo(be, req.params[0]!);
     const page = parsePage(req);
-    const slice = be.rm.page<VersionRecord>('poVersion', `${po.uid}${KEY_SEP}`, page.offset, page.limit);
+    const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
     return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
   });
 
@@ -84,7 +84,7 @@ export function registerPoVersions(r: DataRouter): void {
     const vid = req.params[1]!;
     requireVersion(be, po, vid);
     const page = parsePage(req);
-    const slice = be.rm.page<RevisionRecord>('poRevision', `${po.uid}${KEY_SEP}${vid}${KEY_SEP}`, page.offset, page.limit);
+    const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, vid), page.offset, page.limit);
     return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
   });
 

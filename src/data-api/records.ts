@@ -30,7 +30,7 @@ export const plainJson =
 function roleFor(be: DataBackend, agentOrg: string, name: string): object {
   const role = be.rm.get<RoleRecord>('role', agentRoleKey(agentOrg, name));
   if (role !== undefined) return withService(be, role);
-  const dot = name.indexOf('.');
+  const dot = name.lastIndexOf('.');
   return dot < 0 ? { name, org_id: agentOrg } : { name: name.slice(dot + 1), org_id: name.slice(0, dot) };
 }
 

@@ -4,7 +4,7 @@
  * `/role/{org_id}/{role_name}`. Pike's update is an upsert, so PUT may create a role.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys, KEY_SEP } from '../families/grid/index.js';
+import { gridKeys, gridPrefixes } from '../families/grid/index.js';
 import type { RoleRecord } from '../families/grid/project.js';
 import { HttpError } from '../http/server.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
@@ -44,7 +44,7 @@ export function registerRoles(r: DataRouter): void {
     const orgId = req.params[0]!;
     requireOrg(be, orgId);
     const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<RoleRecord>('role', `${orgId}${KEY_SEP}`, page.offset, page.limit), plainJson(be)));
+    return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
   });
 
   r.route('get', '/role/:org_id/:role_name', (req, be) => {

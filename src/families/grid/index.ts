@@ -23,7 +23,7 @@ export const gridFamilies: Family[] = [
 
 export { locationFamily, pikeFamily, productFamily, purchaseOrderFamily, sabreFamily, schemaFamily };
 export { createSabreFamily, GRID_CONTRACTS, type SabreContract, type SabreFallback } from './sabre.js';
-export { gridProjector, GRID_DB, gridKeys, agentRoleKey, KEY_SEP } from './project.js';
+export { gridProjector, GRID_DB, gridKeys, gridPrefixes, agentRoleKey, KEY_SEP } from './project.js';
 export {
   buildGridTransaction,
   wrapInSabre,
