@@ -159,10 +159,13 @@ t.test('wait, batch statuses and event ids', async (t) => {
   const zero = '0'.repeat(128);
   const unknownEvent = randomUUID();
   const u = await api.get(`/batch_statuses?id=${zero},${unknownEvent}&wait=false`);
+  // A field without a value is left out, never null.
   t.same(u.json.data, [
-    { batch_id: zero, event_id: null, status: 'UNKNOWN', invalid_transactions: [] },
-    { batch_id: null, event_id: unknownEvent, status: 'UNKNOWN', invalid_transactions: [] },
+    { batch_id: zero, status: 'UNKNOWN', invalid_transactions: [] },
+    { event_id: unknownEvent, status: 'UNKNOWN', invalid_transactions: [] },
   ]);
+  t.notOk('event_id' in u.json.data[0], 'no event_id for a batch with no event');
+  t.notOk('batch_id' in u.json.data[1], 'no batch_id for an unknown event id');
   t.equal((await api.get('/batch_statuses')).status, 400);
   t.match((await api.get('/batch_statuses?id=xyz')).json.message, /neither a batch id .* nor an event id/);
 
@@ -207,7 +210,9 @@ t.test('POST /batches on interface B', async (t) => {
   // A batch sent through interface C has no event id.
   const c = clientBatch(key, [{ action: 'create_role', org_id: 'acme', name: 'c', permissions: [] }]);
   t.equal((await postProtobuf(node.ledgerUrl, c.body)).status, 202);
-  t.match((await api.get(`/batch_statuses?id=${c.id}&wait=10`)).json.data, [{ batch_id: c.id, event_id: null, status: 'INVALID' }]);
+  const viaC = (await api.get(`/batch_statuses?id=${c.id}&wait=10`)).json.data;
+  t.match(viaC, [{ batch_id: c.id, status: 'INVALID' }]);
+  t.notOk('event_id' in viaC[0], 'event_id left out');
 });
 
 t.test('signer and service_id', async (t) => {
@@ -228,7 +233,7 @@ t.test('signer and service_id', async (t) => {
   const api2 = new Api(`http://127.0.0.1:${port}`);
   const list = await api2.get('/product?service_id=c1::s1&limit=1');
   t.equal(list.json.data[0].service_id, 'c1::s1');
-  t.equal(list.json.paging.next, `http://127.0.0.1:${port}/product?limit=1&service_id=c1%3A%3As1&offset=1`);
+  t.equal(list.json.paging.next, '/product?limit=1&service_id=c1%3A%3As1&offset=1');
   const made = await api2.post('/product?service_id=c1::s1&wait=10', { data: [{ product_id: gtin(11), owner: 'acme', properties: PROPS, service_id: 'c1::s1' }] });
   t.equal(made.json.status, 'COMMITTED');
   const po = await api2.get('/organization/acme/agent?service_id=c1::s1');

@@ -1,9 +1,10 @@
 /**
  * Offset/limit paging of interface B: offset default 0, limit default 100 (1..1000),
- * `total` the size of the whole collection, and upstream's paging object with absolute
- * links (`prev`/`next` null when there is none; `next` is always offset + limit, where
- * upstream clamped it to the last page's offset). Links keep the request's other query
- * parameters, then `limit`, `service_id`, `offset`, as upstream orders them.
+ * `total` the size of the whole collection, and the spec's paging object: relative links
+ * (path and query), `prev`/`next` left out where there is none (upstream Grid sends
+ * absolute links and `null`; `next` is always offset + limit, where upstream clamped it
+ * to the last page's offset). Links keep the request's other query parameters, then
+ * `limit`, `service_id`, `offset`, as upstream orders them.
  */
 import { HttpError, type Req } from '../http/server.js';
 import { baseUrl as forwardedBase } from '../http/forwarded.js';
@@ -23,8 +24,8 @@ export interface Paging {
   limit: number;
   total: number;
   first: string;
-  prev: string | null;
-  next: string | null;
+  prev?: string;
+  next?: string;
   last: string;
 }
 
@@ -44,7 +45,7 @@ export function parsePage(req: Req): PageQuery {
   };
 }
 
-/** `<scheme>://<host>` as proxies report it (no path prefix on interface B). */
+/** `<scheme>://<host>` as proxies report it (no path prefix on interface B); for the batch-status link. */
 export function baseUrl(req: Req): string {
   return forwardedBase(req, false);
 }
@@ -54,7 +55,7 @@ export function pagingOf(req: Req, page: PageQuery, total: number): Paging {
   const keep = new URLSearchParams();
   for (const [k, v] of req.query) if (k !== 'limit' && k !== 'offset' && k !== 'service_id') keep.append(k, v);
   const service = req.query.get('service_id');
-  const base = `${baseUrl(req)}${req.path}?`;
+  const base = `${req.path}?`;
   const link = (o: number): string => {
     const q = new URLSearchParams(keep);
     q.append('limit', String(limit));
@@ -72,8 +73,8 @@ export function pagingOf(req: Req, page: PageQuery, total: number): Paging {
     limit,
     total,
     first: link(0),
-    prev: prev === null ? null : link(prev),
-    next: next === null ? null : link(next),
+    ...(prev === null ? {} : { prev: link(prev) }),
+    ...(next === null ? {} : { next: link(next) }),
     last: link(lastOffset),
   };
 }

@@ -3,6 +3,8 @@
  * an event id; an event id stands for every batch of its submission. Answers
  * `{"data": [{batch_id, event_id, status, invalid_transactions}], "link"}` (upstream's
  * envelope; not paged), after waiting as asked until none of the batches is PENDING.
+ * An entry leaves out `batch_id` for an unknown event id and `event_id` for a batch
+ * submitted elsewhere (interface C).
  */
 import type { Reply, Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
@@ -35,7 +37,7 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Reply> {
   const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
   if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
   const data = wanted.map(([b, e]): StatusJson =>
-    b === null ? { batch_id: null, event_id: e, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
+    b === null ? { event_id: e ?? undefined, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
   );
   const link = `${baseUrl(req)}${req.path}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
   return { status: 200, body: JSON.stringify({ data, link }) };

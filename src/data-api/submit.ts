@@ -32,9 +32,10 @@ export interface InvalidTxnJson {
   extended_data?: string;
 }
 
+/** A field without a value is left out, never `null` (the spec types both as strings). */
 export interface StatusJson {
-  batch_id: string | null;
-  event_id: string | null;
+  batch_id?: string;
+  event_id?: string;
   status: BatchStatus;
   invalid_transactions: InvalidTxnJson[];
 }
@@ -43,7 +44,7 @@ export function statusJson(be: DataBackend, batchId: string, eventId: string | n
   const s = be.ledger.status(batchId);
   return {
     batch_id: batchId,
-    event_id: eventId,
+    ...(eventId === null ? {} : { event_id: eventId }),
     status: s.status,
     invalid_transactions: s.invalid_transactions.map((t) => (t.extended_data ? { id: t.id, message: t.message, extended_data: t.extended_data } : { id: t.id, message: t.message })),
   };
