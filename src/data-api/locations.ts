@@ -1,18 +1,21 @@
 /**
  * Locations: list, create (`{data: [Location]}`), fetch, update (properties replaced as a
  * whole) and delete by `location_id`, a 13-digit GLN whose check digit is verified
- * before anything is submitted.
+ * before anything is submitted. `owner` is an organization id or, as the spec's shape
+ * types it, an agent's public key standing for that agent's organization; the ledger
+ * stores and reads return the organization id.
  */
 import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import { isValidGln } from '../families/grid/gs1.js';
-import type { LocationRecord } from '../families/grid/project.js';
+import type { AgentRecord, LocationRecord } from '../families/grid/project.js';
 import { HttpError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
-import { knownOrg, plainJson, sameService, withService } from './records.js';
+import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
@@ -32,6 +35,19 @@ function stored(be: DataBackend, id: string): LocationRecord {
   return l;
 }
 
+/** The organization an `owner` names: an organization id, or an agent's public key. */
+function ownerOrg(be: DataBackend, owner: unknown, path: string): string {
+  const id = owner as string;
+  if (be.rm.has('organization', gridKeys.organization(id))) return id;
+  if (PUBLIC_KEY_RE.test(id)) {
+    const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(id));
+    const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
+    if (agent !== undefined) return agent.org_id;
+    throw bad(`\`${path}\`: ${id} is neither an organization nor an agent's public key`);
+  }
+  throw bad(`\`${path}\`: unknown organization ${id}`);
+}
+
 export function registerLocations(r: DataRouter): void {
   r.route('get', '/location', (req, be) => {
     const page = parsePage(req);
@@ -47,9 +63,9 @@ export function registerLocations(r: DataRouter): void {
       invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
       taken: (id) => (be.rm.has('location', gridKeys.location(id)) ? `location ${id} already exists` : undefined),
       action: (o, id, path) => {
-        knownOrg(be, o.owner, `${path}.owner`);
+        const owner = ownerOrg(be, o.owner, `${path}.owner`);
         const properties = checkPropertyValues(o.properties, `${path}.properties`);
-        return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner: o.owner, properties };
+        return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner, properties };
       },
     }),
   );
@@ -60,7 +76,9 @@ export function registerLocations(r: DataRouter): void {
     samePath(o, 'location_id', id, '');
     sameService(be, o.service_id, 'service_id');
     const l = stored(be, id);
-    if (o.owner !== undefined && o.owner !== l.owner) throw bad(`\`owner\` cannot change (the location belongs to ${l.owner})`);
+    if (o.owner !== undefined && o.owner !== l.owner && ownerOrg(be, o.owner, 'owner') !== l.owner) {
+      throw bad(`\`owner\` cannot change (the location belongs to ${l.owner})`);
+    }
     const properties = checkPropertyValues(o.properties, 'properties');
     const signer = be.signers.pick(req);
     return submitActions(req, be, signer, [

@@ -209,6 +209,8 @@ export function propertyDefinition(v: unknown): Obj {
     enumOptions: strings(v, 'enum_options'),
     structProperties: list(v, 'struct_properties').map(propertyDefinition),
   };
+  // The spec's free-form `value`: kept as given (as JSON text), whatever its type.
+  if (v.value !== undefined) def.valueJson = JSON.stringify(v.value);
   const exp = v.number_exponent;
   if (exp !== undefined && exp !== null) {
     if (typeof exp !== 'number' || !Number.isInteger(exp)) fail('`number_exponent` must be an integer');

@@ -96,6 +96,8 @@ export interface PropertyDefinitionMsg {
   numberExponent: number;
   enumOptions: string[];
   structProperties: PropertyDefinitionMsg[];
+  /** JSON text of the definition's `value`, "" when none was given. */
+  valueJson: string;
 }
 export interface LatLongMsg {
   latitude: Int64;

@@ -182,6 +182,8 @@ export interface PropertyDefinitionRecord {
   number_exponent: number;
   enum_options: string[];
   struct_properties: PropertyDefinitionRecord[];
+  /** The `value` sent with the definition; left out when none was. */
+  value?: unknown;
 }
 /**
  * `value` by data type: BYTES base64 string, BOOLEAN boolean, NUMBER integer (a decimal
@@ -299,7 +301,17 @@ export function propertyDefinitionRecord(d: PropertyDefinitionMsg): PropertyDefi
     number_exponent: d.numberExponent,
     enum_options: [...d.enumOptions],
     struct_properties: d.structProperties.map(propertyDefinitionRecord),
+    ...(d.valueJson ? { value: jsonOr(d.valueJson) } : {}),
   };
+}
+
+/** Parsed JSON text; text that is not JSON (written by another client) stays a string. */
+function jsonOr(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
