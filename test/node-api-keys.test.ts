@@ -96,3 +96,32 @@ t.test('bad key input', async (t) => {
   t.equal(put.status, 400);
   t.match((put.body as { message: string }).message, /\[1\]\.public_key/);
 });
+
+t.test('protocol version 1 delete-key: DELETE /biome/users/{user_id}/keys/{public_key}', async (t) => {
+  const a = await registerAndLogin(call, 'v1-del-a');
+  const b = await registerAndLogin(call, 'v1-del-b');
+  await call('POST', '/biome/keys', { auth: a.token, body: key(30) });
+  await call('POST', '/biome/keys', { auth: a.token, body: key(31) });
+  const path = (user: string, i: number): string => `/biome/users/${user}/keys/${pk(i)}`;
+
+  const other = await call('DELETE', path(a.userId, 30), { version: 1, auth: b.token });
+  t.equal(other.status, 403, "b cannot delete a's key");
+  t.same(other.body, { message: `A user can delete only its own keys; the path names user ${a.userId}` });
+  t.equal((await call('DELETE', path(a.userId, 30), { version: 1 })).status, 401, 'needs credentials in version 1 too');
+  t.equal((await call('DELETE', path(a.userId, 30), { version: 1, auth: admin })).status, 403, 'a key identity owns no keys');
+
+  const del = await call('DELETE', path(a.userId, 30), { version: 1, auth: a.token });
+  t.same([del.status, del.body], [200, { message: 'Key successfully deleted', data: { ...key(30), user_id: a.userId } }]);
+  t.equal((await call('DELETE', path(a.userId, 30), { version: 1, auth: a.token })).status, 404, 'gone');
+  t.equal((await call('DELETE', path(a.userId, 31), { version: 2, auth: a.token })).status, 200, 'served under version 2 as well');
+  t.same((await call('GET', '/biome/keys', { auth: a.token })).body, []);
+});
+
+t.test('replace-all-keys: a key without public_key is a 400 naming the field', async (t) => {
+  const u = await registerAndLogin(call, 'replace-needs-pk');
+  await call('POST', '/biome/keys', { auth: u.token, body: key(40) });
+  const r = await call('PUT', '/biome/keys', { auth: u.token, body: [key(41), { display_name: 'no key', encrypted_private_key: 'x' }] });
+  t.equal(r.status, 400);
+  t.same(r.body, { message: 'Missing field "[1].public_key"' });
+  t.same((await call('GET', '/biome/keys', { auth: u.token })).body, [{ ...key(40), user_id: u.userId }], 'keys unchanged');
+});

@@ -1,5 +1,8 @@
-/** The caller's own keys (`/biome/keys`): list, replace all (v2), rename, add, fetch, delete. */
-import { HttpError } from '../http/server.js';
+/**
+ * The caller's own keys (`/biome/keys`): list, replace all (v2), rename, add, fetch,
+ * delete; and protocol version 1's delete form `/biome/users/{user_id}/keys/{public_key}`.
+ */
+import { HttpError, type Reply } from '../http/server.js';
 import { objectBody, parseJson, reqString } from './body.js';
 import { keyInput, keyJson, type KeyStore } from './keys-store.js';
 import { json, requireUser, type Router } from './router.js';
@@ -44,10 +47,20 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     return json({ data: keyJson(k) });
   });
 
-  r.secured('del', '/biome/keys/:public_key', 'authenticated', async (c) => {
-    const userId = requireUser(c);
-    const k = await keys.remove(userId, c.req.params[0]!);
-    if (!k) throw new HttpError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
+  const remove = async (userId: string, pk: string): Promise<Reply> => {
+    const k = await keys.remove(userId, pk);
+    if (!k) throw new HttpError(404, `Failed to find key with public key: ${pk} and user id: ${userId}`);
     return json({ message: 'Key successfully deleted', data: keyJson(k) });
+  };
+
+  r.secured('del', '/biome/keys/:public_key', 'authenticated', (c) => remove(requireUser(c), c.req.params[0]!));
+
+  // The spec's version 1 form names the user in the path. The rule is version 2's: a user
+  // deletes only its own keys, so another user's id is refused.
+  r.secured('del', '/biome/users/:user_id/keys/:public_key', 'authenticated', (c) => {
+    const userId = requireUser(c);
+    const [pathUser, pk] = c.req.params as [string, string];
+    if (pathUser !== userId) throw new HttpError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
+    return remove(userId, pk);
   });
 }
