@@ -631,6 +631,10 @@ t.test('no organization acts for another: takeover steps refused, consented cros
     'Organization evil of the signer is neither buyer nor seller of purchase order PO-E',
   );
   t.equal(
+    ledger.submit(tx({ action: 'update_version', po_uid: 'PO-E', version_id: 'v1', workflow_state: 'proposed', revision: { revision_number: 1, submitter: EVIL, created_at: TS, order_xml_v3_4: '<o/>' } }), EVIL),
+    'Organization evil of the signer is neither buyer nor seller of purchase order PO-E',
+  );
+  t.equal(
     ledger.submit(tx({ action: 'create_version', po_uid: 'PO-E', version_id: 'v9', workflow_state: 'proposed', revision: { revision_number: 1, submitter: EVIL, created_at: TS, order_xml_v3_4: '<o/>' } }), EVIL),
     'Organization evil of the signer is neither buyer nor seller of purchase order PO-E',
   );

@@ -37,7 +37,7 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Reply> {
   const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
   if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
   const data = wanted.map(([b, e]): StatusJson =>
-    b === null ? { event_id: e ?? undefined, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
+    b === null ? { event_id: e as string, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
   );
   const link = `${baseUrl(req)}${req.path}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
   return { status: 200, body: JSON.stringify({ data, link }) };
