@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { startTestNode, type TestNode } from './helpers/node.js';
-import { Api, acmeWithSchemas, expectCommitted, gln, newKey, w } from './helpers/data-api.js';
+import { Api, acmeWithSchemas, agentKey, expectCommitted, gln, newKey, w } from './helpers/data-api.js';
 
 let node: TestNode;
 let api: Api;
@@ -65,4 +65,16 @@ t.test('location owner: an organization id or an agent public key', async (t) =>
   t.equal(r2.json.message, '`data[0].owner`: unknown organization nobody');
   t.equal(node.node.ledger.head.blockNum + node.node.ledger.pendingCount, before, 'nothing submitted');
   t.equal((await api.get(`/location/${gln(3)}`)).status, 404);
+});
+
+t.test('ids with control characters are refused by the contract', async (t) => {
+  const signer = agentKey(node.dataDir, 'ctl-admin');
+  const r = await api.post(w('/organization', signer), { data: [{ id: 'acme\u0005x', name: 'Lookalike' }] });
+  t.equal(r.status, 200);
+  t.equal(r.json.status, 'INVALID');
+  t.equal(r.json.invalid_transactions[0].message, 'Organization ID must not contain control characters: "acme\\u0005x"');
+  t.equal((await api.get('/organization')).json.data.length, 1, 'only acme');
+  const po = await api.post(w('/purchase_order'), { data: [{ uid: 'PO-X\u00051', buyer_org_id: 'acme', seller_org_id: 'acme' }] });
+  t.equal(po.json.status, 'INVALID');
+  t.match(po.json.invalid_transactions[0].message, /^Purchase order UID must not contain control characters/);
 });
