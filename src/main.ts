@@ -76,11 +76,8 @@ async function main(): Promise<void> {
   log.info('ready; Ctrl-C (SIGINT) or SIGTERM stops the node cleanly');
   let stopping = false;
   const stop = (signal: string): void => {
-    if (stopping) {
-      // A second signal while closing: leave at once (every acknowledged batch is on disk).
-      log.warn(`${signal} again: exiting without waiting for the shutdown`);
-      process.exit(130);
-    }
+    // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): one shutdown.
+    if (stopping) return;
     stopping = true;
     log.info(`${signal}: shutting down`);
     node.close().then(
