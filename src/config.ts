@@ -51,6 +51,19 @@ export interface Config {
   bcryptCost: number;
   /** Base delay of the per-username failed-login backoff. */
   loginBackoffMs: number;
+  /** Failed logins from one client address before that address is throttled too. */
+  loginAddressFailures: number;
+  /**
+   * Password checks (bcrypt) running at once. bcrypt runs on the libuv thread pool that the
+   * pending-pool writes behind every ledger acknowledgement also use: keep it below the
+   * pool size (4) so a login flood cannot stall acknowledgements.
+   */
+  passwordChecks: number;
+  /** Password checks that may wait for a slot; beyond that a login gets 503 with Retry-After. */
+  passwordQueue: number;
+  /** Interface B asks for node API credentials (Biome, Cylinder, OAuth2) and permissions. */
+  dataAuth: boolean;
+  logLevel: LogLevel;
   oauth: {
     issuer: string | undefined;
     clientId: string | undefined;
@@ -63,6 +76,9 @@ export interface Config {
     recheckSec: number;
   };
 }
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
 
 interface OptionSpec {
   flag: string;
@@ -98,9 +114,32 @@ export const OPTIONS: Record<string, OptionSpec> = {
   oauthRecheckSec: { flag: 'oauth-recheck', env: 'CAIRN_OAUTH_RECHECK', help: 'seconds before an OAuth session is re-checked (default 3600)' },
   bcryptCost: { flag: 'bcrypt-cost', env: 'CAIRN_BCRYPT_COST', help: 'bcrypt cost of stored passwords (default 12)' },
   loginBackoffMs: { flag: 'login-backoff-ms', env: 'CAIRN_LOGIN_BACKOFF_MS', help: 'base delay after failed logins (default 1000)' },
+  loginAddressFailures: { flag: 'login-address-failures', env: 'CAIRN_LOGIN_ADDRESS_FAILURES', help: 'failed logins per client address before it is throttled (default 20)' },
+  passwordChecks: { flag: 'password-checks', env: 'CAIRN_PASSWORD_CHECKS', help: 'password checks (bcrypt) at once (default 1)' },
+  passwordQueue: { flag: 'password-queue', env: 'CAIRN_PASSWORD_QUEUE', help: 'password checks waiting before 503 (default 8)' },
+  dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on interface B: on|off (default on unless B binds loopback)' },
+  logLevel: { flag: 'log-level', env: 'CAIRN_LOG_LEVEL', help: 'debug|info|warn|error|silent (default info)' },
 };
 
 export class ConfigError extends Error {}
+
+function logLevel(v: string): LogLevel {
+  if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(`log level: expected one of ${LOG_LEVELS.join(', ')}, got "${v}"`);
+  return v as LogLevel;
+}
+
+/** Loopback hosts: 127.0.0.0/8, ::1 and localhost. */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** `on`/`off` (also true/false, 1/0, yes/no); unset: on unless interface B binds a loopback host. */
+function dataAuth(v: string | undefined, dataBind: Bind): boolean {
+  if (v === undefined) return !isLoopback(dataBind.host);
+  if (['on', 'true', '1', 'yes'].includes(v)) return true;
+  if (['off', 'false', '0', 'no'].includes(v)) return false;
+  throw new ConfigError(`data auth: expected on or off, got "${v}"`);
+}
 
 function parseArgs(argv: string[]): Map<string, string> {
   const out = new Map<string, string>();
@@ -141,11 +180,12 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   };
   const dataDir = resolve(get('dataDir') ?? './data');
   const bool = (v: string | undefined): boolean => v === 'true' || v === '1' || v === 'yes';
+  const dataBind = parseBind(get('dataBind') ?? '127.0.0.1:8080', 'data bind');
   return {
     dataDir,
     ledgerBind: parseBind(get('ledgerBind') ?? '127.0.0.1:8008', 'ledger bind'),
     nodeBind: parseBind(get('nodeBind') ?? '127.0.0.1:8085', 'node bind'),
-    dataBind: parseBind(get('dataBind') ?? '127.0.0.1:8080', 'data bind'),
+    dataBind,
     adminKeysFile: resolve(get('adminKeys') ?? join(dataDir, 'admin_keys')),
     maxBatchesPerBlock: int(get('maxBatchesPerBlock') ?? '1000', 'max batches per block', 0),
     minBlockIntervalMs: int(get('minBlockIntervalMs') ?? '0', 'min block interval', 0),
@@ -163,6 +203,11 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     refreshTokenTtlSec: int(get('refreshTokenTtlSec') ?? '5184000', 'refresh token ttl', 1),
     bcryptCost: Math.min(31, int(get('bcryptCost') ?? '12', 'bcrypt cost', 4)),
     loginBackoffMs: int(get('loginBackoffMs') ?? '1000', 'login backoff', 1),
+    loginAddressFailures: int(get('loginAddressFailures') ?? '20', 'login address failures', 1),
+    passwordChecks: int(get('passwordChecks') ?? '1', 'password checks', 1),
+    passwordQueue: int(get('passwordQueue') ?? '8', 'password queue', 0),
+    dataAuth: dataAuth(get('dataAuth'), dataBind),
+    logLevel: logLevel(get('logLevel') ?? 'info'),
     oauth: {
       issuer: get('oauthIssuer'),
       clientId: get('oauthClientId'),

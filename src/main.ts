@@ -1,10 +1,48 @@
 /** Process entry: `npm start`. Reads flags and CAIRN_* variables, starts the node, stops on SIGINT/SIGTERM. */
-import { loadConfig, usage, ConfigError } from './config.js';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { loadConfig, usage, ConfigError, OPTIONS, type Config } from './config.js';
 import { startNode } from './node.js';
 import { log } from './log.js';
 
+/** What a fresh data directory lacks; read before start so the log can say what was created. */
+function missingFiles(dataDir: string): string[] {
+  return ['ledger.mdb', join('keys', 'validator.priv'), join('keys', 'admin.priv')].filter((f) => !existsSync(join(dataDir, f)));
+}
+
+/** The reason a bind failed, found by trying it with node's own socket (uWS gives none). */
+function bindError(host: string, port: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+    s.listen({ host, port, exclusive: true }, () => s.close(() => resolve(null)));
+  });
+}
+
+const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTIONS }> = {
+  ledger: { key: 'ledgerBind', option: 'ledgerBind' },
+  node: { key: 'nodeBind', option: 'nodeBind' },
+  data: { key: 'dataBind', option: 'dataBind' },
+};
+
+/** Turns "<name>: cannot listen on host:port" into a line that says why and what to change. */
+async function explainStartFailure(err: unknown, config: Config): Promise<string | null> {
+  const m = err instanceof Error ? /^(\w+): cannot listen on (.+):(\d+)$/.exec(err.message) : null;
+  const which = m ? BIND_OPTION[m[1]!] : undefined;
+  if (!m || !which) return null;
+  const o = OPTIONS[which.option]!;
+  const code = await bindError(m[2]!, Number(m[3]));
+  const why =
+    code === 'EADDRINUSE' ? 'the port is already in use (another node or program listens there)'
+    : code === 'EADDRNOTAVAIL' ? 'this machine has no such address'
+    : code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)'
+    : code ? code : 'the address could not be bound';
+  return `cannot listen on ${m[2]}:${m[3]} for interface ${m[1]}: ${why}. Choose another address with --${o.flag} host:port or ${o.env}=host:port (0 as port picks a free one). Data directory: ${config.dataDir}`;
+}
+
 async function main(): Promise<void> {
-  if (process.argv.includes('--help')) {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
     process.stdout.write(usage());
     return;
   }
@@ -18,14 +56,35 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const node = await startNode(config);
+  log.setLevel(config.logLevel);
+  const missing = missingFiles(config.dataDir);
+  let node;
+  try {
+    node = await startNode(config);
+  } catch (err) {
+    const hint = await explainStartFailure(err, config);
+    if (hint === null) throw err;
+    log.error(hint);
+    process.exit(1);
+  }
+  if (missing.includes('ledger.mdb')) {
+    log.info(`data directory ${config.dataDir}: new; genesis block written, keys created in ${join(config.dataDir, 'keys')} (validator.priv, admin.priv; mode 0600)`);
+  } else {
+    const made = missing.map((f) => f.replace(/^keys[/\\]/, '')).join(', ');
+    log.info(`data directory ${config.dataDir}: existing, head block ${node.ledger.head.blockNum}${made ? `; created ${made}` : ''}`);
+  }
+  log.info('ready; Ctrl-C (SIGINT) or SIGTERM stops the node cleanly');
   let stopping = false;
   const stop = (signal: string): void => {
+    // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): one shutdown.
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: shutting down`);
     node.close().then(
-      () => process.exit(0),
+      () => {
+        log.info('stopped');
+        process.exit(0);
+      },
       (err: unknown) => {
         log.error('shutdown failed', err);
         process.exit(1);

@@ -80,7 +80,7 @@ export async function startNode(config: Config): Promise<RunningNode> {
     maxBodyBytes: config.maxBodyBytes,
     errorReply: messageErrorReply,
   });
-  const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner });
+  const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner, auth: nodeApi.auth });
 
   const servers: HttpServer[] = [];
   let ports;

@@ -6,10 +6,12 @@
  */
 import type { RootDatabase } from 'lmdb';
 import type { HttpServer } from '../http/server.js';
-import type { Config } from '../config.js';
+import { isLoopback, type Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { registerAgents } from './agents.js';
+import { DataAuth, type DataAuthDeps } from './auth.js';
+import { log } from '../log.js';
 import { Backends, type ServiceResolver } from './backend.js';
 import { postBatches } from './batches.js';
 import { registerLocations } from './locations.js';
@@ -36,6 +38,11 @@ export interface DataApiContext {
    * `service_id`). Absent: only the node's own ledger, every service id is unknown.
    */
   services?: ServiceResolver;
+  /**
+   * The node API's identities and grants, used when `config.dataAuth` is on (docs/data-api.md,
+   * "Authorization"). Required then.
+   */
+  auth?: DataAuthDeps;
 }
 
 export interface DataApi {
@@ -45,7 +52,14 @@ export interface DataApi {
 export function registerDataApi(server: HttpServer, ctx: DataApiContext): DataApi {
   const signers = new Signers(ctx.nodeSigner, ctx.config.dataDir);
   const backends = new Backends({ ledger: ctx.ledger, db: ctx.db }, ctx.services, signers);
-  const r = new DataRouter(server, backends);
+  let auth: DataAuth | null = null;
+  if (ctx.config.dataAuth) {
+    if (!ctx.auth) throw new Error('data API authorization is on but no identities were given');
+    auth = new DataAuth(ctx.auth, ctx.nodeSigner.publicKey);
+  } else if (!isLoopback(ctx.config.dataBind.host)) {
+    log.warn(`data API (B) on ${ctx.config.dataBind.host} without authorization: anyone who reaches it writes with every key it holds`);
+  }
+  const r = new DataRouter(server, backends, auth);
   r.route('post', '/batches', postBatches);
   r.route('get', '/batch_statuses', batchStatuses);
   registerOrganizations(r);

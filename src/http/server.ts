@@ -22,6 +22,8 @@ export interface Req {
   body: Buffer;
   /** Set when the client went away; handlers may check it before expensive work. */
   aborted: boolean;
+  /** The peer's IP address as text (the TCP peer, not X-Forwarded-For). */
+  remoteAddress: string;
 }
 
 export interface Reply {
@@ -148,6 +150,7 @@ export class HttpServer {
       params,
       body: EMPTY,
       aborted: false,
+      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
     };
     const state = { done: false };
     this.#inflight++;

@@ -33,7 +33,24 @@ function rolesOf(b: JsonObject): string[] {
   return [...new Set(roles)];
 }
 
-export function registerAuthorizationRoutes(r: Router, rbac: Rbac): void {
+const PUBLIC_KEY_RE = /^0[23][0-9a-f]{64}$/;
+
+/**
+ * An assignment must name an identity that can ever authenticate: a user that exists
+ * (Biome or OAuth), or a well-formed compressed secp256k1 public key (any key holder can
+ * sign a Cylinder token, so keys need no registration). Anything else is refused: a
+ * grant to `"null"` or to a typo would sit unused and hide the mistake.
+ */
+function checkIdentity(type: IdentityType, identity: string, userExists: (id: string) => boolean): void {
+  if (type === 'key' && !PUBLIC_KEY_RE.test(identity)) {
+    throw bad(`Invalid assignment payload: identity ${JSON.stringify(identity.slice(0, 80))} is not a public key (66 lower-case hex characters, starting 02 or 03)`);
+  }
+  if (type === 'user' && !userExists(identity)) {
+    throw new HttpError(404, `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`);
+  }
+}
+
+export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (userId: string) => boolean): void {
   r.secured('get', '/authorization/permissions', 'authorization.permissions.read', () => json({ data: permissionList() }));
 
   r.secured('get', '/authorization/roles', 'authorization.rbac.read', ({ req }) =>
@@ -75,6 +92,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac): void {
   r.secured('post', '/authorization/assignments', 'authorization.rbac.write', async ({ req }) => {
     const b = objectBody(req);
     const a = { identity_type: identityType(reqString(b, 'identity_type', { max: 16 })), identity: reqString(b, 'identity', ID_RULE), roles: rolesOf(b) };
+    checkIdentity(a.identity_type, a.identity, userExists);
     await rbac.putAssignment(a, false);
     return json({ message: 'Assignment created successfully' });
   });

@@ -26,8 +26,9 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
 
   r.public('post', '/biome/login', async ({ req }) => {
     const { username, password } = credentialsBody(objectBody(req));
-    const u = await users.checkPassword(username, password).catch((err: unknown) => {
-      if (err instanceof HttpError && err.status === 401) log.info('failed login attempt');
+    const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
+      if (err instanceof HttpError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
+      if (err instanceof HttpError && (err.status === 429 || err.status === 503)) log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
       throw err;
     });
     const claims = { userId: u.user_id, gen: u.token_gen };
@@ -63,7 +64,7 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
   r.secured('post', '/biome/verify', 'authenticated', async (c) => {
     const userId = requireUser(c);
     const { username, password } = credentialsBody(objectBody(c.req));
-    const u = await users.checkPassword(username, password, userId);
+    const u = await users.checkPassword(username, password, userId, c.req.remoteAddress);
     return json({ message: 'Successful verification', user_id: u.user_id });
   });
 }

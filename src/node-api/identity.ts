@@ -21,18 +21,34 @@ export interface Credential {
   token: string;
 }
 
-export function readCredential(req: Req): Credential | null {
+export const EXPECTED_HEADER = 'expected "Authorization: Bearer Biome:<token>" (from /biome/login), "Bearer Cylinder:<jwt>" (key-signed, e.g. npm run -s token) or "Bearer OAuth2:<token>" (from /oauth/login)';
+
+/** The credential of a request, or why the header cannot hold one (the reason never quotes the header). */
+export function parseCredential(req: Req): Credential | { problem: string } {
   const h = req.headers.authorization;
-  if (!h || h.length > 8192 || !VISIBLE_ASCII.test(h)) return null;
+  if (!h) return { problem: `no Authorization header; ${EXPECTED_HEADER}` };
+  if (h.length > 8192 || !VISIBLE_ASCII.test(h)) return { problem: `the Authorization header is too long or not printable ASCII; ${EXPECTED_HEADER}` };
   const sp = h.indexOf(' ');
-  if (sp < 0 || h.slice(0, sp).toLowerCase() !== 'bearer') return null;
+  if (sp < 0 || h.slice(0, sp).toLowerCase() !== 'bearer') return { problem: `the Authorization scheme is not Bearer; ${EXPECTED_HEADER}` };
   const bearer = h.slice(sp + 1).trim();
   const colon = bearer.indexOf(':');
-  if (colon < 0) return null;
-  const kind = bearer.slice(0, colon);
-  if (kind !== 'Biome' && kind !== 'Cylinder' && kind !== 'OAuth2') return null;
+  const kind = colon < 0 ? '' : bearer.slice(0, colon);
+  if (kind !== 'Biome' && kind !== 'Cylinder' && kind !== 'OAuth2') {
+    return { problem: `the bearer token lacks its type prefix (Biome:, Cylinder: or OAuth2:); ${EXPECTED_HEADER}` };
+  }
   return { kind, token: bearer.slice(colon + 1) };
 }
+
+export function readCredential(req: Req): Credential | null {
+  const c = parseCredential(req);
+  return 'problem' in c ? null : c;
+}
+
+const REJECTED: Record<Credential['kind'], string> = {
+  Biome: 'the Biome token is invalid, expired or logged out; log in again (/biome/login) or refresh it (/biome/token)',
+  Cylinder: 'the Cylinder token is not a valid JWT signed by the key it names, or it has expired',
+  OAuth2: 'the OAuth2 token is unknown or its session ended; log in again (/oauth/login)',
+};
 
 export class Authenticator {
   readonly #tokens: TokenService;
@@ -46,8 +62,19 @@ export class Authenticator {
   }
 
   async authenticate(req: Req): Promise<Identity | null> {
-    const cred = readCredential(req);
-    if (!cred) return null;
+    const r = await this.authenticateOrExplain(req);
+    return 'problem' in r ? null : r.identity;
+  }
+
+  /** The identity, or a reason fit for the caller (and the log): it names what was expected, never the token. */
+  async authenticateOrExplain(req: Req): Promise<{ identity: Identity } | { problem: string }> {
+    const cred = parseCredential(req);
+    if ('problem' in cred) return cred;
+    const identity = await this.#resolve(cred);
+    return identity ? { identity } : { problem: REJECTED[cred.kind] };
+  }
+
+  async #resolve(cred: Credential): Promise<Identity | null> {
     switch (cred.kind) {
       case 'Cylinder': {
         const publicKey = verifyCylinderJwt(cred.token);

@@ -42,6 +42,8 @@ export interface NodeApiContext {
 }
 
 export interface NodeApi {
+  /** Identities and grants, shared with interface B's authorization. */
+  auth: { authn: Authenticator; access: Access };
   close(): Promise<void>;
 }
 
@@ -62,9 +64,12 @@ export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeAp
   const sessions = new OAuthSessions(stores, client, config.oauth.recheckSec);
   const rbac = new Rbac(stores);
   const access = new Access(new AdminKeys(config.adminKeysFile), rbac);
-  const router = new Router(server, new Authenticator(tokens, stores, sessions), access);
+  const authn = new Authenticator(tokens, stores, sessions);
+  const router = new Router(server, authn, access);
   const keys = new KeyStore(stores);
-  const users = new UserStore(stores, new PasswordHasher(config.bcryptCost), new LoginBackoff(config.loginBackoffMs), keys, sessions);
+  const hasher = new PasswordHasher(config.bcryptCost, { concurrency: config.passwordChecks, queue: config.passwordQueue });
+  const byAddress = new LoginBackoff(config.loginBackoffMs, { lockAfter: config.loginAddressFailures, resetOnSuccess: false, what: 'client address' });
+  const users = new UserStore(stores, hasher, new LoginBackoff(config.loginBackoffMs), keys, sessions, byAddress);
   const identity = resolveNodeIdentity(config, stores);
   identity.then(
     (id) => log.info(`node id ${id.nodeId} (${id.displayName})`),
@@ -76,11 +81,12 @@ export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeAp
   registerKeyRoutes(router, keys);
   registerProfileRoutes(router, stores);
   registerOAuthRoutes(router, { config, stores, client, sessions });
-  registerAuthorizationRoutes(router, rbac);
+  registerAuthorizationRoutes(router, rbac, (id) => stores.profiles.get(id) !== undefined || stores.users.get(id) !== undefined);
   registerRegistryRoutes(router, new Registry(stores));
   registerStatusRoute(router, config, ctx.version, identity);
 
   return {
+    auth: { authn, access },
     async close(): Promise<void> {
       // Sub-databases close with the environment (owned by src/node.ts).
     },

@@ -17,12 +17,20 @@ export const PERMISSIONS = {
   'authorization.rbac.read': ['RBAC read', 'Allows the client to read roles, identities, and role assignments'],
   'authorization.rbac.write': ['RBAC write', 'Allows the client to modify roles, identities, and role assignments'],
   'authorization.permissions.read': ['Permissions read', 'Allows the client to read REST API permissions'],
+  // Interface B (docs/data-api.md), checked when its authorization is on.
+  'data.read': ['Data read', 'Allows the client to read records and batch statuses of the data API'],
+  'data.write': ['Data write', 'Allows the client to submit data API changes signed by the node key, and client-signed batches'],
+  'data.sign.*': ['Data sign as any agent', 'Allows data API writes signed by any agent key the node holds (?signer=); data.sign.<public key> allows one key'],
 } as const satisfies Record<string, readonly [string, string]>;
 
-export type Permission = keyof typeof PERMISSIONS;
+/** `data.sign.<public key>`: data API writes signed by that one agent key (`?signer=<public key>`). */
+export type DataSignPermission = `data.sign.${string}`;
+export type Permission = keyof typeof PERMISSIONS | DataSignPermission;
+
+const DATA_SIGN_KEY = /^data\.sign\.0[23][0-9a-f]{64}$/;
 
 export function isPermission(s: string): s is Permission {
-  return Object.prototype.hasOwnProperty.call(PERMISSIONS, s);
+  return Object.prototype.hasOwnProperty.call(PERMISSIONS, s) || DATA_SIGN_KEY.test(s);
 }
 
 export interface PermissionJson {
@@ -32,7 +40,7 @@ export interface PermissionJson {
 }
 
 export function permissionList(): PermissionJson[] {
-  return (Object.keys(PERMISSIONS) as Permission[]).map((id) => ({
+  return (Object.keys(PERMISSIONS) as Array<keyof typeof PERMISSIONS>).map((id) => ({
     permission_id: id,
     permission_display_name: PERMISSIONS[id][0],
     permission_description: PERMISSIONS[id][1],

@@ -8,6 +8,7 @@ import { HttpError, type HttpServer, type Method, type Reply, type Req } from '.
 import type { Authenticator, Identity } from './identity.js';
 import type { Access } from './access.js';
 import type { Permission } from './permissions.js';
+import { log } from '../log.js';
 
 export type Version = 1 | 2;
 export const LATEST_VERSION: Version = 2;
@@ -66,15 +67,8 @@ export class Router {
     this.#server.route(method, path, async (req) => {
       let identity: Identity | null = null;
       if (guard !== 'public') {
-        identity = await this.#authn.authenticate(req);
-        if (!identity) {
-          throw new HttpError(401, 'Client is not authorized: missing or invalid credentials', undefined, {
-            'www-authenticate': 'Bearer',
-          });
-        }
-        if (guard !== 'authenticated' && !this.#access.allowed(identity, guard)) {
-          throw new HttpError(403, `Client lacks the permission ${guard}`);
-        }
+        identity = await authorize(this.#authn, this.#access, req, guard, 'node');
+
       }
       const version = protocolVersion(req);
       if (version < minVersion) {
@@ -83,6 +77,27 @@ export class Router {
       return handler({ req, version, identity });
     });
   }
+}
+
+function who(id: Identity): string {
+  return id.kind === 'key' ? `key ${id.publicKey}` : `user ${id.userId}`;
+}
+
+/**
+ * Credentials (401 with a message that says what is expected) then the permission (403).
+ * Shared by interfaces A and B. Each refusal is logged with the reason, never the token.
+ */
+export async function authorize(authn: Authenticator, access: Access, req: Req, guard: Exclude<Guard, 'public'>, api: string): Promise<Identity> {
+  const r = await authn.authenticateOrExplain(req);
+  if ('problem' in r) {
+    log.info(`${api}: 401 on ${req.method} ${req.path}: ${r.problem.split(';')[0]}`);
+    throw new HttpError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
+  }
+  if (guard !== 'authenticated' && !access.allowed(r.identity, guard)) {
+    log.info(`${api}: 403 on ${req.method} ${req.path}: ${who(r.identity)} lacks ${guard}`);
+    throw new HttpError(403, `Client lacks the permission ${guard}`);
+  }
+  return r.identity;
 }
 
 /** The caller as a user, or 403 when it is a key (Cylinder) identity. */

@@ -19,13 +19,16 @@ export class UserStore {
   readonly #backoff: LoginBackoff;
   readonly #keys: KeyStore;
   readonly #sessions: OAuthSessions;
+  readonly #byAddress: LoginBackoff | undefined;
 
-  constructor(stores: Stores, hasher: PasswordHasher, backoff: LoginBackoff, keys: KeyStore, sessions: OAuthSessions) {
+  /** `byAddress` throttles failed checks per client address as `backoff` does per username. */
+  constructor(stores: Stores, hasher: PasswordHasher, backoff: LoginBackoff, keys: KeyStore, sessions: OAuthSessions, byAddress?: LoginBackoff) {
     this.#s = stores;
     this.#hasher = hasher;
     this.#backoff = backoff;
     this.#keys = keys;
     this.#sessions = sessions;
+    this.#byAddress = byAddress;
   }
 
   get(userId: string): UserRecord | undefined {
@@ -57,15 +60,18 @@ export class UserStore {
 
   /**
    * The user when the password is right; otherwise 401 (or 429 while backing off).
-   * With `onlyUserId`, a username of any other user fails the same way.
+   * With `onlyUserId`, a username of any other user fails the same way. `from` is the
+   * client address, throttled on its own as well.
    */
-  async checkPassword(username: string, hashedPassword: string, onlyUserId?: string): Promise<UserRecord> {
-    const user = await this.#backoff.attempt(username, async () => {
-      const id = this.#s.usernames.get(username);
-      const u = id === undefined || (onlyUserId !== undefined && id !== onlyUserId) ? undefined : this.#s.users.get(id);
-      if (!u) return this.#hasher.verifyNothing(hashedPassword).then(() => null);
-      return (await this.#hasher.verify(hashedPassword, u.password_hash)) ? u : null;
-    });
+  async checkPassword(username: string, hashedPassword: string, onlyUserId?: string, from?: string): Promise<UserRecord> {
+    const check = (): Promise<UserRecord | null> =>
+      this.#backoff.attempt(username, async () => {
+        const id = this.#s.usernames.get(username);
+        const u = id === undefined || (onlyUserId !== undefined && id !== onlyUserId) ? undefined : this.#s.users.get(id);
+        if (!u) return this.#hasher.verifyNothing(hashedPassword).then(() => null);
+        return (await this.#hasher.verify(hashedPassword, u.password_hash)) ? u : null;
+      });
+    const user = from !== undefined && this.#byAddress ? await this.#byAddress.attempt(from, check) : await check();
     if (!user) throw new HttpError(401, BAD_CREDENTIALS);
     return this.#s.users.get(user.user_id) ?? user;
   }

@@ -57,7 +57,8 @@ export interface ApiNode {
 
 /** `dataDir` reuses a directory (e.g. one kept by `stop({ keepData: true })`). */
 export async function startApiNode(env: Record<string, string> = {}, dataDir?: string): Promise<ApiNode> {
-  const t = await startTestNode({ CAIRN_BCRYPT_COST: '4', CAIRN_LOGIN_BACKOFF_MS: '300', ...env }, dataDir);
+  // Every test client shares 127.0.0.1: the per-address throttle is tested on its own.
+  const t = await startTestNode({ CAIRN_BCRYPT_COST: '4', CAIRN_LOGIN_BACKOFF_MS: '300', CAIRN_LOGIN_ADDRESS_FAILURES: '1000', ...env }, dataDir);
   return {
     t,
     url: t.nodeUrl,

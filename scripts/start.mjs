@@ -1,0 +1,43 @@
+/**
+ * `npm start`: compiles the node only when a source file changed since the last build
+ * (stamp dist/.build-stamp; sources are src/, workers/, package.json and the tsconfig
+ * files), then runs dist/src/main.js in this same process. One process from `npm start`
+ * down: the script is `exec node scripts/start.mjs`, so a signal npm forwards (kill of the
+ * npm pid, Ctrl-C) reaches the node itself, with no shell in between to orphan it. The
+ * build runs here rather than in `prestart` because npm skips pre-scripts under
+ * ignore-scripts.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const STAMP = join(root, 'dist', '.build-stamp');
+const MAIN = join(root, 'dist', 'src', 'main.js');
+
+function newest(path) {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return 0;
+  }
+  if (!st.isDirectory()) return st.mtimeMs;
+  let max = st.mtimeMs;
+  for (const name of readdirSync(path)) max = Math.max(max, newest(join(path, name)));
+  return max;
+}
+
+const sources = Math.max(...['src', 'workers', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].map((p) => newest(join(root, p))));
+const built = newest(STAMP);
+if (built === 0 || sources > built || newest(MAIN) === 0) {
+  process.stderr.write('building dist/ (tsc -p tsconfig.build.json) ...\n');
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+  mkdirSync(dirname(STAMP), { recursive: true });
+  writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+}
+await import(pathToFileURL(MAIN).href);

@@ -1,0 +1,139 @@
+/**
+ * What a newcomer meets on a first run: command-line tools that say how to use them and
+ * exit with meaningful codes, start-up errors that name the fix, a 401 that says which
+ * credentials are expected (and is logged without the token), an assignment for an
+ * unknown user refused.
+ */
+import t from 'tap';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { log } from '../src/log.js';
+import { Signer } from '../src/crypto/secp256k1.js';
+import { usage } from '../src/config.js';
+import { captureStderr, startApiNode, type ApiNode } from './helpers/node-api.js';
+
+const run = promisify(execFile);
+interface Out {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+async function tsx(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Out> {
+  const clean = { ...process.env };
+  for (const k of Object.keys(clean)) if (k.startsWith('CAIRN_')) delete clean[k];
+  try {
+    const r = await run(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...clean, ...env }, timeout: 60_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const n: ApiNode = await startApiNode();
+const tmp = mkdtempSync(join(tmpdir(), 'cairn-first-'));
+t.teardown(async () => {
+  await n.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+const ledgerBind = n.t.ledgerUrl.replace('http://', '');
+
+t.test('intkey: --help, CAIRN_LEDGER_BIND, unreachable URL, exit codes', async (t) => {
+  const help = await tsx('src/cli/intkey.ts', ['--help']);
+  t.equal(help.code, 0, '--help exits 0');
+  t.match(help.stdout, /usage: intkey/);
+  const bad = await tsx('src/cli/intkey.ts', ['frob']);
+  t.equal(bad.code, 2, 'a usage error exits 2');
+  const env = { CAIRN_DATA_DIR: tmp, CAIRN_LEDGER_BIND: ledgerBind };
+  const set = await tsx('src/cli/intkey.ts', ['set', 'nc', '5'], env);
+  t.equal(set.code, 0, `committed through CAIRN_LEDGER_BIND (${set.stderr})`);
+  t.match(set.stdout, /"COMMITTED"/);
+  const invalid = await tsx('src/cli/intkey.ts', ['dec', 'nc', '9'], env);
+  t.equal(invalid.code, 1, 'an INVALID batch exits non-zero');
+  t.match(invalid.stderr, /INVALID/);
+  const get = await tsx('src/cli/intkey.ts', ['get', 'nc'], env);
+  t.equal(get.stdout, 'nc: 5\n');
+  const closed = await new Promise<number>((res) => {
+    const s: Server = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => res(p));
+    });
+  });
+  const down = await tsx('src/cli/intkey.ts', ['get', 'nc'], { CAIRN_LEDGER_BIND: `127.0.0.1:${closed}` });
+  t.equal(down.code, 1);
+  t.match(down.stderr, new RegExp(`cannot reach the ledger gateway at http://127\\.0\\.0\\.1:${closed}.*CAIRN_LEDGER_BIND`), 'names the URL and the setting');
+  t.notMatch(down.stderr, /^intkey: fetch failed$/m);
+});
+
+t.test('token: --help prints usage, --wait waits for the key', async (t) => {
+  const help = await tsx('src/cli/token.ts', ['--help']);
+  t.equal(help.code, 0);
+  t.match(help.stdout, /usage: token/);
+  t.notMatch(help.stdout, /Cylinder:/, 'no token');
+  const missing = await tsx('src/cli/token.ts', ['--data-dir', join(tmp, 'none'), '--wait', '1']);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /admin\.priv does not exist.*waited 1 s/);
+});
+
+t.test('keygen writes a 0600 key and prints only its public key', async (t) => {
+  const out = join(tmp, 'agents', 'beta.priv');
+  const r = await tsx('src/cli/keygen.ts', ['--out', out]);
+  t.equal(r.code, 0, r.stderr);
+  const hex = readFileSync(out, 'utf8').trim();
+  t.equal(r.stdout.trim(), new Signer(hex).publicKey, 'the public key of the written private key');
+  t.notMatch(r.stdout + r.stderr, hex, 'the private key is not printed');
+  t.equal(statSync(out).mode & 0o777, 0o600);
+  const again = await tsx('src/cli/keygen.ts', ['--out', out]);
+  t.equal(again.code, 1, 'never overwrites');
+  t.equal(readFileSync(out, 'utf8').trim(), hex);
+  t.equal((await tsx('src/cli/keygen.ts', [])).code, 2, '--out is required');
+});
+
+t.test('node: --help lists the log level; a port in use names the flag; the log says where the data is', async (t) => {
+  t.match(usage(), /--log-level\s+CAIRN_LOG_LEVEL/);
+  t.match(usage(), /--data-auth\s+CAIRN_DATA_AUTH/);
+  const dir = join(tmp, 'busy');
+  const r = await tsx('src/main.ts', [], { CAIRN_DATA_DIR: dir, CAIRN_LEDGER_BIND: ledgerBind, CAIRN_NODE_BIND: '127.0.0.1:0', CAIRN_DATA_BIND: '127.0.0.1:0', CAIRN_POOL_THREADS: '1' });
+  t.equal(r.code, 1);
+  t.match(r.stderr, new RegExp(`cannot listen on ${ledgerBind.replace(/\./g, '\\.')} for interface ledger: the port is already in use.*--ledger-bind.*CAIRN_LEDGER_BIND`));
+  const lvl = await tsx('src/main.ts', ['--log-level', 'loud']);
+  t.equal(lvl.code, 2);
+  t.match(lvl.stderr, /log level: expected one of debug, info, warn, error, silent/);
+  t.ok(existsSync(join(dir, 'keys', 'admin.priv')), 'keys were made before the bind failed');
+});
+
+t.test('401 says what credentials are expected, logs a line, and leaks nothing', async (t) => {
+  log.setLevel('info');
+  const logs = captureStderr();
+  const none = await n.call('GET', '/status');
+  const noPrefix = await n.call('GET', '/status', { auth: 'Bearer s3cr3t-token-value' });
+  const badJwt = await n.call('GET', '/status', { auth: 'Bearer Cylinder:s3cr3t.jwt.value' });
+  logs.restore();
+  log.setLevel('warn');
+  for (const r of [none, noPrefix, badJwt]) {
+    t.equal(r.status, 401);
+    t.notMatch(r.text, /s3cr3t/, 'the token is not echoed');
+  }
+  for (const r of [none, noPrefix]) t.match((r.body as { message: string }).message, /Bearer Biome:.*Bearer Cylinder:.*Bearer OAuth2:/, 'names the accepted forms');
+  t.match((none.body as { message: string }).message, /no Authorization header/);
+  t.match((noPrefix.body as { message: string }).message, /lacks its type prefix/);
+  t.match((badJwt.body as { message: string }).message, /Cylinder token is not a valid JWT/);
+  t.match(logs.text(), /node: 401 on GET \/status: no Authorization header/, 'a log line');
+  t.notMatch(logs.text(), /s3cr3t/, 'never the token in the log');
+});
+
+t.test('an assignment for an unknown user or a malformed key is refused', async (t) => {
+  const role = await n.call('POST', '/authorization/roles', { auth: n.admin, body: { role_id: 'ops', display_name: 'Ops', permissions: ['status.read'] } });
+  t.equal(role.status, 200);
+  const nullUser = await n.call('POST', '/authorization/assignments', { auth: n.admin, body: { identity_type: 'user', identity: 'null', roles: ['ops'] } });
+  t.equal(nullUser.status, 404, 'user "null"');
+  t.match((nullUser.body as { message: string }).message, /no user with id "null"/);
+  const badKey = await n.call('POST', '/authorization/assignments', { auth: n.admin, body: { identity_type: 'key', identity: 'null', roles: ['ops'] } });
+  t.equal(badKey.status, 400, 'key "null"');
+  const list = await n.call('GET', '/authorization/assignments', { auth: n.admin });
+  t.same((list.body as { data: unknown[] }).data, [], 'nothing stored');
+});

@@ -1,0 +1,149 @@
+/**
+ * The shell walk-throughs of README.md, docs/node-api.md and docs/data-api.md run as
+ * written, and `npm start` stops when its npm process is killed.
+ *
+ * Convention: a ```sh block directly preceded by the line `<!-- walkthrough -->` belongs to
+ * its document's walk-through. A document's marked blocks run in order, unchanged, in one
+ * bash session with `set -Eeuo pipefail`, from a fresh directory that links the package
+ * (package.json, node_modules, src, workers, scripts, dist, tsconfig) so that `./data` is
+ * new, with CAIRN_LEDGER_BIND / CAIRN_NODE_BIND / CAIRN_DATA_BIND set to free ports (the
+ * docs derive their URLs from those variables, defaulting to the standard ports). The first
+ * command that fails ends the run, and the test names it. Whatever is still running
+ * afterwards (the session's process group) is killed.
+ */
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json'];
+const MARK = '<!-- walkthrough -->';
+
+/** The marked ```sh blocks of a markdown file, in order. */
+export function walkthroughBlocks(markdown: string): string[] {
+  const lines = markdown.split('\n');
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i]!.trim() !== MARK || lines[i + 1]?.trim() !== '```sh') continue;
+    const end = lines.indexOf('```', i + 2);
+    if (end < 0) throw new Error(`unclosed block after line ${i + 1}`);
+    out.push(lines.slice(i + 2, end).join('\n'));
+    i = end;
+  }
+  return out;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => res(port));
+    });
+  });
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((res) => {
+    const c = connect(port, '127.0.0.1');
+    c.once('connect', () => {
+      c.destroy();
+      res(true);
+    });
+    c.once('error', () => res(false));
+  });
+}
+
+interface Sandbox {
+  dir: string;
+  env: NodeJS.ProcessEnv;
+  ports: { ledger: number; node: number; data: number };
+}
+
+async function sandbox(): Promise<Sandbox> {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-walk-'));
+  for (const f of LINKED) if (existsSync(join(ROOT, f))) symlinkSync(join(ROOT, f), join(dir, f));
+  const ports = { ledger: await freePort(), node: await freePort(), data: await freePort() };
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const k of Object.keys(env)) if (k.startsWith('CAIRN_') || k.startsWith('TAP')) delete env[k];
+  Object.assign(env, {
+    CAIRN_LEDGER_BIND: `127.0.0.1:${ports.ledger}`,
+    CAIRN_NODE_BIND: `127.0.0.1:${ports.node}`,
+    CAIRN_DATA_BIND: `127.0.0.1:${ports.data}`,
+    CAIRN_POOL_THREADS: '1',
+    CAIRN_BCRYPT_COST: '4',
+  });
+  return { dir, env, ports };
+}
+
+/** Runs a script in its own process group; resolves with exit code and output, then kills the group. */
+function runBash(script: string, cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((res) => {
+    const file = join(cwd, 'walk.sh');
+    writeFileSync(file, script);
+    const p = spawn('bash', [file], { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const timer = setTimeout(() => {
+      err += `\n(walk-through timed out after ${timeoutMs} ms)`;
+      try {
+        process.kill(-p.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, timeoutMs);
+    p.on('close', (code) => {
+      clearTimeout(timer);
+      // Anything the walk-through left running (e.g. a node it did not stop).
+      try {
+        process.kill(-p.pid!, 'SIGTERM');
+      } catch {
+        // nothing left
+      }
+      res({ code, out, err });
+    });
+  });
+}
+
+const HEADER = `set -Eeuo pipefail
+trap 'echo "WALKTHROUGH FAILED (exit $?) at: $BASH_COMMAND" >&2' ERR
+`;
+
+for (const doc of ['README.md', 'docs/node-api.md', 'docs/data-api.md']) {
+  t.test(`${doc}: the marked shell blocks run as written`, async (t) => {
+    const blocks = walkthroughBlocks(readFileSync(join(ROOT, doc), 'utf8'));
+    t.ok(blocks.length > 0, 'the document has marked blocks');
+    const sb = await sandbox();
+    t.teardown(() => rmSync(sb.dir, { recursive: true, force: true }));
+    const r = await runBash(HEADER + blocks.join('\n'), sb.dir, sb.env, 150_000);
+    const failed = /WALKTHROUGH FAILED[^\n]*/.exec(r.err)?.[0];
+    t.equal(r.code, 0, failed ?? `exit ${r.code}`, { stderr: r.err.split('\n').slice(-25).join('\n') });
+    t.ok(existsSync(join(sb.dir, 'data', 'ledger.mdb')), 'the node kept its data in ./data');
+    for (const port of Object.values(sb.ports)) t.notOk(await portOpen(port), `port ${port} is free afterwards (the walk-through stopped the node)`);
+  });
+}
+
+t.test('kill of the npm start pid stops the node and frees its ports', async (t) => {
+  const sb = await sandbox();
+  t.teardown(() => rmSync(sb.dir, { recursive: true, force: true }));
+  const npm = spawn('npm', ['start'], { cwd: sb.dir, env: sb.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  npm.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((res) => npm.on('exit', () => res()));
+  const until = Date.now() + 90_000;
+  while (!(await portOpen(sb.ports.data)) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  t.ok(await portOpen(sb.ports.data), 'the node listens');
+  t.match(err, /data directory .*: new; genesis block written, keys created/, 'the log says where the data is and what was created');
+  npm.kill('SIGTERM');
+  await exited;
+  const stopBy = Date.now() + 10_000;
+  while ((await portOpen(sb.ports.ledger)) && Date.now() < stopBy) await new Promise((r) => setTimeout(r, 100));
+  for (const port of Object.values(sb.ports)) t.notOk(await portOpen(port), `port ${port} is free`);
+  t.match(err, /SIGTERM: shutting down[\s\S]*stopped/, 'the node shut down cleanly');
+});
