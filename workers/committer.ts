@@ -15,6 +15,12 @@ const db = openEnv(opts.dataDir);
 const pending = openPendingEnv(opts.dataDir);
 const committer = new Committer(db, pending, loadOrCreateKey(opts.nodeKeyFile), opts, post);
 
+// An error nothing handled stops block production and is reported as a fault (the node
+// then stops acknowledging and restarts), instead of ending this thread silently.
+const halt = (what: string, err: unknown): void => committer.halt(`${what} in the committer thread: ${err instanceof Error ? err.message : String(err)}`);
+process.on('unhandledRejection', (err) => halt('unhandled promise rejection', err));
+process.on('uncaughtException', (err) => halt('uncaught exception', err));
+
 port.on('message', (m: ToCommitter) => {
   if (m.type === 'enqueue') committer.enqueue(m.seg, m.batches);
   else if (m.type === 'shutdown') {

@@ -24,6 +24,7 @@ import type { CommitterOptions, FromCommitter } from './protocol.js';
 import { log } from '../log.js';
 import { decodeSegment } from '../store/pendingPool.js';
 import { faultPoint, type FaultPoint } from '../store/testFaults.js';
+import { writeFailure } from '../store/errors.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** Rolling-average window of the back-pressure limit (samples of batches per block). */
@@ -248,7 +249,7 @@ export class Committer {
       try {
         this.#round();
       } catch (err) {
-        this.#post({ type: 'fatal', message: `block production failed: ${String(err)}` });
+        this.#fail(`block production failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     }, wait);
   }
@@ -282,7 +283,7 @@ export class Committer {
     written.catch(() => undefined); // handled in order below
     this.#commits = this.#commits.then(() => written).then(
       () => this.#settle(built),
-      (err: unknown) => this.#fail(`${built.head ? `block ${built.head.blockNum}` : 'verdict'} write failed: ${describeError(err)}`),
+      async (err: unknown) => this.#fail(`${built.head ? `block ${built.head.blockNum}` : 'verdict'} write failed: ${(await writeFailure(err)).message}`),
     );
     this.#schedule();
   }
@@ -294,6 +295,11 @@ export class Committer {
    * every unsettled batch still in the pending pool. Later blocks already queued for
    * writing are refused by #write's parent check, so the chain never gets a gap.
    */
+  /** Stops the committer for a failure found outside it (an unhandled error in its thread). */
+  halt(message: string): void {
+    this.#fail(message);
+  }
+
   #fail(message: string): void {
     if (this.#failed) return;
     this.#failed = true;
@@ -493,7 +499,7 @@ export class Committer {
       })
       .then(
         () => undefined,
-        (err: unknown) => this.#post({ type: 'fatal', message: `pending pool cleanup failed: ${String(err)}` }),
+        async (err: unknown) => this.#fail(`pending pool cleanup failed: ${(await writeFailure(err)).message}`),
       )
       .finally(() => this.#drops.delete(p));
     this.#drops.add(p);
@@ -519,12 +525,6 @@ function missingDependency(batch: BatchMsg, known: (txnId: string) => boolean): 
   }
   const first = batch.transactions[0]?.headerSignature ?? '';
   return { txnId: first, dependency: 'unknown' };
-}
-
-/** An error as one short line (its message, never a stack). */
-export function describeError(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
 }
 
 export function encodeReceipt(r: Receipt): Uint8Array {

@@ -16,6 +16,7 @@ import { encodeSegment } from '../store/pendingPool.js';
 import { openPendingEnv } from '../store/db.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
 import { faultPoint } from '../store/testFaults.js';
+import { writeFailure } from '../store/errors.js';
 import type { VerifyResult } from './verify.js';
 import type { VerifyTask } from '../../workers/verify.js';
 import type { BlockEvent, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
@@ -417,8 +418,9 @@ export class Ledger {
         if (this.#ackDurability === 'flush') await this.#pendingDb.flushed;
       } catch (err) {
         for (const b of fresh) this.#pending.delete(b.id);
-        log.error(`pending pool write failed: ${err instanceof Error ? err.message : String(err)}`);
-        throw new LedgerUnavailable(`The batches could not be stored in the pending pool: ${err instanceof Error ? err.message : String(err)}`);
+        const cause = await writeFailure(err);
+        log.error(`pending pool write failed: ${cause.message}`);
+        throw new LedgerUnavailable(`The batches could not be stored in the pending pool: ${cause.message}`);
       } finally {
         for (const b of fresh) this.#writing.delete(b.id);
       }
