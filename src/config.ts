@@ -29,6 +29,12 @@ export interface Config {
   /** Starting value of that rolling average. */
   queueInitialAverage: number;
   /**
+   * Seconds a pending batch may wait for a dependency that is not committed, from its
+   * acceptance (from the restart for batches found in the pending pool at start); then
+   * it is INVALID, naming the missing dependency.
+   */
+  dependencyWaitSec: number;
+  /**
    * When a 202 is sent: 'flush' once the pending-pool write is synced to disk (survives a
    * power loss), 'commit' once it is committed to the OS (survives kill -9 of the node,
    * not a power loss; lower submit latency).
@@ -96,6 +102,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   minBlockIntervalMs: { flag: 'min-block-interval-ms', env: 'CAIRN_MIN_BLOCK_INTERVAL_MS', help: 'minimum ms between blocks (default 0)' },
   queueMultiplier: { flag: 'queue-multiplier', env: 'CAIRN_QUEUE_MULTIPLIER', help: 'back-pressure multiplier (default 10)' },
   queueInitialAverage: { flag: 'queue-initial-average', env: 'CAIRN_QUEUE_INITIAL_AVERAGE', help: 'initial batches-per-block average (default 30)' },
+  dependencyWaitSec: { flag: 'dependency-wait', env: 'CAIRN_DEPENDENCY_WAIT', help: 's a batch may wait for a missing dependency (default 60)' },
   ackDurability: { flag: 'ack-durability', env: 'CAIRN_ACK_DURABILITY', help: "202 after 'flush' (fsync, default) or 'commit'" },
   poolThreads: { flag: 'pool-threads', env: 'CAIRN_POOL_THREADS', help: 'verification workers (default: cores)' },
   maxBodyBytes: { flag: 'max-body-bytes', env: 'CAIRN_MAX_BODY_BYTES', help: 'request body limit (default 10485760)' },
@@ -191,6 +198,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     minBlockIntervalMs: int(get('minBlockIntervalMs') ?? '0', 'min block interval', 0),
     queueMultiplier: int(get('queueMultiplier') ?? '10', 'queue multiplier', 1),
     queueInitialAverage: int(get('queueInitialAverage') ?? '30', 'queue initial average', 1),
+    dependencyWaitSec: int(get('dependencyWaitSec') ?? '60', 'dependency wait', 1),
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
     maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig, usage, ConfigError, OPTIONS, type Config } from './config.js';
-import { startNode } from './node.js';
+import { startNode, type RunningNode } from './node.js';
 import { log } from './log.js';
 
 /** What a fresh data directory lacks; read before start so the log can say what was created. */
@@ -41,6 +41,44 @@ async function explainStartFailure(err: unknown, config: Config): Promise<string
   return `cannot listen on ${m[2]}:${m[3]} for interface ${m[1]}: ${why}. Choose another address with --${o.flag} host:port or ${o.env}=host:port (0 as port picks a free one). Data directory: ${config.dataDir}`;
 }
 
+/** Upper bound of an orderly stop after a fault: then the process ends regardless. */
+const FAULT_EXIT_MS = 15_000;
+
+let node: RunningNode | null = null;
+let stopping = false;
+
+/** Closes the node (in-flight answers are sent first) and ends the process with `code`. */
+function stop(why: string, code: number): void {
+  if (stopping) return;
+  stopping = true;
+  log.info(`${why}: shutting down`);
+  if (code !== 0) setTimeout(() => process.exit(code), FAULT_EXIT_MS).unref();
+  (node ? node.close() : Promise.resolve()).then(
+    () => {
+      if (code === 0) log.info('stopped');
+      process.exit(code);
+    },
+    (err: unknown) => {
+      log.error('shutdown failed', err);
+      process.exit(code || 1);
+    },
+  );
+}
+
+/**
+ * An error nothing handled (a rejected promise, e.g. from inside the store library, or a
+ * throw): the node can no longer vouch for its state. It stops acknowledging (the ledger
+ * fault), then ends non-zero in order, so that a supervisor restarts it from disk.
+ */
+function onProcessError(what: string, err: unknown): void {
+  const reason = `${what}: ${err instanceof Error ? err.message : String(err)}`;
+  if (node && node.ledger.fault === null) node.ledger.markFaulty(reason);
+  else {
+    log.error(reason);
+    if (!node) process.exit(1);
+  }
+}
+
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {
     process.stdout.write(usage());
@@ -57,8 +95,9 @@ async function main(): Promise<void> {
     throw err;
   }
   log.setLevel(config.logLevel);
+  process.on('unhandledRejection', (err) => onProcessError('unhandled promise rejection', err));
+  process.on('uncaughtException', (err) => onProcessError('uncaught exception', err));
   const missing = missingFiles(config.dataDir);
-  let node;
   try {
     node = await startNode(config);
   } catch (err) {
@@ -74,25 +113,10 @@ async function main(): Promise<void> {
     log.info(`data directory ${config.dataDir}: existing, head block ${node.ledger.head.blockNum}${made ? `; created ${made}` : ''}`);
   }
   log.info('ready; Ctrl-C (SIGINT) or SIGTERM stops the node cleanly');
-  let stopping = false;
-  const stop = (signal: string): void => {
-    // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): one shutdown.
-    if (stopping) return;
-    stopping = true;
-    log.info(`${signal}: shutting down`);
-    node.close().then(
-      () => {
-        log.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error('shutdown failed', err);
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  node.ledger.onFault(() => stop('ledger fault', 1));
+  // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): stop() runs once.
+  process.on('SIGINT', () => stop('SIGINT', 0));
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
 }
 
 main().catch((err: unknown) => {

@@ -43,3 +43,31 @@ t.test('429 under a tiny queue limit; node-key batches exempt', async (t) => {
   const after = await waitCommitted(n.ledgerUrl, [a.id, b.id, own.id, c.id]);
   t.same(after.map((s: { status: string }) => s.status), ['COMMITTED', 'COMMITTED', 'COMMITTED', 'UNKNOWN']);
 });
+
+t.test('a full queue exempts only unseen node-signed batches, each one', async (t) => {
+  const env = { CAIRN_QUEUE_MULTIPLIER: '1', CAIRN_QUEUE_INITIAL_AVERAGE: '1' };
+  let n = await startTestNode();
+  const nodeSigner = loadOrCreateKey(join(n.dataDir, 'keys', 'validator.priv'));
+  // A node-signed batch, committed: public on GET /batches, as every interface B write is.
+  const published = intkeyBatch(nodeSigner, [['set', 'pub', 1]]);
+  t.equal((await postBatches(n.ledgerUrl, batchList(published))).status, 202);
+  t.equal((await waitCommitted(n.ledgerUrl, [published.id]))[0].status, 'COMMITTED');
+  const dir = n.dataDir;
+  await n.stop({ keepData: true });
+  // Now a limit of 1 and no blocks: one client batch fills the queue.
+  n = await startTestNode({ ...env, CAIRN_MIN_BLOCK_INTERVAL_MS: '600000' }, dir);
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  t.equal((await postBatches(n.ledgerUrl, batchList(intkeyBatch(signer, [['set', 'fill', 1]])))).status, 202);
+  const mine = intkeyBatch(signer, [['set', 'mine', 1]]);
+  t.equal((await postBatches(n.ledgerUrl, batchList(mine))).status, 429, 'plain list refused');
+  const smuggled = await postBatches(n.ledgerUrl, batchList(published, mine));
+  t.equal(smuggled.status, 429, 'a copy of a committed node batch does not carry a client batch in');
+  t.equal(smuggled.json.error.code, 31);
+  const fresh = intkeyBatch(nodeSigner, [['set', 'fresh', 1]]);
+  t.equal((await postBatches(n.ledgerUrl, batchList(fresh, mine))).status, 429, 'nor does a fresh node batch');
+  t.equal((await postBatches(n.ledgerUrl, batchList(published))).status, 429, 'a seen node batch is not exempt');
+  t.equal((await postBatches(n.ledgerUrl, batchList(fresh))).status, 202, 'an unseen node batch is');
+  const st = await getJson(`${n.ledgerUrl}/batch_statuses?id=${mine.id},${fresh.id}`);
+  t.same(st.json.data.map((s: { status: string }) => s.status), ['UNKNOWN', 'PENDING']);
+});

@@ -6,6 +6,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { Committer } from '../src/ledger/committer.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
+import { writeFailure } from '../src/store/errors.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
 
 const port = parentPort!;
@@ -14,6 +15,14 @@ const post = (m: FromCommitter): void => port.postMessage(m);
 const db = openEnv(opts.dataDir);
 const pending = openPendingEnv(opts.dataDir);
 const committer = new Committer(db, pending, loadOrCreateKey(opts.nodeKeyFile), opts, post);
+
+// An error nothing handled stops block production and is reported as a fault (the node
+// then stops acknowledging and restarts), instead of ending this thread silently.
+// A failed LMDB commit is reported by its actual cause (EIO, ENOSPC), not lmdb-js's wrapper.
+const halt = (what: string, err: unknown): void =>
+  void writeFailure(err).then((cause) => committer.halt(`${what} in the committer thread: ${cause.message}`));
+process.on('unhandledRejection', (err) => halt('unhandled promise rejection', err));
+process.on('uncaughtException', (err) => halt('uncaught exception', err));
 
 port.on('message', (m: ToCommitter) => {
   if (m.type === 'enqueue') committer.enqueue(m.seg, m.batches);

@@ -9,7 +9,7 @@ import { HttpError, type Reply, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { linkReply } from './submit.js';
 
-const SUBMIT_STATUS = { EMPTY: 400, UNDECODABLE: 400, INVALID: 400, QUEUE_FULL: 429 } as const;
+const SUBMIT_STATUS = { EMPTY: 400, UNDECODABLE: 400, INVALID: 400, QUEUE_FULL: 429, UNAVAILABLE: 503 } as const;
 
 export async function postBatches(req: Req, be: DataBackend): Promise<Reply> {
   const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -23,9 +23,11 @@ export async function postBatches(req: Req, be: DataBackend): Promise<Reply> {
     const message =
       r.code === 'QUEUE_FULL'
         ? 'The ledger is busy (too many pending batches); retry later'
-        : r.code === 'EMPTY'
-          ? 'The BatchList is empty: submit at least one batch'
-          : `The submitted BatchList was rejected: it is poorly formed or has an invalid signature (${r.message})`;
+        : r.code === 'UNAVAILABLE'
+          ? r.message
+          : r.code === 'EMPTY'
+            ? 'The BatchList is empty: submit at least one batch'
+            : `The submitted BatchList was rejected: it is poorly formed or has an invalid signature (${r.message})`;
     throw new HttpError(SUBMIT_STATUS[r.code], message);
   }
   const eventId = await be.events.record(r.ids);

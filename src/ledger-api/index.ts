@@ -12,6 +12,7 @@ import { CommitWaits } from './waits.js';
 import { Subscriptions } from './subscriptions.js';
 import { selfUrl } from './links.js';
 import { serialize } from './schemas.js';
+import { ledgerError } from './errors.js';
 
 export interface LedgerApiContext {
   config: Config;
@@ -22,16 +23,21 @@ export interface LedgerApi {
   close(): void;
 }
 
-function registerNetwork(server: HttpServer, config: Config): void {
+function registerNetwork(server: HttpServer, config: Config, ledger: Ledger): void {
   // Configured peers: a single node has none.
   server.route('get', '/peers', (req: Req) => ({ status: 200, body: serialize.peers({ data: config.peers, link: selfUrl(req) }) }));
-  server.route('get', '/status', (req: Req) => ({
-    status: 200,
-    body: serialize.status({
-      data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
-      link: selfUrl(req),
-    }),
-  }));
+  server.route('get', '/status', (req: Req) => {
+    // A node that stopped on a fault is not a healthy validator: 503 code 18 with the reason,
+    // so that health checks and load balancers take it out until it has restarted.
+    if (ledger.fault !== null) throw ledgerError(18, `The validator stopped and is restarting: ${ledger.fault}`, true);
+    return {
+      status: 200,
+      body: serialize.status({
+        data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
+        link: selfUrl(req),
+      }),
+    };
+  });
 }
 
 export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): LedgerApi {
@@ -44,7 +50,7 @@ export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): Le
   registerBlocks(server, chain);
   registerState(server, chain);
   registerReceipts(server, ledger, waits);
-  registerNetwork(server, config);
+  registerNetwork(server, config, ledger);
   const subscriptions = new Subscriptions(server, chain);
   return {
     close: () => {

@@ -6,7 +6,13 @@ import { buildUrl, selfUrl } from './links.js';
 import { serialize } from './schemas.js';
 import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
 
-const SUBMIT_ERRORS = { EMPTY: 34, UNDECODABLE: 35, INVALID: 30, QUEUE_FULL: 31 } as const;
+/**
+ * UNAVAILABLE (the batches could not be stored, or the node stopped on a fault) answers
+ * upstream's 18, 503 "Validator Disconnected": what the gateway says when the validator
+ * behind it went away mid-request, which clients already treat as "retry later"; the
+ * message says why.
+ */
+const SUBMIT_ERRORS = { EMPTY: 34, UNDECODABLE: 35, INVALID: 30, QUEUE_FULL: 31, UNAVAILABLE: 18 } as const;
 
 async function submitBatches(ledger: Ledger, req: Req): Promise<Reply> {
   if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(42);

@@ -11,7 +11,7 @@
  */
 import protobuf from 'protobufjs';
 import type { Database, RootDatabase } from 'lmdb';
-import { Batch, BlockHeader, TransactionReceipt, encode, type BatchMsg } from '../proto/index.js';
+import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, encode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { sha256, type Signer } from '../crypto/secp256k1.js';
 import { MerkleTree, EMPTY_ROOT } from '../state/merkle.js';
 import { openLedgerStores, HEAD_KEY, ReadModelDbs, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
@@ -23,6 +23,8 @@ import { proposalPayload, settingsTxnAddresses } from '../families/settings.js';
 import type { CommitterOptions, FromCommitter } from './protocol.js';
 import { log } from '../log.js';
 import { decodeSegment } from '../store/pendingPool.js';
+import { faultPoint, type FaultPoint } from '../store/testFaults.js';
+import { writeFailure } from '../store/errors.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** Rolling-average window of the back-pressure limit (samples of batches per block). */
@@ -36,6 +38,14 @@ const QUEUE_SAMPLES = 5;
 const MAX_IN_FLIGHT = 4;
 /** Back-off when every pending batch waits on a dependency that is not committed yet. */
 const DEPENDENCY_RETRY_MS = 50;
+/** Default of CommitterOptions.dependencyWaitMs. */
+export const DEFAULT_DEPENDENCY_WAIT_MS = 60_000;
+/**
+ * Meta key of the pending-pool sequence high-water mark: every sequence number below it
+ * has been used. Written with each block or verdict, so that numbering never restarts
+ * below a stored verdict's `seq` (which would make a resubmitted batch look settled).
+ */
+export const SEQ_KEY = 'next_seq';
 
 interface PendingEntry {
   /** Position in the order of arrival (also the key of its segment plus its index). */
@@ -44,10 +54,19 @@ interface PendingEntry {
   seg: number;
   id: string;
   bytes: Uint8Array;
+  /** When the committer took it (ms since the epoch): start of its dependency wait. */
+  acceptedAt: number;
+  /**
+   * Tip (block id) at which it last waited on a dependency. Until the tip moves no
+   * transaction was committed since, so the batch still waits and is not re-executed.
+   */
+  waitTip?: string;
 }
 
 /** A block (or a set of verdicts) computed in memory, ready to be written. */
 interface Built {
+  /** The head this round was built on: it must still be the stored head when it is written. */
+  parent: ChainHead;
   head: ChainHead | null;
   included: Array<{ entry: PendingEntry; batch: BatchMsg; receipts: Receipt[] }>;
   invalid: Array<{ entry: PendingEntry; record: InvalidRecord }>;
@@ -101,6 +120,12 @@ export class Committer {
   #timer: NodeJS.Timeout | null = null;
   #lastBlockAt = 0;
   #closing = false;
+  /** Set when a write failed: nothing more is built, written or settled. */
+  #failed = false;
+  /** Highest sequence number durable in the ledger meta store (see SEQ_KEY). */
+  #seqMark = 0;
+  readonly #dependencyWaitMs: number;
+  readonly #writeFault: FaultPoint | null = faultPoint('ledger.write');
 
   constructor(
     root: RootDatabase,
@@ -116,6 +141,7 @@ export class Committer {
     this.#signer = signer;
     this.#opts = opts;
     this.#post = post;
+    this.#dependencyWaitMs = opts.dependencyWaitMs ?? DEFAULT_DEPENDENCY_WAIT_MS;
     this.#samples = [opts.queueInitialAverage];
     this.#avg = opts.queueInitialAverage;
     const dbs = new ReadModelDbs(root);
@@ -138,15 +164,18 @@ export class Committer {
     // The minimum block interval counts from start-up (genesis or restart) too.
     this.#lastBlockAt = Date.now();
     const settled: number[] = [];
+    this.#seqMark = (this.#s.meta.get(SEQ_KEY) as number | undefined) ?? 0;
+    this.#nextSeq = this.#seqMark;
+    const now = Date.now();
     for (const { key, value } of this.#pending.getRange({})) {
       let live = 0;
       decodeSegment(value).forEach((bytes, i) => {
         const seq = key + i;
-        this.#nextSeq = seq + 1;
+        this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
         const id = (Batch.decode(bytes) as unknown as BatchMsg).headerSignature;
         const verdict = this.#s.invalid.get(id);
         if (this.#queued.has(id) || this.#s.batchIndex.doesExist(id) || (verdict?.seq !== undefined && verdict.seq >= seq)) return;
-        this.#queue.push({ seq, seg: key, id, bytes });
+        this.#queue.push({ seq, seg: key, id, bytes, acceptedAt: now });
         this.#queued.add(id);
         live++;
       });
@@ -181,12 +210,12 @@ export class Committer {
       }),
     );
     const batch = buildBatch(this.#signer, txns);
-    const entry: PendingEntry = { seq: -1, seg: -1, id: batch.id, bytes: batch.bytes };
+    const entry: PendingEntry = { seq: -1, seg: -1, id: batch.id, bytes: batch.bytes, acceptedAt: Date.now() };
     const pre: ChainHead = { blockId: NULL_BLOCK_ID, blockNum: -1, stateRoot: EMPTY_ROOT };
     await this.#s.root.transaction(() => {
       for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
     });
-    const built = this.#execute(pre, [entry], Buffer.from('Genesis'));
+    const built = this.#execute(pre, [entry], Infinity, Buffer.from('Genesis'));
     if (!built.head || built.invalid.length) throw new Error('genesis batch failed to execute');
     await this.#write(built);
     return built.head;
@@ -199,10 +228,11 @@ export class Committer {
    */
   enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
     let live = 0;
+    const now = Date.now();
     batches.forEach((b, i) => {
       if (this.#queued.has(b.id) || this.#s.batchIndex.doesExist(b.id)) return;
       this.#queued.add(b.id);
-      this.#queue.push({ seq: seg + i, seg, id: b.id, bytes: b.bytes });
+      this.#queue.push({ seq: seg + i, seg, id: b.id, bytes: b.bytes, acceptedAt: now });
       live++;
     });
     if (live) this.#segments.set(seg, live);
@@ -211,7 +241,7 @@ export class Committer {
   }
 
   #schedule(delay?: number): void {
-    if (this.#timer || this.#closing || this.#inFlight >= MAX_IN_FLIGHT) return;
+    if (this.#timer || this.#closing || this.#failed || this.#inFlight >= MAX_IN_FLIGHT) return;
     if (this.#queue.length <= this.#inFlightBatches.size) return;
     const wait = delay ?? Math.max(0, this.#lastBlockAt + this.#opts.minBlockIntervalMs - Date.now());
     this.#timer = setTimeout(() => {
@@ -219,22 +249,21 @@ export class Committer {
       try {
         this.#round();
       } catch (err) {
-        this.#post({ type: 'fatal', message: `block production failed: ${String(err)}` });
+        this.#fail(`block production failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     }, wait);
   }
 
-  /** Builds the next block from the pending batches not already in a block in flight. */
+  /**
+   * Builds the next block from the pending batches not already in a block in flight, in
+   * order of arrival, looking past batches that wait on a dependency (they neither fill
+   * the block nor hold back the batches behind them).
+   */
   #round(): void {
-    if (this.#closing) return;
+    if (this.#closing || this.#failed) return;
     const max = this.#opts.maxBatchesPerBlock || Infinity;
-    const take: PendingEntry[] = [];
-    for (const e of this.#queue) {
-      if (take.length >= max) break;
-      if (!this.#inFlightBatches.has(e.id)) take.push(e);
-    }
     const consensusFor = (ids: string[]): Buffer => Buffer.concat([Buffer.from('Devmode'), sha256(ids.join(''))]);
-    const built = this.#execute(this.#tip, take, consensusFor);
+    const built = this.#execute(this.#tip, this.#queue, max, consensusFor);
     if (built.included.length === 0 && built.invalid.length === 0) {
       // Everything waits on dependencies: try again a little later.
       this.#schedule(DEPENDENCY_RETRY_MS);
@@ -254,13 +283,34 @@ export class Committer {
     written.catch(() => undefined); // handled in order below
     this.#commits = this.#commits.then(() => written).then(
       () => this.#settle(built),
-      (err: unknown) => this.#post({ type: 'fatal', message: `block commit failed: ${String(err)}` }),
+      async (err: unknown) => this.#fail(`${built.head ? `block ${built.head.blockNum}` : 'verdict'} write failed: ${(await writeFailure(err)).message}`),
     );
     this.#schedule();
   }
 
+  /**
+   * A write failed: the blocks built on it are in memory only, so the committer stops
+   * here (nothing more is built, written or settled) and reports it; the node stops
+   * acknowledging batches and exits, and the restart resumes from the durable head with
+   * every unsettled batch still in the pending pool. Later blocks already queued for
+   * writing are refused by #write's parent check, so the chain never gets a gap.
+   */
+  /** Stops the committer for a failure found outside it (an unhandled error in its thread). */
+  halt(message: string): void {
+    this.#fail(message);
+  }
+
+  #fail(message: string): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#post({ type: 'fatal', message });
+  }
+
   /** Runs once a built round is durable: publish it and release its bookkeeping. */
   #settle(built: Built): void {
+    if (this.#failed) return;
     this.#inFlight--;
     for (const [k] of built.merkleWrites) this.#overlay.map.delete(k.toString('latin1'));
     for (const id of built.txnIds) this.#inFlightTxns.delete(id);
@@ -303,11 +353,18 @@ export class Committer {
     }
   }
 
-  /** Executes `entries` on top of `parent` and computes the block (if any batch is valid). */
-  #execute(parent: ChainHead, entries: PendingEntry[], consensus: Buffer | ((ids: string[]) => Buffer)): Built {
+  /**
+   * Executes `entries` not already in flight on top of `parent`, until `max` of them are
+   * settled (included or invalid), and computes the block (if any batch is valid). A
+   * batch that waits on a dependency is skipped, and settled INVALID once it has waited
+   * longer than the dependency wait.
+   */
+  #execute(parent: ChainHead, entries: PendingEntry[], max: number, consensus: Buffer | ((ids: string[]) => Buffer)): Built {
     const tStart = performance.now();
+    const now = Date.now();
     const exec = new BlockExecutor({ get: (a) => this.#tree.get(parent.stateRoot, a) });
     const built: Built = {
+      parent,
       head: null,
       included: [],
       invalid: [],
@@ -320,9 +377,24 @@ export class Committer {
     };
     const committed = (id: string): boolean => this.#inFlightTxns.has(id) || this.#s.txnIndex.doesExist(id);
     for (const entry of entries) {
+      if (built.included.length + built.invalid.length >= max) break;
+      if (this.#inFlightBatches.has(entry.id)) continue;
+      const expired = now - entry.acceptedAt >= this.#dependencyWaitMs;
+      if (entry.waitTip === parent.blockId && !expired) continue;
       const batch = Batch.decode(entry.bytes) as unknown as BatchMsg;
       const outcome = exec.executeBatch(batch, committed);
-      if (outcome === 'wait') continue;
+      if (outcome === 'wait') {
+        if (!expired) {
+          entry.waitTip = parent.blockId;
+          continue;
+        }
+        const missing = missingDependency(batch, (id) => exec.txnIds.has(id) || committed(id));
+        const message =
+          `Dependency ${missing.dependency} of transaction ${missing.txnId} was not committed within ` +
+          `${Math.round(this.#dependencyWaitMs / 1000)} s of the batch's acceptance`;
+        built.invalid.push({ entry, record: { invalid_transactions: [{ id: missing.txnId, message, extended_data: '' }], seq: entry.seq } });
+        continue;
+      }
       if (outcome.ok) {
         built.included.push({ entry, batch, receipts: outcome.receipts });
         for (const t of batch.transactions) built.txnIds.push(t.headerSignature);
@@ -372,7 +444,21 @@ export class Committer {
     const s = this.#s;
     const { head, blockBytes } = built;
     const t0 = performance.now();
-    await s.root.transaction(() => {
+    const prevMark = this.#seqMark;
+    let seqMark = prevMark;
+    for (const { entry } of built.included) if (entry.seq >= seqMark) seqMark = entry.seq + 1;
+    for (const { entry } of built.invalid) if (entry.seq >= seqMark) seqMark = entry.seq + 1;
+    this.#seqMark = seqMark;
+    // A child transaction: if anything in here throws, none of this round's writes stay
+    // in the (shared, batched) LMDB transaction.
+    await s.root.childTransaction(() => {
+      this.#writeFault?.check();
+      // Written only on top of its parent: once a round failed, the rounds built on it fail too.
+      const stored = s.meta.get(HEAD_KEY) as ChainHead | undefined;
+      if ((stored?.blockId ?? NULL_BLOCK_ID) !== built.parent.blockId) {
+        throw new Error(`round built on block ${built.parent.blockNum}, but the stored head is ${stored?.blockNum ?? 'none'}`);
+      }
+      if (seqMark > prevMark) s.meta.put(SEQ_KEY, seqMark);
       for (const [k, v] of built.merkleWrites) s.merkle.put(k, v);
       if (head && blockBytes) {
         s.blocks.put(head.blockId, Buffer.from(blockBytes));
@@ -413,7 +499,7 @@ export class Committer {
       })
       .then(
         () => undefined,
-        (err: unknown) => this.#post({ type: 'fatal', message: `pending pool cleanup failed: ${String(err)}` }),
+        async (err: unknown) => this.#fail(`pending pool cleanup failed: ${(await writeFailure(err)).message}`),
       )
       .finally(() => this.#drops.delete(p));
     this.#drops.add(p);
@@ -427,6 +513,18 @@ export class Committer {
     await this.#commits;
     await Promise.all(this.#drops);
   }
+}
+
+/** The first dependency of `batch` that is neither earlier in the batch nor `known`. */
+function missingDependency(batch: BatchMsg, known: (txnId: string) => boolean): { txnId: string; dependency: string } {
+  const earlier = new Set<string>();
+  for (const t of batch.transactions) {
+    const h = TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg;
+    for (const dep of h.dependencies) if (!earlier.has(dep) && !known(dep)) return { txnId: t.headerSignature, dependency: dep };
+    earlier.add(t.headerSignature);
+  }
+  const first = batch.transactions[0]?.headerSignature ?? '';
+  return { txnId: first, dependency: 'unknown' };
 }
 
 export function encodeReceipt(r: Receipt): Uint8Array {

@@ -15,6 +15,8 @@ import { MerkleTree } from '../state/merkle.js';
 import { encodeSegment } from '../store/pendingPool.js';
 import { openPendingEnv } from '../store/db.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
+import { faultPoint } from '../store/testFaults.js';
+import { writeFailure } from '../store/errors.js';
 import type { VerifyResult } from './verify.js';
 import type { VerifyTask } from '../../workers/verify.js';
 import type { BlockEvent, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
@@ -29,11 +31,17 @@ export interface StatusEntry {
 
 export type SubmitResult =
   | { ok: true; ids: string[] }
-  | { ok: false; code: 'EMPTY' | 'UNDECODABLE' | 'INVALID' | 'QUEUE_FULL'; message: string };
+  /** UNAVAILABLE: the node cannot store batches now (a failed write, a fault, shutting down); retry later. */
+  | { ok: false; code: 'EMPTY' | 'UNDECODABLE' | 'INVALID' | 'QUEUE_FULL' | 'UNAVAILABLE'; message: string };
+
+/** Thrown by submitTrusted when the batches could not be made durable: nothing was acknowledged. */
+export class LedgerUnavailable extends Error {}
 
 interface QueuedBody {
   body: Uint8Array;
   nodeKeyOnly: string | undefined;
+  /** Set when the body got past a full queue only as the node's own, unseen batches (checked after verification). */
+  exemptOnly: boolean;
   resolve(r: SubmitResult): void;
   reject(e: unknown): void;
 }
@@ -63,6 +71,43 @@ const fromSource = import.meta.url.endsWith('.ts');
 const workerFile = (name: string): string =>
   fileURLToPath(new URL(`../../workers/${fromSource ? `dev-${name}.mjs` : `${name}.js`}`, import.meta.url));
 
+/**
+ * Number of batches in a BatchList body, by a scan of its top-level fields (no decoding,
+ * no copies): what the queue limit counts before any signature work. A body that is not
+ * a well-formed list counts as what was read so far, at least 1 (verification rejects it).
+ */
+export function countBatches(body: Uint8Array): number {
+  let n = 0;
+  let o = 0;
+  const len = body.length;
+  const varint = (): number => {
+    let v = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      if (o >= len) return -1;
+      const b = body[o++]!;
+      v += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return v;
+    }
+    return -1;
+  };
+  while (o < len) {
+    const tag = varint();
+    if (tag < 0) break;
+    const wire = tag & 7;
+    if (wire === 2) {
+      const l = varint();
+      if (l < 0 || o + l > len) break;
+      o += l;
+      if (tag >>> 3 === 1) n++;
+    } else if (wire === 0) {
+      if (varint() < 0) break;
+    } else if (wire === 1) o += 8;
+    else if (wire === 5) o += 4;
+    else break;
+  }
+  return Math.max(1, n);
+}
+
 export class Ledger {
   readonly stores: LedgerStores;
   readonly tree: MerkleTree;
@@ -75,6 +120,7 @@ export class Ledger {
   #queued: QueuedBody[] = [];
   #flushScheduled = false;
   #tasksInFlight = 0;
+  /** Batches of submissions accepted past the limit check and not answered yet. */
   #inflight = 0;
   readonly #pendingDb: RootDatabase<Buffer, number>;
   readonly #ackDurability: 'flush' | 'commit';
@@ -84,6 +130,15 @@ export class Ledger {
   readonly #pending = new Set<string>();
   readonly #waiters = new Map<string, Set<Waiter>>();
   readonly #listeners = new Set<(e: BlockEvent) => void>();
+  /**
+   * Durability of the pending-pool writes in progress, by batch id: a copy of a batch
+   * submitted while its first copy is being written waits for that same write, so that
+   * no 202 is sent before the batch is on disk.
+   */
+  readonly #writing = new Map<string, Promise<void>>();
+  readonly #pendingFault = faultPoint('pending.write');
+  #fault: string | null = null;
+  readonly #faultListeners = new Set<(reason: string) => void>();
   #closed = false;
   #backpressure = false;
 
@@ -109,6 +164,28 @@ export class Ledger {
     this.#ackDurability = ackDurability;
     this.queueLimit = ready.queueLimit;
     committer.on('message', (m: FromCommitter) => this.#onMessage(m));
+    committer.on('error', (err) => this.markFaulty(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`));
+    committer.on('exit', (code) => {
+      if (!this.#closed) this.markFaulty(`committer thread exited (code ${code})`);
+    });
+  }
+
+  /** Set once when the node can no longer guarantee its ledger: acknowledgements stop (503) and /status reports it. */
+  get fault(): string | null {
+    return this.#fault;
+  }
+
+  /** Idempotent; the first reason wins; logs one error line and tells the onFault listeners. */
+  markFaulty(reason: string): void {
+    if (this.#fault !== null) return;
+    this.#fault = reason;
+    log.error(`ledger fault, no more batches are accepted: ${reason}`);
+    for (const l of this.#faultListeners) l(reason);
+  }
+
+  /** Called once, on the fault (the process entry ends the process then). */
+  onFault(listener: (reason: string) => void): void {
+    this.#faultListeners.add(listener);
   }
 
   static async start(opts: { config: Config; db: RootDatabase; nodeSigner: Signer; nodeKeyFile: string }): Promise<Ledger> {
@@ -120,6 +197,7 @@ export class Ledger {
       minBlockIntervalMs: config.minBlockIntervalMs,
       queueMultiplier: config.queueMultiplier,
       queueInitialAverage: config.queueInitialAverage,
+      dependencyWaitMs: config.dependencyWaitSec * 1000,
     } satisfies CommitterOptions });
     const ready = await new Promise<{ head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }>((resolve, reject) => {
       const onMsg = (m: FromCommitter): void => {
@@ -151,7 +229,6 @@ export class Ledger {
       openPendingEnv(config.dataDir),
       config.ackDurability,
     );
-    committer.on('error', (err) => log.error('committer thread failed', err));
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
   }
@@ -170,7 +247,7 @@ export class Ledger {
       for (const id of m.invalid) this.#settle(id);
       for (const l of this.#listeners) l(m);
     } else if (m.type === 'fatal') {
-      log.error(`committer: ${m.message}`);
+      this.markFaulty(`committer: ${m.message}`);
     }
   }
 
@@ -190,16 +267,20 @@ export class Ledger {
     return this.#pending.size;
   }
 
-  /** True when a new submission must be refused (checked before any signature work). */
-  get overLimit(): boolean {
-    return this.pendingCount + this.#inflight >= this.queueLimit;
+  /** True when `batches` more would exceed the limit (checked before any signature work). */
+  overLimit(batches = 1): boolean {
+    return this.pendingCount + this.#inflight + batches > this.queueLimit;
   }
 
   /** Submits one POST /batches body. Resolves once every batch is durable in the pending pool. */
   submit(body: Uint8Array): Promise<SubmitResult> {
+    if (this.#fault !== null) return Promise.resolve(this.#unavailable());
     let nodeKeyOnly: string | undefined;
-    if (this.overLimit) {
-      // Batches signed by the node's own key are exempt; anything else is refused now.
+    // The limit counts batches, not requests: one list of many must not slip in as one.
+    const n = countBatches(body);
+    if (this.overLimit(n)) {
+      // Only the node's own batches are exempt, each one (checked after verification);
+      // a body without the node's key anywhere is refused now.
       if (Buffer.from(body.buffer, body.byteOffset, body.byteLength).indexOf(this.#nodeKeyBytes) < 0) {
         this.#noteBackpressure(true);
         return Promise.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
@@ -208,13 +289,32 @@ export class Ledger {
     } else {
       this.#noteBackpressure(false);
     }
-    this.#inflight++;
+    this.#inflight += n;
     return new Promise<SubmitResult>((resolve, reject) => {
-      this.#queued.push({ body, nodeKeyOnly, resolve, reject });
+      this.#queued.push({ body, nodeKeyOnly, exemptOnly: nodeKeyOnly !== undefined, resolve, reject });
       this.#maybeFlush();
     }).finally(() => {
-      this.#inflight--;
+      this.#inflight -= n;
     });
+  }
+
+  #faultMessage(): string {
+    return `The node stopped accepting batches and is restarting: ${this.#fault}`;
+  }
+
+  #unavailable(): SubmitResult {
+    return { ok: false, code: 'UNAVAILABLE', message: this.#faultMessage() };
+  }
+
+  /** Exempt from a full queue: signed by the node and neither pending, committed nor settled invalid. */
+  #exempt(b: { id: string; signer: string }): boolean {
+    return (
+      b.signer === this.nodePublicKey &&
+      !this.#pending.has(b.id) &&
+      !this.#writing.has(b.id) &&
+      !this.stores.batchIndex.doesExist(b.id) &&
+      !this.stores.invalid.doesExist(b.id)
+    );
   }
 
   #noteBackpressure(on: boolean): void {
@@ -261,6 +361,9 @@ export class Ledger {
     results.forEach((r, idx) => {
       const item = items[idx]!;
       if (!r.ok) return item.resolve(r);
+      if (item.exemptOnly && !r.batches.every((b) => this.#exempt(b))) {
+        return item.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
+      }
       for (const b of r.batches) batches.push({ id: b.id, bytes: item.body.slice(b.start, b.end) });
       accepted.push({ item, ids: r.batches.map((b) => b.id) });
     });
@@ -268,7 +371,9 @@ export class Ledger {
     try {
       await this.#persist(batches);
     } catch (err) {
-      for (const a of accepted) a.item.reject(err);
+      // Nothing of these bodies is acknowledged: each request gets the reason (503).
+      const message = err instanceof LedgerUnavailable ? err.message : `The batches could not be stored: ${String(err)}`;
+      for (const a of accepted) a.item.resolve({ ok: false, code: 'UNAVAILABLE', message });
       return;
     }
     for (const a of accepted) a.item.resolve({ ok: true, ids: a.ids });
@@ -278,33 +383,58 @@ export class Ledger {
    * Writes verified batches to the pending pool from this thread (lmdb-js commits on its
    * own writer thread), resolves once they are durable, then hands them to the committer.
    * The acknowledgement never waits for the committer's event loop, which may be busy
-   * executing a block. Batches already pending or committed are skipped.
+   * executing a block. Batches already pending or committed are skipped; a copy of a
+   * batch whose write is still in progress waits for that write. Throws LedgerUnavailable
+   * when the write fails (nothing is acknowledged then).
    */
   async #persist(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    if (this.#closed) throw new Error('ledger is shutting down');
+    if (this.#closed) throw new LedgerUnavailable('The node is shutting down');
+    if (this.#fault !== null) throw new LedgerUnavailable(this.#faultMessage());
     const seen = new Set<string>();
+    let earlier: Array<Promise<void>> | undefined;
     const fresh = batches.filter((b) => {
-      if (seen.has(b.id) || this.#pending.has(b.id) || this.stores.batchIndex.doesExist(b.id)) return false;
+      if (seen.has(b.id)) return false;
       seen.add(b.id);
-      return true;
+      const w = this.#writing.get(b.id);
+      if (w) (earlier ??= []).push(w);
+      return !w && !this.#pending.has(b.id) && !this.stores.batchIndex.doesExist(b.id);
     });
-    if (fresh.length === 0) return;
-    const seg = this.#nextSeq;
-    this.#nextSeq += fresh.length;
-    // Reserve the ids now so that a concurrent copy is not written twice.
-    for (const b of fresh) this.#pending.add(b.id);
-    try {
-      await this.#pendingDb.put(seg, encodeSegment(fresh));
-      if (this.#ackDurability === 'flush') await this.#pendingDb.flushed;
-    } catch (err) {
-      for (const b of fresh) this.#pending.delete(b.id);
-      throw err;
-    }
-    const msg: ToCommitter = { type: 'enqueue', seg, batches: fresh };
-    this.#committer.postMessage(msg);
+    if (fresh.length > 0) await Promise.all([this.#writeSegment(fresh), ...(earlier ?? [])]);
+    else if (earlier) await Promise.all(earlier);
   }
 
-  /** Submits batches the node built and signed itself: no verification, no back-pressure. */
+  #writeSegment(fresh: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    const seg = this.#nextSeq;
+    this.#nextSeq += fresh.length;
+    // Reserve the ids now so that a concurrent copy is not written twice (it waits for this write).
+    for (const b of fresh) this.#pending.add(b.id);
+    const write = (async (): Promise<void> => {
+      try {
+        if (this.#pendingFault) {
+          if (this.#pendingFault.delayMs) await new Promise((r) => setTimeout(r, this.#pendingFault!.delayMs));
+          this.#pendingFault.check();
+        }
+        await this.#pendingDb.put(seg, encodeSegment(fresh));
+        if (this.#ackDurability === 'flush') await this.#pendingDb.flushed;
+      } catch (err) {
+        for (const b of fresh) this.#pending.delete(b.id);
+        const cause = await writeFailure(err);
+        log.error(`pending pool write failed: ${cause.message}`);
+        throw new LedgerUnavailable(`The batches could not be stored in the pending pool: ${cause.message}`);
+      } finally {
+        for (const b of fresh) this.#writing.delete(b.id);
+      }
+      const msg: ToCommitter = { type: 'enqueue', seg, batches: fresh };
+      this.#committer.postMessage(msg);
+    })();
+    for (const b of fresh) this.#writing.set(b.id, write);
+    return write;
+  }
+
+  /**
+   * Submits batches the node built and signed itself: no verification, no back-pressure.
+   * Rejects with LedgerUnavailable when the node cannot store them.
+   */
   submitTrusted(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
     return this.#persist(batches);
   }

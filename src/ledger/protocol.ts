@@ -9,6 +9,12 @@ export interface CommitterOptions {
   minBlockIntervalMs: number;
   queueMultiplier: number;
   queueInitialAverage: number;
+  /**
+   * How long a batch may wait for a dependency that is not committed, counted from its
+   * acceptance (from the start of the committer for batches found in the pending pool at
+   * start); then it is settled INVALID. Default 60 000.
+   */
+  dependencyWaitMs?: number;
 }
 
 export type ToCommitter =

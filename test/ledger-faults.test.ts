@@ -1,0 +1,158 @@
+/**
+ * Storage faults, injected through the test-only hook (CAIRN_TEST_FAULTS): a failed
+ * pending-pool write answers 503 to its request and nothing else; a failed ledger write
+ * puts the node in the fault state (503 on every write of interfaces C and B, /status
+ * 503), and, run as a process, the node ends non-zero and a restart commits every
+ * acknowledged batch exactly once, with no gap in the chain.
+ */
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestNode } from './helpers/node.js';
+import { startChild } from './helpers/child.js';
+import { newSigner, intkeyBatch, batchList, postBatches, getJson, waitCommitted } from './helpers/batches.js';
+import { intkeyAddress } from '../src/families/intkey.js';
+import { decode as cborDecode } from '../src/codec/cbor.js';
+import { PREFIX_A } from './helpers/data-api.js';
+
+async function statusesOf(url: string, ids: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    const r = await fetch(`${url}/batch_statuses?wait=60`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(ids.slice(i, i + 500)),
+    });
+    out.push(...((await r.json()) as { data: Array<{ status: string }> }).data.map((s) => s.status));
+  }
+  return out;
+}
+
+async function withFaults<T>(spec: string, fn: () => Promise<T>): Promise<T> {
+  process.env.CAIRN_TEST_FAULTS = spec;
+  try {
+    return await fn();
+  } finally {
+    delete process.env.CAIRN_TEST_FAULTS;
+  }
+}
+
+t.test('a failed pending write answers 503 to that request only', async (t) => {
+  const n = await withFaults('pending.write:ENOSPC@2', () => startTestNode());
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  const [a, b, c] = [1, 2, 3].map((i) => intkeyBatch(signer, [['set', `p${i}`, i]]));
+  t.equal((await postBatches(n.ledgerUrl, batchList(a!))).status, 202);
+  const failed = await postBatches(n.ledgerUrl, batchList(b!));
+  t.equal(failed.status, 503);
+  t.equal(failed.json.error.code, 18);
+  t.match(failed.json.error.message, /could not be stored.*ENOSPC/);
+  t.equal((await postBatches(n.ledgerUrl, batchList(c!))).status, 202, 'the next write works again');
+  t.equal(n.node.ledger.fault, null, 'not a node fault');
+  const st = await waitCommitted(n.ledgerUrl, [a!.id, b!.id, c!.id]);
+  t.same(st.map((s: { status: string }) => s.status), ['COMMITTED', 'UNKNOWN', 'COMMITTED']);
+});
+
+t.test('a failed ledger write: 503 on C and B, /status 503', async (t) => {
+  // Write 1 is genesis; the first block after it fails.
+  const n = await withFaults('ledger.write:EIO@2', () => startTestNode());
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  const a = intkeyBatch(signer, [['set', 'f', 1]]);
+  t.equal((await postBatches(n.ledgerUrl, batchList(a))).status, 202);
+  for (let i = 0; i < 200 && n.node.ledger.fault === null; i++) await new Promise((r) => setTimeout(r, 50));
+  t.match(n.node.ledger.fault, /block 1 write failed: EIO/);
+  const b = intkeyBatch(signer, [['set', 'g', 1]]);
+  const refused = await postBatches(n.ledgerUrl, batchList(b));
+  t.equal(refused.status, 503);
+  t.same(Object.keys(refused.json), ['error']);
+  t.equal(refused.json.error.code, 18);
+  t.equal(refused.json.error.title, 'Validator Disconnected');
+  t.match(refused.json.error.message, /stopped accepting batches.*EIO/);
+  const status = await getJson(`${n.ledgerUrl}/status`);
+  t.equal(status.status, 503);
+  t.match(status.json.error.message, /EIO/);
+  const viaB = await fetch(`${n.dataUrl}/batches`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(batchList(b)) });
+  t.equal(viaB.status, 503);
+  t.match(((await viaB.json()) as { message: string }).message, /EIO/);
+  // Interface B's JSON writes (signed by the node) are refused too.
+  const json = await fetch(`${n.dataUrl}/organization`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ data: [{ id: 'acme', name: 'Acme Corp', alternate_ids: [`gs1_company_prefix:${PREFIX_A}`] }] }),
+  });
+  t.equal(json.status, 503);
+  t.match(((await json.json()) as { message: string }).message, /stopped accepting writes.*EIO/);
+  // The failed block is not reported: a stays PENDING (it is in the pending pool).
+  t.equal((await getJson(`${n.ledgerUrl}/batch_statuses?id=${a.id}`)).json.data[0].status, 'PENDING');
+  t.equal((await getJson(`${n.ledgerUrl}/blocks`)).json.data.length, 1, 'only genesis');
+});
+
+t.test('a failed block write ends the node; a restart commits every acknowledged batch once', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-fault-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // Genesis is write 1; block writes from 2 on; the 6th write fails while later blocks are built.
+  const child = await startChild(dir, { CAIRN_TEST_FAULTS: 'ledger.write:EIO@6', CAIRN_MAX_BATCHES_PER_BLOCK: '5' });
+  t.teardown(() => child.kill());
+  const signer = newSigner();
+  const acked: string[] = [];
+  const answers: Record<number, number> = {};
+  let stop = false;
+  void child.exited.then(() => {
+    stop = true;
+  });
+  const names = ['x', 'y', 'z'];
+  const seed = intkeyBatch(signer, names.map((k) => ['set', k, 0] as [string, string, number]));
+  t.equal((await postBatches(child.ledgerUrl, batchList(seed))).status, 202);
+  acked.push(seed.id);
+  t.equal((await waitCommitted(child.ledgerUrl, [seed.id]))[0].status, 'COMMITTED');
+  const worker = async (w: number): Promise<void> => {
+    for (let i = 0; !stop && i < 200; i++) {
+      const b = intkeyBatch(signer, [['inc', names[(w + i) % 3]!, 1]]);
+      try {
+        const r = await postBatches(child.ledgerUrl, batchList(b));
+        answers[r.status] = (answers[r.status] ?? 0) + 1;
+        if (r.status === 202) acked.push(b.id);
+      } catch {
+        return; // the process ended
+      }
+    }
+  };
+  await Promise.all([0, 1, 2, 3].map(worker));
+  const code = await Promise.race([child.exited, new Promise<string>((r) => setTimeout(() => r('still running'), 60_000))]);
+  t.ok(typeof code === 'number' && code !== 0, `the node ended non-zero on its own (${String(code)})`);
+  t.same(Object.keys(answers).filter((s) => s !== '202' && s !== '503'), [], `answers ${JSON.stringify(answers)}`);
+  t.equal(child.log().split('\n').filter((l) => l.includes('ledger fault,')).length, 1, 'one fault line');
+  t.match(child.log(), /ledger fault, no more batches are accepted: committer: block \d+ write failed: EIO/);
+
+  const n = await startTestNode({}, dir);
+  t.teardown(() => n.stop({ keepData: true }));
+  const st = await statusesOf(n.ledgerUrl, acked);
+  t.equal(st.filter((s) => s === 'COMMITTED').length, acked.length, `all ${acked.length} acknowledged batches committed`);
+  // The chain: contiguous numbers, each block on the previous, each batch once.
+  const blocks = (await getJson(`${n.ledgerUrl}/blocks?limit=1000&reverse=false`)).json.data as Array<{
+    header: { block_num: string; previous_block_id: string; batch_ids: string[] };
+    header_signature: string;
+  }>;
+  blocks.sort((a, b) => Number(a.header.block_num) - Number(b.header.block_num));
+  blocks.forEach((b, i) => {
+    if (Number(b.header.block_num) !== i) t.fail(`block ${i} missing`);
+    if (i > 0 && b.header.previous_block_id !== blocks[i - 1]!.header_signature) t.fail(`block ${i} not on block ${i - 1}`);
+  });
+  const inBlocks = blocks.flatMap((b) => b.header.batch_ids);
+  t.equal(new Set(inBlocks).size, inBlocks.length, 'no batch twice');
+  const inBlock = new Set(inBlocks);
+  t.ok(acked.every((id) => inBlock.has(id)), 'every acknowledged batch is in a block');
+  let sum = 0;
+  for (const k of names) {
+    const r = await getJson(`${n.ledgerUrl}/state/${intkeyAddress(k)}`);
+    const m = cborDecode(Buffer.from(r.json.data, 'base64')) as Map<string, number> | Record<string, number>;
+    sum += m instanceof Map ? m.get(k)! : m[k]!;
+  }
+  // Batches whose answer was lost as the process ended may have committed too: the values
+  // must equal the increments in the chain, which include every acknowledged one.
+  const committedIncs = inBlocks.length - 2; // genesis and seed
+  t.ok(committedIncs >= acked.length - 1, `${committedIncs} increments committed, ${acked.length - 1} acknowledged`);
+  t.equal(sum, committedIncs, 'intkey values equal the sum of the committed increments');
+});
