@@ -2,6 +2,7 @@
 import { loadConfig, usage, ConfigError } from './config.js';
 import { startNode } from './node.js';
 import { log } from './log.js';
+import { StartupError } from './store/lock.js';
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help')) {
@@ -37,6 +38,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof StartupError) {
+    log.error(err.message);
+    process.exit(err.exitCode);
+  }
   log.error('failed to start', err);
   process.exit(1);
 });

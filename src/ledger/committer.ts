@@ -138,7 +138,8 @@ export class Committer {
     // The minimum block interval counts from start-up (genesis or restart) too.
     this.#lastBlockAt = Date.now();
     const settled: number[] = [];
-    for (const { key, value } of this.#pending.getRange({})) {
+    // Keys below 0 are the pool's own records (its identity), not segments.
+    for (const { key, value } of this.#pending.getRange({ start: 0 })) {
       let live = 0;
       decodeSegment(value).forEach((bytes, i) => {
         const seq = key + i;

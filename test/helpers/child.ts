@@ -1,0 +1,94 @@
+/**
+ * Runs the node as a separate process (`src/main.ts` through tsx), as an operator would:
+ * for tests that need a second process, kill -9, or the exit code and message of a refusal.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface ChildNode {
+  child: ChildProcess;
+  pid: number;
+  ledgerUrl: string;
+  ports: { ledger: number; node: number; data: number };
+  /** Everything the process wrote to stderr so far. */
+  log(): string;
+  kill9(): Promise<void>;
+  stop(): Promise<number | null>;
+}
+
+export interface Exited {
+  code: number | null;
+  log: string;
+}
+
+const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv => ({
+  ...process.env,
+  CAIRN_DATA_DIR: dir,
+  CAIRN_LEDGER_BIND: '127.0.0.1:0',
+  CAIRN_NODE_BIND: '127.0.0.1:0',
+  CAIRN_DATA_BIND: '127.0.0.1:0',
+  CAIRN_POOL_THREADS: '1',
+  CAIRN_LOG_LEVEL: 'info',
+  ...env,
+});
+
+/** Spawns a node; resolves with it once it listens, or rejects with the log if it exits. */
+export function startChild(dir: string, env: Record<string, string> = {}): Promise<ChildNode> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
+    const onData = (): void => {
+      const m = /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)/.exec(log);
+      if (!m) return;
+      clearTimeout(timer);
+      child.stderr!.off('data', onData);
+      resolve({
+        child,
+        pid: child.pid!,
+        ledgerUrl: `http://127.0.0.1:${m[1]}`,
+        ports: { ledger: Number(m[1]), node: Number(m[2]), data: Number(m[3]) },
+        log: () => log,
+        kill9: async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+          await exited;
+        },
+        stop: async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+          return exited;
+        },
+      });
+    };
+    child.stderr!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`node exited with ${code}: ${log}`));
+    });
+  });
+}
+
+/** Runs a process that is expected to end (a refused start, a CLI command); resolves with its exit code and stderr+stdout. */
+export function runToExit(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<Exited> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const onData = (d: Buffer): void => {
+    log += d.toString();
+    // A node that should have refused but serves: end it, the log tells what happened.
+    if (args[0] === 'src/main.ts' && /ledger gateway \(C\) on/.test(log)) child.kill('SIGKILL');
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? -1 : null), log: log + (signal ? `\n[killed by ${signal}]` : '') });
+    });
+  });
+}
+
+/** Starts a node that must refuse to start; resolves with its exit code and log. */
+export function startRefused(dir: string, env: Record<string, string> = {}): Promise<Exited> {
+  return runToExit(['src/main.ts'], childEnv(dir, env));
+}
