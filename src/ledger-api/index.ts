@@ -1,5 +1,5 @@
 /** Interface C, the ledger gateway: Sawtooth 1.2 REST API routes and the state-delta websocket. */
-import type { HttpServer, Req } from '../http/server.js';
+import { HttpError, type HttpServer, type Req } from '../http/server.js';
 import type { Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { registerSubmit } from './submit.js';
@@ -22,16 +22,20 @@ export interface LedgerApi {
   close(): void;
 }
 
-function registerNetwork(server: HttpServer, config: Config): void {
+function registerNetwork(server: HttpServer, config: Config, ledger: Ledger): void {
   // Configured peers: a single node has none.
   server.route('get', '/peers', (req: Req) => ({ status: 200, body: serialize.peers({ data: config.peers, link: selfUrl(req) }) }));
-  server.route('get', '/status', (req: Req) => ({
-    status: 200,
-    body: serialize.status({
-      data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
-      link: selfUrl(req),
-    }),
-  }));
+  server.route('get', '/status', (req: Req) => {
+    // A known fault is reported, never hidden behind a 200.
+    if (ledger.fault !== null) throw new HttpError(503, `The node is faulty and does not guarantee its ledger: ${ledger.fault}`);
+    return {
+      status: 200,
+      body: serialize.status({
+        data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
+        link: selfUrl(req),
+      }),
+    };
+  });
 }
 
 export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): LedgerApi {
@@ -44,7 +48,7 @@ export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): Le
   registerBlocks(server, chain);
   registerState(server, chain);
   registerReceipts(server, ledger, waits);
-  registerNetwork(server, config);
+  registerNetwork(server, config, ledger);
   const subscriptions = new Subscriptions(server, chain);
   return {
     close: () => {

@@ -86,6 +86,7 @@ export class Ledger {
   readonly #listeners = new Set<(e: BlockEvent) => void>();
   #closed = false;
   #backpressure = false;
+  #fault: string | null = null;
 
   private constructor(
     stores: LedgerStores,
@@ -97,7 +98,8 @@ export class Ledger {
     ackDurability: 'flush' | 'commit',
   ) {
     this.stores = stores;
-    this.tree = new MerkleTree(stores.merkle);
+    // Reads served to clients are checked against the node hashes.
+    this.tree = new MerkleTree(stores.merkle, { verify: true });
     this.#pool = pool;
     this.#committer = committer;
     this.nodePublicKey = nodePublicKey;
@@ -154,6 +156,17 @@ export class Ledger {
     committer.on('error', (err) => log.error('committer thread failed', err));
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
+  }
+
+  /** Set once when the node can no longer guarantee its ledger: acknowledgements stop (503) and /status reports it. */
+  get fault(): string | null {
+    return this.#fault;
+  }
+
+  markFaulty(reason: string): void {
+    if (this.#fault !== null) return;
+    this.#fault = reason;
+    log.error(`ledger fault: ${reason}`);
   }
 
   onBlock(listener: (e: BlockEvent) => void): () => void {
