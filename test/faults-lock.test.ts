@@ -5,6 +5,7 @@
  */
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, startRefused } from './helpers/child.js';
@@ -36,8 +37,18 @@ t.test('a second process on the same data directory exits 2 naming the directory
   t.equal(status.status, 200, 'the first node still serves');
 });
 
+/** A port free right now (the kernel does not share ports it picked itself, so tests pick one). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 t.test('a second process on the same ports fails to listen instead of sharing the port', async (t) => {
-  const first = await startChild(tempDir(t));
+  const first = await startChild(tempDir(t), { CAIRN_LEDGER_BIND: `127.0.0.1:${await freePort()}` });
   t.teardown(() => first.kill9());
   const second = await startRefused(tempDir(t), { CAIRN_LEDGER_BIND: `127.0.0.1:${first.ports.ledger}` });
   t.not(second.code, 0, `refused (log: ${second.log})`);
