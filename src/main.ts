@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { loadConfig, usage, ConfigError, OPTIONS, type Config } from './config.js';
 import { startNode, type RunningNode } from './node.js';
 import { log } from './log.js';
+import { StartupError } from './store/lock.js';
 
 /** What a fresh data directory lacks; read before start so the log can say what was created. */
 function missingFiles(dataDir: string): string[] {
@@ -120,6 +121,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((err: unknown) => {
+  if (err instanceof StartupError) {
+    log.error(err.message);
+    process.exit(err.exitCode);
+  }
   log.error('failed to start', err);
   process.exit(1);
 });

@@ -9,6 +9,8 @@ import { createRequire } from 'node:module';
 import type { RootDatabase } from 'lmdb';
 import type { Config } from './config.js';
 import { openEnv } from './store/db.js';
+import { lockDataDir } from './store/lock.js';
+import { preflight } from './store/preflight.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
 import type { Signer } from './crypto/secp256k1.js';
@@ -52,6 +54,17 @@ function ensureAdminKeysFile(file: string, adminPublicKey: string): void {
 
 export async function startNode(config: Config): Promise<RunningNode> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  // First of all: no other process may use this directory while we do.
+  const lock = await lockDataDir(config.dataDir);
+  try {
+    return await startLocked(config, lock);
+  } catch (err) {
+    await lock.release();
+    throw err;
+  }
+}
+
+async function startLocked(config: Config, lock: { release(): Promise<void> }): Promise<RunningNode> {
   const nodeKeyFile = join(config.dataDir, 'keys', 'validator.priv');
   const nodeSigner = loadOrCreateKey(nodeKeyFile);
   const adminSigner = loadOrCreateKey(join(config.dataDir, 'keys', 'admin.priv'));
@@ -59,8 +72,15 @@ export async function startNode(config: Config): Promise<RunningNode> {
   log.info(`signature backend: ${backend === 'native' ? 'native libsecp256k1' : '@noble/secp256k1 (pure JS fallback)'}`);
   log.info(`validator public key ${nodeSigner.publicKey}`);
 
-  const db = openEnv(config.dataDir);
-  const ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile });
+  // Damaged or mismatched files are refused here, with a message naming them.
+  const db = await preflight(config.dataDir, () => openEnv(config.dataDir));
+  let ledger: Ledger;
+  try {
+    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile });
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
 
   const ledgerServer = new HttpServer({
     name: 'ledger',
@@ -116,6 +136,7 @@ export async function startNode(config: Config): Promise<RunningNode> {
       await dataApi.close();
       await ledger.close();
       await db.close();
+      await lock.release();
     },
   };
 }

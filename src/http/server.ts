@@ -64,6 +64,8 @@ const STATUS_TEXT: Record<number, string> = {
   409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 429: '429 Too Many Requests',
   500: '500 Internal Server Error', 503: '503 Service Unavailable',
 };
+/** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the enum is declared but not exported at run time). */
+const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 const statusLine = (s: number): string => STATUS_TEXT[s] ?? `${s} Status`;
 
 const METHOD_NAMES: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE', options: 'OPTIONS' };
@@ -112,8 +114,11 @@ export class HttpServer {
   listen(host: string, port: number): Promise<number> {
     this.#finish();
     return new Promise((resolve, reject) => {
-      this.app.listen(host, port, (token) => {
-        if (!token) return reject(new Error(`${this.#opts.name}: cannot listen on ${host}:${port}`));
+      // Exclusive: without it uWS sets SO_REUSEPORT and a second process on the same port
+      // would silently share the traffic (the typings lack the host + options overload).
+      const listen = this.app.listen as unknown as (h: string, p: number, o: number, cb: (t: us_listen_socket | false) => void) => void;
+      listen.call(this.app, host, port, LIBUS_LISTEN_EXCLUSIVE_PORT, (token) => {
+        if (!token) return reject(new Error(`${this.#opts.name}: cannot listen on ${host}:${port} (is the port in use by another process?)`));
         this.#listen = token;
         resolve(uws.us_socket_local_port(token));
       });

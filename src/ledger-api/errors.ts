@@ -53,6 +53,7 @@ const GENERIC_TITLES: Record<number, string> = {
   405: 'Method Not Allowed',
   413: 'Request Entity Too Large',
   500: 'Internal Server Error',
+  503: 'Service Unavailable',
 };
 
 /** Throws an interface C error; `extra` is appended to (or replaces) the message. */

@@ -1,5 +1,5 @@
 /** Interface C, the ledger gateway: Sawtooth 1.2 REST API routes and the state-delta websocket. */
-import type { HttpServer, Req } from '../http/server.js';
+import { HttpError, type HttpServer, type Req } from '../http/server.js';
 import type { Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { registerSubmit } from './submit.js';

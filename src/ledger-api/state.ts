@@ -1,6 +1,6 @@
 /** GET /state (leaves under an address prefix, paged by address) and GET /state/{address}. */
-import type { HttpServer, Reply, Req } from '../http/server.js';
-import { UnknownRootError } from '../state/merkle.js';
+import { HttpError, type HttpServer, type Reply, type Req } from '../http/server.js';
+import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
 import { ledgerError } from './errors.js';
 import { selfUrl } from './links.js';
 import { b64 } from './json.js';
@@ -11,12 +11,20 @@ import type { ChainReader } from './chain.js';
 
 type Leaf = { address: string; value: Buffer };
 
-/** A state root the tree no longer (or never) held: upstream's NO_ROOT, 404 code 50. */
-function withRoot<T>(f: () => T): T {
+/**
+ * A state root the tree no longer (or never) held: upstream's NO_ROOT, 404 code 50 (a
+ * root pruned away answers the same). State that fails its hash check is never served: 503,
+ * and the ledger is marked faulty.
+ */
+function withRoot<T>(chain: ChainReader, f: () => T): T {
   try {
     return f();
   } catch (err) {
     if (err instanceof UnknownRootError) throw ledgerError(50, `: state root ${err.root} is not available`);
+    if (err instanceof CorruptStateError) {
+      chain.ledger.markFaulty(`state read failed its integrity check: ${err.message}`);
+      throw new HttpError(503, 'The stored state failed its integrity check and is not served; the node needs an operator (see the Durability section of the README)');
+    }
     throw err;
   }
 }
@@ -26,7 +34,7 @@ function fetchState(chain: ChainReader, req: Req): Reply {
   const address = req.params[0]!;
   if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(62, `: got "${address}"`);
   // Only a full address can hold a leaf; a shorter well-formed one names an interior node.
-  const value = address.length === 70 ? withRoot(() => chain.ledger.tree.get(head.stateRoot, address)) : undefined;
+  const value = address.length === 70 ? withRoot(chain, () => chain.ledger.tree.get(head.stateRoot, address)) : undefined;
   if (value === undefined) throw ledgerError(75, `: ${address}`);
   return { status: 200, body: serialize.stateOne({ data: b64(value), head: head.id, link: selfUrl(req, { head: head.id }) }) };
 }
@@ -38,7 +46,7 @@ function listState(chain: ChainReader, req: Req): Reply {
   if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(62, `: got "${prefix}"`);
   const reverse = parseReverse(req, 'default');
   const tree = chain.ledger.tree;
-  const page: Page<Leaf> = withRoot(() => {
+  const page: Page<Leaf> = withRoot(chain, () => {
     const start = paging.start;
     if (start === undefined) return takePage(tree.entries(head.stateRoot, prefix, { reverse }), (e) => e.address, paging.limit);
     const from = ADDRESS_PREFIX_RE.test(start) ? tree.entries(head.stateRoot, prefix, { start, reverse }) : undefined;

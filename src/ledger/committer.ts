@@ -167,7 +167,8 @@ export class Committer {
     this.#seqMark = (this.#s.meta.get(SEQ_KEY) as number | undefined) ?? 0;
     this.#nextSeq = this.#seqMark;
     const now = Date.now();
-    for (const { key, value } of this.#pending.getRange({})) {
+    // Keys below 0 are the pool's own records (its identity), not segments.
+    for (const { key, value } of this.#pending.getRange({ start: 0 })) {
       let live = 0;
       decodeSegment(value).forEach((bytes, i) => {
         const seq = key + i;

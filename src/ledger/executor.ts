@@ -6,6 +6,7 @@
 import { TransactionHeader, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { findFamily } from '../families/index.js';
 import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
+import { sha512Hex } from '../crypto/secp256k1.js';
 
 export interface StateReader {
   get(address: string): Uint8Array | undefined;
@@ -116,6 +117,17 @@ export class BlockExecutor {
         if (!seen.has(dep) && !this.txnIds.has(dep) && !isCommitted(dep)) return 'wait';
       }
       seen.add(id);
+    }
+    // The payload is checked again here, not only at submission: a batch is executed as
+    // stored, and one damaged since (or handed in without verification) must never be sealed.
+    for (let i = 0; i < batch.transactions.length; i++) {
+      const t = batch.transactions[i]!;
+      if (sha512Hex(t.payload) !== headers[i]!.payloadSha512) {
+        return {
+          ok: false,
+          invalid: { id: t.headerSignature, message: 'payload_sha512 does not match the payload', extendedData: new Uint8Array(0) },
+        };
+      }
     }
     const batchWrites: Writes = new Map();
     const receipts: Receipt[] = [];

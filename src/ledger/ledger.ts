@@ -152,7 +152,8 @@ export class Ledger {
     ackDurability: 'flush' | 'commit',
   ) {
     this.stores = stores;
-    this.tree = new MerkleTree(stores.merkle);
+    // Reads served to clients are checked against the node hashes.
+    this.tree = new MerkleTree(stores.merkle, { verify: true });
     this.#pool = pool;
     this.#committer = committer;
     this.nodePublicKey = nodePublicKey;

@@ -41,6 +41,30 @@ export class UnknownRootError extends Error {
   }
 }
 
+/**
+ * A stored record does not hash to its key, or a record a node points at is missing: the
+ * state database is damaged, and what it would return cannot be trusted.
+ */
+export class CorruptStateError extends Error {
+  override name = 'CorruptStateError';
+}
+
+/** Hash (hex) of the top node of a stored record, recomputed from its content. */
+function recordHash(r: MerkleRecord): string {
+  if (r.branch) {
+    const toks = new Array<number>(r.n);
+    const hs = new Array<number>(r.n);
+    for (let i = 0, o = BRANCH_HEAD; i < r.n; i++, o += ENTRY) {
+      toks[i] = r.rec[o]!;
+      hs[i] = o + 1;
+    }
+    return hashNode(toks, hs, r.value, r.rec);
+  }
+  let h: ChildHash = r.endLeaf ? hashLeaf(r.end) : r.end;
+  for (let i = r.tokens.length - 1; i >= 0; i--) h = hashSingle(r.tokens[i]!, h);
+  return typeof h === 'string' ? h : Buffer.from(h as Uint8Array).toString('hex');
+}
+
 const ADDRESS_RE = /^(?:[0-9a-f]{2})*$/;
 const ROOT_RE = /^[0-9a-f]{64}$/;
 
@@ -135,8 +159,29 @@ interface Frame {
 
 export class MerkleTree {
   private readonly key = Buffer.alloc(32);
+  /** Check every record read against its key (content-addressed: the key is its hash). */
+  private readonly verify: boolean;
 
-  constructor(private readonly db: Database<Buffer, Buffer>) {}
+  constructor(
+    private readonly db: Database<Buffer, Buffer>,
+    opts: { verify?: boolean } = {},
+  ) {
+    this.verify = opts.verify === true;
+  }
+
+  /** Parses a record read under `key`, checking its hash when verifying. */
+  private parse(key: Buffer, raw: Buffer): MerkleRecord {
+    let r: MerkleRecord;
+    try {
+      r = parseRecord(raw);
+    } catch (err) {
+      throw new CorruptStateError(`merkle record ${key.toString('hex')} is damaged: ${(err as Error).message}`);
+    }
+    if (this.verify && recordHash(r) !== key.toString('hex')) {
+      throw new CorruptStateError(`merkle record ${key.toString('hex')} does not match its hash: the state database is damaged`);
+    }
+    return r;
+  }
 
   /** Records needed for the empty root (write them once at genesis). */
   static emptyRootWrites(): Array<[Buffer, Buffer]> {
@@ -159,7 +204,7 @@ export class MerkleTree {
     let d = 0;
     for (;;) {
       // getBinaryFast's buffer is reused by the next read: copy what we keep before reading.
-      const r = parseRecord(raw);
+      const r = this.parse(key, raw);
       if (r.branch) {
         if (d === addr.length) return r.value === null ? undefined : Buffer.from(r.value);
         const i = findChild(r.rec, r.n, addr[d]!);
@@ -319,7 +364,7 @@ export class MerkleTree {
   private load(hash: Buffer): MerkleRecord {
     const rec = this.db.getBinary(hash);
     if (rec === undefined) throw missing(hash);
-    return parseRecord(rec);
+    return this.parse(hash, rec);
   }
 
   /** Turns the top node of a Ref into an MNode (its children stay unloaded). */
@@ -514,7 +559,7 @@ export class MerkleTree {
 }
 
 function missing(hash: Buffer): Error {
-  return new Error(`merkle record ${hash.toString('hex')} is missing: the state database is corrupt`);
+  return new CorruptStateError(`merkle record ${hash.toString('hex')} is missing: the state database is corrupt`);
 }
 
 /** Reference implementation: root hash computed from scratch from a full leaf map (used by tests; may be slow). */

@@ -1,60 +1,103 @@
 /**
- * Runs the node as a child process (src/main.ts) on ephemeral ports, for tests that need
- * kill -9 or that check how the process itself ends.
+ * Runs the node as a separate process (`src/main.ts` through tsx), as an operator would:
+ * for tests that need a second process, kill -9, or the exit code and message of a refusal.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 
 export interface ChildNode {
+  child: ChildProcess;
+  pid: number;
   ledgerUrl: string;
   dataUrl: string;
-  /** Everything the node logged so far. */
+  ports: { ledger: number; node: number; data: number };
+  /** Everything the process wrote to stderr so far. */
   log(): string;
   /** Resolves with the exit code (null when killed by a signal). */
   exited: Promise<number | null>;
+  kill9(): Promise<void>;
+  /** Same as kill9. */
   kill(): Promise<void>;
+  stop(): Promise<number | null>;
 }
 
+export interface Exited {
+  code: number | null;
+  log: string;
+}
+
+const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv => ({
+  ...process.env,
+  CAIRN_DATA_DIR: dir,
+  CAIRN_LEDGER_BIND: '127.0.0.1:0',
+  CAIRN_NODE_BIND: '127.0.0.1:0',
+  CAIRN_DATA_BIND: '127.0.0.1:0',
+  CAIRN_POOL_THREADS: '1',
+  CAIRN_LOG_LEVEL: 'info',
+  ...env,
+});
+
+/** Spawns a node; resolves with it once it listens, or rejects with the log if it exits. */
 export function startChild(dir: string, env: Record<string, string> = {}): Promise<ChildNode> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: {
-      ...process.env,
-      CAIRN_DATA_DIR: dir,
-      CAIRN_LEDGER_BIND: '127.0.0.1:0',
-      CAIRN_NODE_BIND: '127.0.0.1:0',
-      CAIRN_DATA_BIND: '127.0.0.1:0',
-      CAIRN_POOL_THREADS: '1',
-      CAIRN_LOG_LEVEL: 'info',
-      ...env,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    log += d.toString();
-  });
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
-    const poll = setInterval(() => {
-      const c = /ledger gateway \(C\) on 127\.0\.0\.1:(\d+), node \(A\) on 127\.0\.0\.1:\d+, data \(B\) on 127\.0\.0\.1:(\d+)/.exec(log);
-      if (!c) return;
-      clearInterval(poll);
+    const onData = (): void => {
+      const m = /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)/.exec(log);
+      if (!m) return;
       clearTimeout(timer);
+      child.stderr!.off('data', onData);
+      const kill9 = async (): Promise<void> => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        await exited;
+      };
       resolve({
-        ledgerUrl: `http://127.0.0.1:${c[1]}`,
-        dataUrl: `http://127.0.0.1:${c[2]}`,
-        log: () => log,
+        child,
+        pid: child.pid!,
+        ledgerUrl: `http://127.0.0.1:${m[1]}`,
+        dataUrl: `http://127.0.0.1:${m[3]}`,
         exited,
-        kill: async () => {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-          await exited;
+        ports: { ledger: Number(m[1]), node: Number(m[2]), data: Number(m[3]) },
+        log: () => log,
+        kill9,
+        kill: kill9,
+        stop: async () => {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+          return exited;
         },
       });
-    }, 20);
+    };
+    child.stderr!.on('data', onData);
     void exited.then((code) => {
-      clearInterval(poll);
       clearTimeout(timer);
       reject(new Error(`node exited with ${code}: ${log}`));
     });
   });
+}
+
+/** Runs a process that is expected to end (a refused start, a CLI command); resolves with its exit code and stderr+stdout. */
+export function runToExit(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<Exited> {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  const onData = (d: Buffer): void => {
+    log += d.toString();
+    // A node that should have refused but serves: end it, the log tells what happened.
+    if (args[0] === 'src/main.ts' && /ledger gateway \(C\) on/.test(log)) child.kill('SIGKILL');
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? -1 : null), log: log + (signal ? `\n[killed by ${signal}]` : '') });
+    });
+  });
+}
+
+/** Starts a node that must refuse to start; resolves with its exit code and log. */
+export function startRefused(dir: string, env: Record<string, string> = {}): Promise<Exited> {
+  return runToExit(['src/main.ts'], childEnv(dir, env));
 }

@@ -1,0 +1,73 @@
+/**
+ * Sanity checks of an LMDB data file made BEFORE LMDB maps it. LMDB trusts its file: a
+ * truncated file is mapped anyway and the first read past the end kills the process with
+ * SIGBUS, and a zeroed header fails with a bare "not an LMDB file". Here the two meta
+ * pages are read with plain file I/O and the file is refused with a message that names it.
+ *
+ * Meta page layout (LMDB data format version 2, as lmdb-js writes it; little-endian):
+ *   page header: pgno u64 @0, txnid u64 @8, flags u16 @18 (P_META = 0x08)
+ *   meta:        magic u32 @24 (0xBEEFC0DE), version u32 @28, page size u32 @48 (in the
+ *                free-list database record), last used page u64 @144, transaction id u64 @152
+ * Meta page 0 is at offset 0, meta page 1 at offset `page size`.
+ */
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+
+const MAGIC = 0xbeefc0de;
+const P_META = 0x08;
+const META_BYTES = 160;
+
+export interface MetaInfo {
+  pageSize: number;
+  lastPage: bigint;
+  txnId: bigint;
+}
+
+/** Why a meta page is unusable, or its content. */
+function readMeta(b: Buffer, index: number): MetaInfo | string {
+  if (b.length < META_BYTES) return `meta page ${index} is cut short`;
+  if (b.readUInt32LE(24) !== MAGIC) return `meta page ${index} has no LMDB magic number (zeroed or overwritten)`;
+  if (b.readBigUInt64LE(0) !== BigInt(index) || (b.readUInt16LE(18) & P_META) === 0) return `meta page ${index} has a bad page header`;
+  const version = b.readUInt32LE(28);
+  if (version !== 2) return `meta page ${index} has unsupported data format version ${version}`;
+  const pageSize = b.readUInt32LE(48);
+  if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return `meta page ${index} has a bad page size ${pageSize}`;
+  return { pageSize, lastPage: b.readBigUInt64LE(144), txnId: b.readBigUInt64LE(152) };
+}
+
+/**
+ * Returns null when `file` looks sound (or does not exist: LMDB creates it), else what is
+ * wrong with it.
+ */
+export function lmdbFileProblem(file: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    return `cannot be read: ${(err as Error).message}`;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size === 0) return 'is empty (0 bytes): it was truncated';
+    const read = (pos: number): Buffer => {
+      const b = Buffer.alloc(META_BYTES);
+      const n = readSync(fd, b, 0, META_BYTES, pos);
+      return b.subarray(0, n);
+    };
+    const m0 = readMeta(read(0), 0);
+    // Page 1 sits one page further; take the page size from page 0 when it is readable.
+    const pageSize = typeof m0 === 'string' ? 4096 : m0.pageSize;
+    if (size < 2 * pageSize) return `is ${size} bytes, less than its two meta pages: it was truncated`;
+    const m1 = readMeta(read(pageSize), 1);
+    if (typeof m0 === 'string') return m0;
+    if (typeof m1 === 'string') return m1;
+    if (m0.pageSize !== m1.pageSize) return 'its two meta pages disagree on the page size';
+    // LMDB opens the meta page with the newer transaction: every page it uses must be there.
+    const meta = m0.txnId >= m1.txnId ? m0 : m1;
+    const need = (meta.lastPage + 1n) * BigInt(meta.pageSize);
+    if (BigInt(size) < need) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}

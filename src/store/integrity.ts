@@ -1,0 +1,150 @@
+/**
+ * The integrity check of a stopped data directory (`npm run -s check`): every block
+ * (signature, chain link, number, batch ids against the batches, state root present),
+ * every batch and its transactions (signatures, payload hashes, index entries), the index
+ * sizes, every pending record (checksum, decoding, signatures), and the head's whole state
+ * tree (every record reachable from the head root hashes to its key).
+ */
+import protobuf from 'protobufjs';
+import type { RootDatabase } from 'lmdb';
+import { Batch, BlockHeader, type BatchMsg, type BlockHeaderMsg } from '../proto/index.js';
+import { verify } from '../crypto/secp256k1.js';
+import { verifyBatchList } from '../ledger/verify.js';
+import { MerkleTree } from '../state/merkle.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledgerStores.js';
+import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
+
+export const NULL_BLOCK_ID = '0000000000000000';
+/** ledger.meta key: state roots of blocks below this number were pruned (see prune.ts). */
+export const PRUNED_BELOW_KEY = 'state_pruned_below';
+
+export interface CheckReport {
+  blocks: number;
+  batches: number;
+  transactions: number;
+  pendingRecords: number;
+  stateLeaves: number;
+  problems: string[];
+}
+
+/** A batch's bytes as a one-batch BatchList, for the submission verifier. */
+function asList(batch: Uint8Array): Uint8Array {
+  return protobuf.Writer.create().uint32(10).bytes(batch).finish();
+}
+
+function batchProblem(bytes: Uint8Array): string | null {
+  const r = verifyBatchList(asList(bytes));
+  return r.ok ? null : r.message;
+}
+
+/** Splits a stored Block into header, id and the exact bytes of each batch. */
+function splitBlock(bytes: Uint8Array): { header: Uint8Array; id: string; batches: Uint8Array[] } {
+  const r = protobuf.Reader.create(bytes);
+  let header: Uint8Array = new Uint8Array(0);
+  let id = '';
+  const batches: Uint8Array[] = [];
+  while (r.pos < r.len) {
+    const tag = r.uint32();
+    if (tag === 10) header = r.bytes();
+    else if (tag === 18) id = r.string();
+    else if (tag === 26) batches.push(r.bytes());
+    else r.skipType(tag & 7);
+  }
+  return { header, id, batches };
+}
+
+export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir: string): CheckReport {
+  const s = openLedgerStores(db);
+  const tree = new MerkleTree(s.merkle, { verify: true });
+  const report: CheckReport = { blocks: 0, batches: 0, transactions: 0, pendingRecords: 0, stateLeaves: 0, problems: [] };
+  const problem = (p: string): void => void report.problems.push(p);
+
+  // Pending pool.
+  const identity = poolIdentityProblem(db, pending, dir);
+  if (identity) problem(identity);
+  for (const _ of pending.getRange({ start: 0 })) report.pendingRecords++;
+  for (const p of pendingRecordProblems(pending, dir, (bytes, where) => {
+    const bad = batchProblem(bytes);
+    return bad ? `${where}: ${bad}` : null;
+  }))
+    problem(p);
+
+  // Blocks, from genesis to the head.
+  const head = s.meta.get(HEAD_KEY) as ChainHead | undefined;
+  if (!head) {
+    if (s.blockByNum.getKeysCount() > 0) problem('ledger.meta has no head but blocks are stored');
+    return report;
+  }
+  const prunedBelow = (s.meta.get(PRUNED_BELOW_KEY) as number | undefined) ?? 0;
+  let prev = NULL_BLOCK_ID;
+  for (let num = 0; num <= head.blockNum; num++) {
+    const id = s.blockByNum.get(num);
+    const where = `block ${num}`;
+    if (id === undefined) {
+      problem(`${where}: missing from the block-number index`);
+      prev = '';
+      continue;
+    }
+    const bytes = s.blocks.get(id);
+    if (bytes === undefined) {
+      problem(`${where} (${id}): block record missing`);
+      prev = id;
+      continue;
+    }
+    report.blocks++;
+    let blk: ReturnType<typeof splitBlock>;
+    let h: BlockHeaderMsg;
+    try {
+      blk = splitBlock(bytes);
+      h = BlockHeader.decode(blk.header) as unknown as BlockHeaderMsg;
+    } catch {
+      problem(`${where} (${id}): not a decodable block`);
+      prev = id;
+      continue;
+    }
+    if (blk.id !== id) problem(`${where} (${id}): stored under another id than its own ${blk.id}`);
+    if (!verify(id, blk.header, h.signerPublicKey)) problem(`${where} (${id}): bad block signature`);
+    if (Number(h.blockNum) !== num) problem(`${where} (${id}): header says block_num ${Number(h.blockNum)}`);
+    if (prev !== '' && h.previousBlockId !== prev) problem(`${where} (${id}): previous_block_id ${h.previousBlockId} is not block ${num - 1} ${prev}`);
+    if (num >= prunedBelow && !tree.hasRoot(h.stateRootHash)) problem(`${where} (${id}): state root ${h.stateRootHash} is missing`);
+    if (h.batchIds.length !== blk.batches.length) problem(`${where} (${id}): header lists ${h.batchIds.length} batches, block holds ${blk.batches.length}`);
+    blk.batches.forEach((bb, bi) => {
+      report.batches++;
+      let b: BatchMsg;
+      try {
+        b = Batch.decode(bb) as unknown as BatchMsg;
+      } catch {
+        problem(`${where} batch ${bi}: not decodable`);
+        return;
+      }
+      const bwhere = `${where} batch ${bi} (${b.headerSignature})`;
+      if (h.batchIds[bi] !== b.headerSignature) problem(`${bwhere}: header lists batch id ${h.batchIds[bi]} here`);
+      // Block 0 holds the node's own genesis batch, checked the same way.
+      const bad = batchProblem(bb);
+      if (bad) problem(`${bwhere}: ${bad}`);
+      const pos = s.batchIndex.get(b.headerSignature);
+      if (!pos || pos[0] !== num || pos[1] !== bi) problem(`${bwhere}: batch index entry ${JSON.stringify(pos ?? null)} does not point here`);
+      b.transactions.forEach((t, ti) => {
+        report.transactions++;
+        const rec = s.txnIndex.get(t.headerSignature);
+        if (!rec || rec[0] !== num || rec[1] !== bi || rec[2] !== ti) {
+          problem(`${bwhere} transaction ${ti} (${t.headerSignature}): transaction index entry does not point here`);
+        }
+      });
+    });
+    prev = id;
+  }
+  if (head.blockId !== prev) problem(`head ${head.blockNum} ${head.blockId} is not the last stored block ${prev}`);
+  const batchEntries = s.batchIndex.getKeysCount();
+  if (batchEntries !== report.batches) problem(`batch index holds ${batchEntries} entries, blocks hold ${report.batches} batches`);
+  const txnEntries = s.txnIndex.getKeysCount();
+  if (txnEntries !== report.transactions) problem(`transaction index holds ${txnEntries} entries, blocks hold ${report.transactions} transactions`);
+
+  // The head's state: every reachable record is read and hash-checked.
+  try {
+    for (const _ of tree.entries(head.stateRoot, '')) report.stateLeaves++;
+  } catch (err) {
+    problem(`head state root ${head.stateRoot}: ${(err as Error).message}`);
+  }
+  return report;
+}
