@@ -29,7 +29,7 @@ const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTI
 
 /** Turns "<name>: cannot listen on host:port" into a line that says why and what to change. */
 async function explainStartFailure(err: unknown, config: Config): Promise<string | null> {
-  const m = err instanceof Error ? /^(\w+): cannot listen on (.+):(\d+)$/.exec(err.message) : null;
+  const m = err instanceof Error ? /^(\w+): cannot listen on (\S+):(\d+)\b/.exec(err.message) : null;
   const which = m ? BIND_OPTION[m[1]!] : undefined;
   if (!m || !which) return null;
   const o = OPTIONS[which.option]!;
