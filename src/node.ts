@@ -65,6 +65,8 @@ export async function startNode(config: Config): Promise<RunningNode> {
   const ledgerServer = new HttpServer({
     name: 'ledger',
     maxBodyBytes: config.maxBodyBytes,
+    // Interface C validates its ids itself (400 code 60/62, as upstream).
+    boundParams: false,
     errorReply: ledgerErrorReplyFactory(),
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
   });

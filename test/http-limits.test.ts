@@ -1,0 +1,148 @@
+/**
+ * The HTTP layer under hostile clients: a slow chunked body over the size limit on each
+ * interface (once ended the process), a declared oversized body, over-long request
+ * targets and headers (414/431 a client can read), and handlers or websocket callbacks
+ * that throw (a logged 500 or a closed socket, never the end of the process).
+ */
+import t, { type Test } from 'tap';
+import WebSocket from 'ws';
+import { startTestNode, type TestNode } from './helpers/node.js';
+import { rawRequest, chunked, rawJson } from './helpers/raw.js';
+import { HttpServer, HttpError, MAX_HEADER_BYTES, MAX_URL_BYTES, type Reply } from '../src/http/server.js';
+import { messageErrorReply } from '../src/node.js';
+import { captureStderr } from './helpers/node-api.js';
+
+const LIMIT = 64 * 1024;
+let n: TestNode;
+
+t.before(async () => {
+  n = await startTestNode({ CAIRN_MAX_BODY_BYTES: String(LIMIT) });
+});
+t.teardown(() => n?.stop());
+
+interface Target {
+  name: string;
+  port: () => number;
+  post: string;
+  /** A cheap GET that answers 200. */
+  ok: string;
+  shape: (j: any) => boolean;
+}
+
+const ledgerShape = (j: any): boolean => typeof j?.error?.code === 'number' && typeof j.error.message === 'string' && typeof j.error.title === 'string';
+const messageShape = (j: any): boolean => typeof j?.message === 'string' && Object.keys(j).length === 1;
+
+const TARGETS: Target[] = [
+  { name: 'A', port: () => n.node.ports.node, post: '/biome/login', ok: '/biome/users', shape: messageShape },
+  { name: 'B', port: () => n.node.ports.data, post: '/organization', ok: '/organization', shape: messageShape },
+  { name: 'C', port: () => n.node.ports.ledger, post: '/batches', ok: '/blocks?limit=1', shape: ledgerShape },
+];
+
+async function stillServing(t: Test, port: number): Promise<void> {
+  const r = await fetch(`http://127.0.0.1:${port}/no-such-thing`);
+  t.equal(r.status, 404, 'the interface still answers');
+}
+
+for (const target of TARGETS) {
+  t.test(`${target.name}: a slow chunked body over the limit gets 413 and the node keeps serving`, async (t) => {
+    const head = `POST ${target.post} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+    const r = await rawRequest(target.port(), head, chunked(LIMIT * 3, 8 * 1024), 2);
+    t.equal(r.status, 413, r.text.slice(0, 100));
+    t.ok(target.shape(rawJson(r)), 'error in the interface shape');
+    for (const other of TARGETS) await stillServing(t, other.port());
+  });
+
+  t.test(`${target.name}: a declared Content-Length over the limit gets 413 at once`, async (t) => {
+    const head = `POST ${target.post} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT * 100}\r\n\r\n`;
+    const r = await rawRequest(target.port(), head, [Buffer.alloc(1024, 0x61)]);
+    t.equal(r.status, 413);
+    t.ok(target.shape(rawJson(r)));
+    await stillServing(t, target.port());
+  });
+
+  t.test(`${target.name}: an over-long request target gets a readable 414`, async (t) => {
+    const r = await rawRequest(target.port(), `GET ${target.ok}${target.ok.includes('?') ? '&' : '?'}x=${'a'.repeat(MAX_URL_BYTES + 10)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    t.equal(r.status, 414, r.text.slice(0, 100));
+    t.ok(target.shape(rawJson(r)));
+    // Unknown paths and wrong methods are bounded the same way.
+    const r404 = await rawRequest(target.port(), `GET /nothing/${'a'.repeat(MAX_URL_BYTES + 10)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    t.equal(r404.status, 414);
+    await stillServing(t, target.port());
+  });
+
+  t.test(`${target.name}: over-long headers get a readable 431`, async (t) => {
+    const big = `X-Big: ${'b'.repeat(MAX_HEADER_BYTES + 10)}\r\n`;
+    const r = await rawRequest(target.port(), `GET ${target.ok} HTTP/1.1\r\nHost: x\r\n${big}\r\n`);
+    t.equal(r.status, 431, r.text.slice(0, 100));
+    t.ok(target.shape(rawJson(r)));
+    const post = await rawRequest(target.port(), `POST ${target.post} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n${big}\r\n{}`);
+    t.equal(post.status, 431);
+    // Just under the limits still works.
+    const fine = await rawRequest(target.port(), `GET ${target.ok} HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(4000)}\r\nConnection: close\r\n\r\n`);
+    t.not(fine.status, 431);
+    t.not(fine.status, 0);
+    await stillServing(t, target.port());
+  });
+}
+
+t.test('a throwing handler, a rejected promise, an unsendable reply and throwing websocket handlers never end the process', async (t) => {
+  const log = captureStderr();
+  const s = new HttpServer({ name: 'probe', maxBodyBytes: 4096, errorReply: messageErrorReply });
+  s.route('get', '/sync', () => {
+    throw new Error('boom');
+  });
+  s.route('get', '/async', async () => {
+    await new Promise((r) => setTimeout(r, 5));
+    throw new Error('late boom');
+  });
+  s.route('get', '/bad-reply', () => ({ status: 200, body: undefined }) as unknown as Reply);
+  s.route('get', '/bad-header', () => ({ status: 200, body: '{}', headers: { x: 5 } }) as unknown as Reply);
+  s.route('post', '/echo', (req) => ({ status: 200, body: req.body }));
+  s.route('get', '/http-error', () => {
+    throw new HttpError(409, 'taken');
+  });
+  s.ws('/ws', {
+    upgrade: (res, req, ctx) => {
+      if (req.getQuery() === 'fail') throw new Error('upgrade boom');
+      res.upgrade({}, req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), ctx);
+    },
+    message: () => {
+      throw new Error('message boom');
+    },
+    close: () => {
+      throw new Error('close boom');
+    },
+  });
+  const port = await s.listen('127.0.0.1', 0);
+  t.teardown(async () => {
+    log.restore();
+    await s.close(0);
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (const p of ['/sync', '/async', '/bad-reply', '/bad-header']) {
+    const r = await fetch(base + p);
+    t.equal(r.status, 500, p);
+    t.same(await r.json(), { message: 'Internal server error' }, `${p}: no internals leak`);
+  }
+  t.equal((await fetch(base + '/http-error')).status, 409);
+  t.match(log.text(), /unhandled error on GET \/sync/);
+  t.notMatch(log.text(), /at .*server\.ts/, 'no stack at the default log level');
+
+  const failed = await new Promise<number>((resolve) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws?fail`);
+    ws.on('unexpected-response', (_req, res) => resolve(res.statusCode));
+    ws.on('error', () => resolve(-1));
+  });
+  t.equal(failed, 500, 'a throwing upgrade answers 500');
+
+  const closeCode = await new Promise<number>((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+    ws.on('open', () => ws.send('hello'));
+    ws.on('close', (code) => resolve(code));
+    ws.on('error', reject);
+  });
+  t.equal(closeCode, 1011, 'a throwing message handler closes that socket with 1011');
+
+  const echo = await fetch(base + '/echo', { method: 'POST', body: 'abc' });
+  t.equal(await echo.text(), 'abc', 'the server still serves');
+});
