@@ -234,7 +234,8 @@ export class HttpServer {
     try {
       const limit = this.#headLimit(ureq);
       if (limit) return this.#finishReply(res, state, limit, withBody);
-      const headers: Record<string, string> = {};
+      // No prototype: a header named `__proto__` or `constructor` is just a header.
+      const headers: Record<string, string> = Object.create(null) as Record<string, string>;
       ureq.forEach((k, v) => {
         headers[k] = v;
       });

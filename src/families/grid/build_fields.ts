@@ -121,8 +121,9 @@ const DATA_TYPE_ALIASES: Record<string, number> = {
 export function dataTypeValue(v: unknown): number {
   if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v < DATA_TYPE_NAMES.length) return v;
   if (typeof v === 'string') {
-    const n = DATA_TYPE_ALIASES[v.toLowerCase()];
-    if (n !== undefined) return n;
+    const k = v.toLowerCase();
+    // Own names only: `constructor` or `toString` is no data type.
+    if (Object.hasOwn(DATA_TYPE_ALIASES, k)) return DATA_TYPE_ALIASES[k]!;
   }
   return fail(`unknown data_type: ${String(v)}`);
 }
