@@ -15,7 +15,7 @@ import { WORKFLOW_IDS } from '../families/grid/workflow.js';
 import { HttpError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
-import { at, bad, checkShape, reqString, type Obj, type Shape } from './validate.js';
+import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
 
 const REVISION: Shape = {
   revision_number: 'integer',
@@ -69,6 +69,7 @@ export function versionCreate(be: DataBackend, v: unknown, uid: string, path: st
   if (o.po_uid !== undefined && o.po_uid !== uid) throw bad(`\`${at(path, 'po_uid')}\` (${String(o.po_uid)}) does not match the purchase order (${uid})`);
   sameService(be, o.service_id, at(path, 'service_id'));
   if (o.revision === undefined) throw bad(`\`${at(path, 'revision')}\` is required: the version's first order document`);
+  checkId(o.version_id as string, at(path, 'version_id'));
   return {
     version_id: o.version_id,
     po_uid: uid,

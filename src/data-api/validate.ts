@@ -4,6 +4,7 @@
  * input is refused before anything is built or submitted.
  */
 import { HttpError, type Req } from '../http/server.js';
+import { idFits, MAX_ID_BYTES } from '../http/ids.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -136,4 +137,9 @@ export function uniqueIn(seen: Set<string>, id: string, path: string): void {
 export function samePath(o: Obj, key: string, pathValue: string, path: string): void {
   const v = Object.hasOwn(o, key) ? o[key] : undefined;
   if (v !== undefined && v !== pathValue) throw bad(`\`${at(path, key)}\` (${String(v)}) does not match the path (${pathValue})`);
+}
+
+/** An id that becomes a read-model key and a path segment: at most MAX_ID_BYTES (src/http/ids.ts). */
+export function checkId(id: string, path: string): void {
+  if (!idFits(id)) throw bad(`\`${path}\` is longer than ${MAX_ID_BYTES} bytes (UTF-8)`);
 }
