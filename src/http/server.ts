@@ -143,8 +143,7 @@ export class HttpServer {
           upgrade(res, req, context);
           state.done = true;
         } catch (err) {
-          log.error(`${name}: error in the websocket upgrade of ${pattern}`, err);
-          this.#finishReply(res, state, this.#internalError(), false, false);
+          this.#finishReply(res, state, this.#errorToReply(err, 'GET', pattern), false, false);
         }
       };
     }
