@@ -7,6 +7,7 @@
 import t, { type Test } from 'tap';
 import { Api, acmeWithSchemas, w } from './helpers/data-api.js';
 import { startApiNode, type ApiNode } from './helpers/node-api.js';
+import WebSocket from 'ws';
 
 let a: ApiNode;
 let api: Api;
@@ -84,4 +85,27 @@ t.test('A: prototype names in bodies are data or missing fields, never a 500', a
   // A header named after a prototype member is just a header.
   const h = await fetch(`${a.t.ledgerUrl}/blocks?limit=1`, { headers: { constructor: 'x', __proto__: 'y' } as unknown as Record<string, string> });
   t.equal(h.status, 200);
+});
+
+t.test('values whose own toString is not a function are shown, not converted (a throw inside the websocket handler)', async (t) => {
+  const ws = new WebSocket(a.t.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions');
+  await new Promise<void>((resolve, reject) => {
+    ws.on('open', () => resolve());
+    ws.on('error', reject);
+  });
+  t.teardown(() => ws.close());
+  const frames: string[] = [];
+  let closedWith = 0;
+  ws.on('message', (d) => frames.push(d.toString()));
+  ws.on('close', (code) => (closedWith = code));
+  ws.send(JSON.stringify({ action: 'get_block_deltas', block_id: { toString: 1 } }));
+  ws.send(JSON.stringify({ action: 'get_block_deltas', block_id: { valueOf: {}, toString: {} } }));
+  for (let i = 0; i < 100 && frames.length < 2 && closedWith === 0; i++) await new Promise((r) => setTimeout(r, 20));
+  t.equal(closedWith, 0, 'the socket stays open');
+  t.same(frames.map((f) => JSON.parse(f)), [{ error: 'Unknown block id "{"toString":1}"' }, { error: 'Unknown block id "{"valueOf":{},"toString":{}}"' }]);
+
+  const filter = encodeURIComponent(JSON.stringify({ region: [{ operator: { toString: 1 }, value: 'eu' }] }));
+  const r = await a.call('GET', `/registry/nodes?filter=${filter}`, { auth: a.admin });
+  t.equal(r.status, 400, r.text);
+  t.match((r.body as { message: string }).message, /is not a valid operator/);
 });

@@ -5,6 +5,7 @@
  */
 import { HttpError, type Req } from '../http/server.js';
 import { idFits, MAX_ID_BYTES } from '../http/ids.js';
+import { show } from '../http/show.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -136,7 +137,7 @@ export function uniqueIn(seen: Set<string>, id: string, path: string): void {
 /** A path parameter must agree with the same field in the body when both are given. */
 export function samePath(o: Obj, key: string, pathValue: string, path: string): void {
   const v = Object.hasOwn(o, key) ? o[key] : undefined;
-  if (v !== undefined && v !== pathValue) throw bad(`\`${at(path, key)}\` (${String(v)}) does not match the path (${pathValue})`);
+  if (v !== undefined && v !== pathValue) throw bad(`\`${at(path, key)}\` (${show(v)}) does not match the path (${pathValue})`);
 }
 
 /** An id that becomes a read-model key and a path segment: at most MAX_ID_BYTES (src/http/ids.ts). */

@@ -18,6 +18,7 @@ import type { BlockEvent } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import type { ChainReader } from './chain.js';
 import { blockDelta, deltaFrame, type BlockDelta } from './deltas.js';
+import { show } from '../http/show.js';
 
 interface SocketState {
   /** The subscription's prefixes ([] = every address), or null when not subscribed. */
@@ -131,7 +132,7 @@ export class Subscriptions {
       if (!('block_id' in o)) return this.#error(ws, 'Must specify a block id');
       if (!prefixesOk) return this.#error(ws, 'address_prefixes must be a list of strings');
       const block = typeof o.block_id === 'string' ? this.#chain.byId(o.block_id) : undefined;
-      if (!block) return this.#error(ws, `Unknown block id "${String(o.block_id)}"`);
+      if (!block) return this.#error(ws, `Unknown block id "${show(o.block_id)}"`);
       this.#send(ws, deltaFrame(blockDelta(this.#chain, block), prefixes));
     } else {
       this.#error(ws, `Unknown action "${typeof action === 'string' ? action : JSON.stringify(action)}"`);

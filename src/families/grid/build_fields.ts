@@ -4,6 +4,7 @@
  * input throws GridBuildError.
  */
 import { DATA_TYPE_NAMES } from './common.js';
+import { show } from '../../http/show.js';
 
 export class GridBuildError extends Error {
   constructor(message: string) {
@@ -125,7 +126,7 @@ export function dataTypeValue(v: unknown): number {
     // Own names only: `constructor` or `toString` is no data type.
     if (Object.hasOwn(DATA_TYPE_ALIASES, k)) return DATA_TYPE_ALIASES[k]!;
   }
-  return fail(`unknown data_type: ${String(v)}`);
+  return fail(`unknown data_type: ${show(v)}`);
 }
 
 function base64Bytes(v: unknown): Uint8Array {
