@@ -12,7 +12,7 @@ import { openEnv } from './store/db.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
 import type { Signer } from './crypto/secp256k1.js';
-import { HttpServer, type Reply } from './http/server.js';
+import { BodyBudget, HttpServer, type Reply } from './http/server.js';
 import { ledgerErrorReplyFactory } from './ledger-api/errors.js';
 import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
@@ -62,9 +62,12 @@ export async function startNode(config: Config): Promise<RunningNode> {
   const db = openEnv(config.dataDir);
   const ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile });
 
+  // One bound on request bodies held at once, across the three interfaces.
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const ledgerServer = new HttpServer({
     name: 'ledger',
     maxBodyBytes: config.maxBodyBytes,
+    bodyBudget,
     // Interface C validates its ids itself (400 code 60/62, as upstream).
     boundParams: false,
     errorReply: ledgerErrorReplyFactory(),
@@ -74,12 +77,14 @@ export async function startNode(config: Config): Promise<RunningNode> {
   const nodeServer = new HttpServer({
     name: 'node',
     maxBodyBytes: config.maxBodyBytes,
+    bodyBudget,
     errorReply: messageErrorReply,
   });
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
   const dataServer = new HttpServer({
     name: 'data',
     maxBodyBytes: config.maxBodyBytes,
+    bodyBudget,
     errorReply: messageErrorReply,
   });
   const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner });

@@ -146,3 +146,23 @@ t.test('a throwing handler, a rejected promise, an unsendable reply and throwing
   const echo = await fetch(base + '/echo', { method: 'POST', body: 'abc' });
   t.equal(await echo.text(), 'abc', 'the server still serves');
 });
+
+t.test('request bodies held at once are bounded across the interfaces: 503 over the budget, then served again', async (t) => {
+  const m = await startTestNode({ CAIRN_MAX_BODY_BYTES: String(LIMIT), CAIRN_MAX_INFLIGHT_BODY_BYTES: String(2 * LIMIT) });
+  t.teardown(() => m.stop());
+  const part = Buffer.alloc(LIMIT - 4096, 0x61);
+  const head = (path: string): string => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT - 1}\r\n\r\n`;
+  // Two slow uploads, on two interfaces, that never finish: they hold most of the budget.
+  const slow = [rawRequest(m.node.ports.node, head('/biome/login'), [part], 2, 3000), rawRequest(m.node.ports.data, head('/organization'), [part], 2, 3000)];
+  await new Promise((r) => setTimeout(r, 500));
+  const third = await rawRequest(m.node.ports.ledger, head('/batch_statuses'), [part], 2, 10000);
+  t.equal(third.status, 503, third.text.slice(0, 100));
+  t.ok(ledgerShape(rawJson(third)));
+  t.match(third.text, /retry-after: 1/i);
+  const held = await Promise.all(slow);
+  t.same(held.map((r) => r.status), [0, 0], 'the slow uploads got no answer (they never finished)');
+  // Their bytes are given back when they go away.
+  await new Promise((r) => setTimeout(r, 200));
+  const r = await fetch(`http://127.0.0.1:${m.node.ports.ledger}/batch_statuses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(['f'.repeat(128)]) });
+  t.equal(r.status, 200);
+});

@@ -62,9 +62,20 @@ export class HttpError extends Error {
 export const MAX_URL_BYTES = 8192;
 export const MAX_HEADER_BYTES = 16384;
 
+/**
+ * Bytes of request bodies held at once (being received or being handled), shared by the
+ * servers given the same budget: each body is bounded, and this bounds their number.
+ */
+export class BodyBudget {
+  used = 0;
+  constructor(readonly max: number) {}
+}
+
 export interface ServerOptions {
   name: string;
   maxBodyBytes: number;
+  /** Shared bound on request-body bytes held at once; over it a request gets 503. */
+  bodyBudget?: BodyBudget;
   /**
    * Path parameters longer than an id may be (MAX_ID_BYTES) name nothing that can exist:
    * 404 before the handler runs. On unless false (for interfaces whose handlers validate
@@ -92,6 +103,8 @@ const METHOD_NAMES: Record<Method, string> = { get: 'GET', post: 'POST', put: 'P
 interface Exchange {
   /** A reply was sent (or the client went away): the response must not be touched again. */
   done: boolean;
+  /** Body bytes charged to the body budget, given back when the exchange ends. */
+  held?: number;
 }
 
 export class HttpServer {
@@ -225,6 +238,7 @@ export class HttpServer {
     let req: Req | undefined;
     res.onAborted(() => {
       if (req) req.aborted = true;
+      this.#release(state);
       if (!state.done) {
         state.done = true;
         this.#inflight--;
@@ -284,6 +298,17 @@ export class HttpServer {
           chunks = [];
           this.#finishReply(res, state, this.#tooLarge(), true);
           return;
+        }
+        const budget = this.#opts.bodyBudget;
+        if (budget) {
+          if (budget.used + ab.byteLength > budget.max) {
+            chunks = [];
+            const r = this.#opts.errorReply(503, 'The node is receiving too many request bodies at once; try again later');
+            this.#finishReply(res, state, { ...r, headers: { ...r.headers, 'retry-after': '1' } }, true);
+            return;
+          }
+          budget.used += ab.byteLength;
+          state.held = (state.held ?? 0) + ab.byteLength;
         }
         // uWS neuters the chunk when this callback returns: copy it.
         chunks.push(Buffer.from(new Uint8Array(ab).slice()));
@@ -350,6 +375,7 @@ export class HttpServer {
   #finishReply(res: HttpResponse, state: Exchange, reply: Reply, close = false, counted = true): void {
     if (state.done) return;
     state.done = true;
+    this.#release(state);
     if (counted) this.#inflight--;
     let out: Prepared;
     try {
@@ -372,6 +398,12 @@ export class HttpServer {
         // the response is gone already
       }
     }
+  }
+
+  #release(state: Exchange): void {
+    if (!state.held) return;
+    this.#opts.bodyBudget!.used -= state.held;
+    state.held = 0;
   }
 
   /** Checks and flattens a reply before anything is written, so writing cannot fail half-way. */

@@ -75,7 +75,14 @@ export class Subscriptions {
     server.route('get', '/subscriptions', () => {
       throw new HttpError(400, 'GET /subscriptions is a websocket endpoint: send an Upgrade: websocket request');
     });
-    this.#off = chain.ledger.onBlock((e) => this.#onBlock(e));
+    this.#off = chain.ledger.onBlock((e) => {
+      // Called from the committer's message handler: a throw here would end the process.
+      try {
+        this.#onBlock(e);
+      } catch (err) {
+        log.error('subscriptions: could not push a block delta', err);
+      }
+    });
   }
 
   close(): void {
