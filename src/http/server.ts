@@ -55,7 +55,7 @@ export class HttpError extends Error {
 /**
  * Request-target and header limits answered from JS (414 / 431). uWS closes the
  * connection itself, before any JS runs, when a request head it cannot buffer arrives:
- * more than about 4 KiB split over several reads, more than about 45 header lines, or
+ * more than about 4 KiB split over several reads, more than 48 header lines, or
  * more than its receive buffer in one read. Heads inside those bounds but over these
  * limits get a readable answer.
  */
