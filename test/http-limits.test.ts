@@ -5,6 +5,8 @@
  * that throw (a logged 500 or a closed socket, never the end of the process).
  */
 import t, { type Test } from 'tap';
+import net from 'node:net';
+import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted } from './helpers/batches.js';
 import WebSocket from 'ws';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { rawRequest, chunked, rawJson } from './helpers/raw.js';
@@ -165,4 +167,78 @@ t.test('request bodies held at once are bounded across the interfaces: 503 over 
   await new Promise((r) => setTimeout(r, 200));
   const r = await fetch(`http://127.0.0.1:${m.node.ports.ledger}/batch_statuses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(['f'.repeat(128)]) });
   t.equal(r.status, 200);
+});
+
+t.test('pipelined requests from a client that does not read do not pile up answers in memory', async (t) => {
+  // A block whose JSON is large: ~200 KB per answer of /blocks?limit=10.
+  // (In batches under this node's 64 KiB body limit.)
+  const ids: string[] = [];
+  for (let k = 0; k < 4; k++) {
+    const ops: Array<[string, string, number]> = [];
+    for (let i = 0; i < 50; i++) ops.push(['set', `pipe-${k}-${i}`, i]);
+    const b = intkeyBatch(newSigner(), ops);
+    t.equal((await postBatches(n.ledgerUrl, batchList(b))).status, 202);
+    ids.push(b.id);
+  }
+  await waitCommitted(n.ledgerUrl, ids);
+  const path = '/blocks?limit=10';
+  const size = (await (await fetch(n.ledgerUrl + path)).text()).length;
+  t.ok(size > 100_000, `answers are large (${size} bytes)`);
+
+  const requests = 1500;
+  const rss0 = process.memoryUsage().rss;
+  const socks = [0, 1].map(() => {
+    const s = net.connect(n.node.ports.ledger, '127.0.0.1');
+    s.pause();
+    s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(requests));
+    return s;
+  });
+  await new Promise((r) => setTimeout(r, 1500));
+  const grown = (process.memoryUsage().rss - rss0) / 1048576;
+  t.ok(grown < 150, `the node holds little for them (${grown.toFixed(0)} MiB; all answers would be ${((2 * requests * size) / 1048576).toFixed(0)} MiB)`);
+  socks.forEach((s) => s.destroy());
+
+  // A client that pipelines and reads gets whole answers; once an answer had to wait for
+  // the socket, uWS reads no further pipelined request and closes the connection (the
+  // client retries those on a new one, as pipelining clients must).
+  const text = await new Promise<string>((resolve, reject) => {
+    const s = net.connect(n.node.ports.ledger, '127.0.0.1');
+    let got = '';
+    const timer = setTimeout(() => reject(new Error('the connection neither finished nor closed')), 60000);
+    s.on('data', (d) => (got += d.toString('latin1')));
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(got);
+    });
+    s.on('error', () => undefined);
+    s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`.repeat(30));
+  });
+  const answers = text.split(/HTTP\/1\.1 200 OK\r\n/).slice(1);
+  t.ok(answers.length >= 1, `${answers.length} answers before the close`);
+  for (const a of answers.slice(0, -1)) t.ok(JSON.parse(a.slice(a.indexOf('\r\n\r\n') + 4)).data.length > 0, 'a whole answer');
+
+  // A keep-alive client that reads slowly, one request at a time, gets every answer.
+  const count = await new Promise<number>((resolve, reject) => {
+    const s = net.connect(n.node.ports.ledger, '127.0.0.1');
+    let buf = '';
+    let done = 0;
+    s.on('error', reject);
+    s.on('data', (d) => {
+      buf += d.toString('latin1');
+      s.pause();
+      setTimeout(() => s.resume(), 2);
+      const m = /content-length: *(\d+)\r\n/i.exec(buf);
+      const start = buf.indexOf('\r\n\r\n') + 4;
+      if (!m || start < 4 || buf.length - start < Number(m[1])) return;
+      JSON.parse(buf.slice(start, start + Number(m[1])));
+      buf = buf.slice(start + Number(m[1]));
+      if (++done === 10) {
+        s.destroy();
+        return resolve(done);
+      }
+      s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    });
+    s.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`);
+  });
+  t.equal(count, 10);
 });

@@ -388,7 +388,8 @@ export class HttpServer {
       res.cork(() => {
         res.writeStatus(out.status);
         for (const [k, v] of out.headers) res.writeHeader(k, v);
-        res.end(out.body, close);
+        if (close) res.end(out.body, true);
+        else this.#stream(res, out.body);
       });
     } catch (err) {
       log.error(`${this.#opts.name}: could not write a reply`, err);
@@ -398,6 +399,29 @@ export class HttpServer {
         // the response is gone already
       }
     }
+  }
+
+  /**
+   * Ends the response without letting uWS copy what the socket cannot take: a client that
+   * pipelines requests and never reads would otherwise make the node buffer every answer.
+   * The rest is written as the socket drains, and uWS reads no further request from the
+   * connection until this response is done.
+   */
+  #stream(res: HttpResponse, body: string | Uint8Array): void {
+    const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    const start = res.getWriteOffset();
+    const [ok, done] = res.tryEnd(body, total);
+    if (ok || done) return;
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    res.onWritable((offset) => {
+      try {
+        const [ok2] = res.tryEnd(bytes.subarray(offset - start), total);
+        return ok2;
+      } catch (err) {
+        log.error(`${this.#opts.name}: could not write the rest of a reply`, err);
+        return true;
+      }
+    });
   }
 
   #release(state: Exchange): void {
