@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { loadConfig, usage, ConfigError, OPTIONS, type Config } from './config.js';
 import { startNode, type RunningNode } from './node.js';
 import { log } from './log.js';
+import { writeFailure } from './store/errors.js';
 import { StartupError } from './store/lock.js';
 
 /** What a fresh data directory lacks; read before start so the log can say what was created. */
@@ -72,6 +73,16 @@ function stop(why: string, code: number): void {
  * fault), then ends non-zero in order, so that a supervisor restarts it from disk.
  */
 function onProcessError(what: string, err: unknown): void {
+  // A failed LMDB commit rejects with a generic "Commit failed" whose `commitError` holds
+  // the actual error (EIO, ENOSPC): report that one, so the fault names the disk error.
+  if (typeof (err as { commitError?: { then?: unknown } } | null)?.commitError?.then === 'function') {
+    void writeFailure(err).then((actual) => reportProcessError(what, actual));
+    return;
+  }
+  reportProcessError(what, err);
+}
+
+function reportProcessError(what: string, err: unknown): void {
   const reason = `${what}: ${err instanceof Error ? err.message : String(err)}`;
   if (node && node.ledger.fault === null) node.ledger.markFaulty(reason);
   else {

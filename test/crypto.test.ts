@@ -1,6 +1,7 @@
 /** Signing: upstream Sawtooth SDK vectors, low-S only, and the pure-JS fallback. */
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
+import { TS_ARGS } from './helpers/child.js';
 import { Signer, verify, backend, publicKeyFromPrivate, isValidPublicKey, isValidPrivateKey, randomPrivateKey } from '../src/crypto/secp256k1.js';
 
 const V = [
@@ -52,7 +53,7 @@ t.test('the @noble fallback gives the same answers', async (t) => {
     const out = { backend, results: V.map((v, i) => [new Signer(v.priv).publicKey, new Signer(v.priv).sign(v.msg), verify(v.sig, Buffer.from(v.msg), v.pub), verify(hs[i], Buffer.from(v.msg), v.pub)]) };
     process.stdout.write(JSON.stringify(out));
   `;
-  const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+  const out = execFileSync(process.execPath, [...TS_ARGS, '--input-type=module', '-e', script], {
     env: { ...process.env, CAIRN_FORCE_NOBLE: '1' },
     encoding: 'utf8',
   });

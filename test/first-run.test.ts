@@ -15,6 +15,7 @@ import { log } from '../src/log.js';
 import { Signer } from '../src/crypto/secp256k1.js';
 import { usage } from '../src/config.js';
 import { captureStderr, startApiNode, type ApiNode } from './helpers/node-api.js';
+import { TS_ARGS } from './helpers/child.js';
 
 const run = promisify(execFile);
 interface Out {
@@ -26,7 +27,7 @@ async function tsx(script: string, args: string[], env: NodeJS.ProcessEnv = {}):
   const clean = { ...process.env };
   for (const k of Object.keys(clean)) if (k.startsWith('CAIRN_')) delete clean[k];
   try {
-    const r = await run(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...clean, ...env }, timeout: 60_000 });
+    const r = await run(process.execPath, [...TS_ARGS, script, ...args], { env: { ...clean, ...env }, timeout: 60_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };

@@ -69,10 +69,7 @@ async function sandbox(): Promise<Sandbox> {
   for (const f of LINKED) if (existsSync(join(ROOT, f))) symlinkSync(join(ROOT, f), join(dir, f));
   const ports = { ledger: await freePort(), node: await freePort(), data: await freePort() };
   const env: NodeJS.ProcessEnv = { ...process.env };
-  // The node under test runs from dist/ (as `npm start` does): its coverage, mapped back through
-  // the build's source maps, would be merged over the coverage of the sources the other tests
-  // measure, so this process tree records none.
-  for (const k of Object.keys(env)) if (k.startsWith('CAIRN_') || k.startsWith('TAP') || k === 'NODE_V8_COVERAGE') delete env[k];
+  for (const k of Object.keys(env)) if (k.startsWith('CAIRN_') || k.startsWith('TAP')) delete env[k];
   Object.assign(env, {
     CAIRN_LEDGER_BIND: `127.0.0.1:${ports.ledger}`,
     CAIRN_NODE_BIND: `127.0.0.1:${ports.node}`,

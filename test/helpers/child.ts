@@ -25,6 +25,14 @@ export interface Exited {
   log: string;
 }
 
+/**
+ * Node arguments that run a TypeScript entry in a child process. Under tap these are the
+ * test process's own loader flags: the child compiles the sources exactly as the tests do,
+ * so the coverage tap collects from it merges with theirs (a child compiled by another
+ * loader records the same files with other offsets and garbles the report).
+ */
+export const TS_ARGS: string[] = process.execArgv.some((a) => a.includes('@tapjs/')) ? [...process.execArgv] : ['--import', 'tsx'];
+
 const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv => ({
   ...process.env,
   CAIRN_DATA_DIR: dir,
@@ -38,7 +46,7 @@ const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv =
 
 /** Spawns a node; resolves with it once it listens, or rejects with the log if it exits. */
 export function startChild(dir: string, env: Record<string, string> = {}): Promise<ChildNode> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...TS_ARGS, 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
@@ -79,7 +87,7 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
 
 /** Runs a process that is expected to end (a refused start, a CLI command); resolves with its exit code and stderr+stdout. */
 export function runToExit(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<Exited> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...TS_ARGS, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const onData = (d: Buffer): void => {
     log += d.toString();
