@@ -4,7 +4,7 @@
  * last change per address, listed in reverse order of occurrence as upstream's extractor
  * does (receipts and their changes walked backwards).
  */
-import { receiptOf } from '../store/ledgerStores.js';
+import { receiptOf } from '../store/ledger-stores.js';
 import type { ChainBlock, ChainReader } from './chain.js';
 import { b64, CHANGE_TYPES, decodeReceipt } from './json.js';
 

@@ -3,7 +3,7 @@
  * any id has no receipt the whole request is 404 code 80, as upstream. With `wait`, the
  * answer waits (woken by commits) until every receipt exists or the time is up.
  */
-import { receiptOf } from '../store/ledgerStores.js';
+import { receiptOf } from '../store/ledger-stores.js';
 import type { HttpServer, Reply, Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError } from './errors.js';

@@ -1,5 +1,5 @@
 /** Messages between the HTTP thread and the committer thread. Plain data only. */
-import type { ChainHead } from '../store/ledgerStores.js';
+import type { ChainHead } from '../store/ledger-stores.js';
 
 export interface CommitterOptions {
   dataDir: string;
