@@ -46,7 +46,7 @@ export class ChainReader {
       this.#cache.set(id, hit);
       return hit.block;
     }
-    const bytes = this.#ledger.stores.blocks.get(id);
+    const bytes = this.#ledger.query.block(id);
     if (bytes === undefined) return undefined;
     const { json, num } = blockJson(bytes);
     let txns: TxnJson[] | undefined;
@@ -68,7 +68,7 @@ export class ChainReader {
   }
 
   byNum(num: number): ChainBlock | undefined {
-    const id = this.#ledger.stores.blockByNum.get(num);
+    const id = this.#ledger.query.blockId(num);
     return id === undefined ? undefined : this.byId(id);
   }
 
@@ -80,7 +80,7 @@ export class ChainReader {
   }
 
   current(): ResolvedHead {
-    const h = this.#ledger.storedHead();
+    const h = this.#ledger.query.head();
     return { id: h.blockId, num: h.blockNum, stateRoot: h.stateRoot };
   }
 
@@ -99,12 +99,11 @@ export class ChainReader {
   }
 
   batchPos(id: string): BatchPos | undefined {
-    return this.#ledger.stores.batchIndex.get(id);
+    return this.#ledger.query.batchPos(id);
   }
 
   txnPos(id: string): TxnPos | undefined {
-    const r = this.#ledger.stores.txnIndex.get(id);
-    return r && [r[0], r[1], r[2]];
+    return this.#ledger.query.txnPos(id);
   }
 
   batchAt(pos: BatchPos): BatchJson {

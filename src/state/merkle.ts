@@ -20,6 +20,7 @@ import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
 import { encode, encodeBytes, type CborValue } from '../codec/cbor.js';
 import { hashLeaf, hashNode, hashSingle, type ChildHash, type LeafEncoding } from './node.js';
+import type { StateStore } from './state-store.js';
 import {
   BRANCH_HEAD,
   ENTRY,
@@ -159,7 +160,7 @@ interface Frame {
   i: number;
 }
 
-export class MerkleTree {
+export class MerkleTree implements StateStore {
   private readonly key = Buffer.alloc(32);
   /** Check every record read against its key (content-addressed: the key is its hash). */
   private readonly verify: boolean;

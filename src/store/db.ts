@@ -26,10 +26,10 @@ export function openEnv(dataDir: string): RootDatabase {
  * after the block or verdict that settles it is durable in the main environment; on
  * restart, entries already settled there are dropped (recovery is idempotent).
  */
-export function openPendingEnv(dataDir: string): RootDatabase<Buffer, number> {
+export function openPendingEnv(dataDir: string, file = 'pending.mdb'): RootDatabase<Buffer, number> {
   mkdirSync(dataDir, { recursive: true });
   return open<Buffer, number>({
-    path: join(dataDir, 'pending.mdb'),
+    path: join(dataDir, file),
     encoding: 'binary',
     noSync: false,
     mapSize: 8 * 1024 * 1024 * 1024,
