@@ -1,6 +1,7 @@
 /**
- * Typed handles on the ledger's sub-databases. Both the committer thread (the only
- * writer) and the HTTP thread (reads) open them with the same options.
+ * Typed handles on a ledger's sub-databases. Both the committer thread (the only
+ * writer) and the HTTP thread's query service (reads) open them with the same options;
+ * nothing outside the ledger engine and the storage tools (check, prune) uses them.
  */
 import type { Database, RootDatabase } from 'lmdb';
 import { ledgerDbNames, NODE_LEDGER_PREFIX } from './names.js';
@@ -54,11 +55,6 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
 }
 
 export const HEAD_KEY = 'head';
-
-/** The serialized TransactionReceipt of a committed transaction. */
-export function receiptOf(stores: LedgerStores, txnId: string): Buffer | undefined {
-  return stores.txnIndex.get(txnId)?.[3];
-}
 
 /** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
 export class ReadModelDbs {
