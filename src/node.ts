@@ -18,6 +18,7 @@ import { BodyBudget, HttpServer, type Reply } from './http/server.js';
 import { ledgerErrorReplyFactory } from './ledger-api/errors.js';
 import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
+import { NODE_LEDGER } from './ledger/description.js';
 import { registerLedgerApi } from './ledger-api/index.js';
 import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
@@ -76,7 +77,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const db = await preflight(config.dataDir, () => openEnv(config.dataDir));
   let ledger: Ledger;
   try {
-    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile });
+    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER });
   } catch (err) {
     await db.close();
     throw err;

@@ -1,19 +1,21 @@
 /**
- * Entry of the committer thread (worker_threads). Opens its own handle on the LMDB
- * environment and runs the Committer; all traffic with the HTTP thread is messages.
+ * Entry of the committer thread (worker_threads) of one ledger. Opens its own handle on
+ * the LMDB environment and on the ledger's pending pool, and runs the Committer; all
+ * traffic with the HTTP thread is messages.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { Committer } from '../src/ledger/committer.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
+import { NODE_LEDGER } from '../src/ledger/description.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
 
 const port = parentPort!;
 const opts = workerData as CommitterOptions;
 const post = (m: FromCommitter): void => port.postMessage(m);
 const db = openEnv(opts.dataDir);
-const pending = openPendingEnv(opts.dataDir);
+const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
 const committer = new Committer(db, pending, loadOrCreateKey(opts.nodeKeyFile), opts, post);
 
 // An error nothing handled stops block production and is reported as a fault (the node
@@ -37,4 +39,4 @@ port.on('message', (m: ToCommitter) => {
   }
 });
 
-committer.init().catch((err: unknown) => post({ type: 'fatal', message: `committer failed to start: ${String(err)}` }));
+committer.init().catch((err: unknown) => post({ type: 'fatal', code: 'START_FAILED', message: `committer failed to start: ${String(err)}` }));

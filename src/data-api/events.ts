@@ -7,11 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
+import { DATA_DB } from '../store/names.js';
 
-export const DATA_DB = {
-  events: 'data.events',
-  batchEvents: 'data.batch_events',
-} as const;
+export { DATA_DB };
 
 /** Event ids are UUIDs: never confused with 128-hex batch ids. */
 export const EVENT_ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

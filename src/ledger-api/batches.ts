@@ -6,7 +6,7 @@
  * `start` id is located through the batch / transaction index instead of a scan.
  */
 import type { HttpServer, Reply, Req } from '../http/server.js';
-import type { BatchPos, TxnPos } from '../store/ledgerStores.js';
+import type { BatchPos, TxnPos } from '../store/ledger-stores.js';
 import { ledgerError } from './errors.js';
 import { selfUrl } from './links.js';
 import { serialize } from './schemas.js';

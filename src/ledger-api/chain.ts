@@ -3,7 +3,7 @@
  * small LRU of decoded blocks (blocks are immutable, so cached JSON never goes stale).
  */
 import type { Ledger } from '../ledger/ledger.js';
-import type { BatchPos, TxnPos } from '../store/ledgerStores.js';
+import type { BatchPos, TxnPos } from '../store/ledger-stores.js';
 import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.js';
 import { ledgerError } from './errors.js';
 import { ID_RE } from './params.js';
@@ -48,7 +48,7 @@ export class ChainReader {
       this.#cache.set(id, hit);
       return hit.block;
     }
-    const bytes = this.#ledger.stores.blocks.get(id);
+    const bytes = this.#ledger.query.block(id);
     if (bytes === undefined) return undefined;
     const { json, num } = blockJson(bytes);
     let txns: TxnJson[] | undefined;
@@ -70,7 +70,7 @@ export class ChainReader {
   }
 
   byNum(num: number): ChainBlock | undefined {
-    const id = this.#ledger.stores.blockByNum.get(num);
+    const id = this.#ledger.query.blockId(num);
     return id === undefined ? undefined : this.byId(id);
   }
 
@@ -82,7 +82,7 @@ export class ChainReader {
   }
 
   current(): ResolvedHead {
-    const h = this.#ledger.storedHead();
+    const h = this.#ledger.query.head();
     return { id: h.blockId, num: h.blockNum, stateRoot: h.stateRoot };
   }
 
@@ -102,13 +102,12 @@ export class ChainReader {
 
   batchPos(id: string): BatchPos | undefined {
     if (!ID_RE.test(id)) return undefined;
-    return this.#ledger.stores.batchIndex.get(id);
+    return this.#ledger.query.batchPos(id);
   }
 
   txnPos(id: string): TxnPos | undefined {
     if (!ID_RE.test(id)) return undefined;
-    const r = this.#ledger.stores.txnIndex.get(id);
-    return r && [r[0], r[1], r[2]];
+    return this.#ledger.query.txnPos(id);
   }
 
   batchAt(pos: BatchPos): BatchJson {

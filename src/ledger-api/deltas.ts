@@ -4,7 +4,6 @@
  * last change per address, listed in reverse order of occurrence as upstream's extractor
  * does (receipts and their changes walked backwards).
  */
-import { receiptOf } from '../store/ledgerStores.js';
 import type { ChainBlock, ChainReader } from './chain.js';
 import { b64, CHANGE_TYPES, decodeReceipt } from './json.js';
 
@@ -23,12 +22,12 @@ export interface BlockDelta {
 }
 
 export function blockDelta(chain: ChainReader, block: ChainBlock): BlockDelta {
-  const stores = chain.ledger.stores;
+  const query = chain.ledger.query;
   const seen = new Set<string>();
   const changes: StateChangeJson[] = [];
   const txns = block.txns();
   for (let i = txns.length - 1; i >= 0; i--) {
-    const bytes = receiptOf(stores, txns[i]!.header_signature);
+    const bytes = query.receipt(txns[i]!.header_signature);
     if (bytes === undefined) continue;
     const sc = decodeReceipt(bytes).stateChanges;
     for (let j = sc.length - 1; j >= 0; j--) {

@@ -3,7 +3,6 @@
  * any id has no receipt the whole request is 404 code 80, as upstream. With `wait`, the
  * answer waits (woken by commits) until every receipt exists or the time is up.
  */
-import { receiptOf } from '../store/ledgerStores.js';
 import type { HttpServer, Reply, Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError } from './errors.js';
@@ -15,11 +14,11 @@ import type { CommitWaits } from './waits.js';
 
 async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: string[], withLink: boolean): Promise<Reply> {
   checkIds(ids);
-  const stores = ledger.stores;
+  const query = ledger.query;
   const wait = parseWait(req);
-  if (wait > 0) await waits.until(() => ids.every((id) => stores.txnIndex.doesExist(id)), wait * 1000);
+  if (wait > 0) await waits.until(() => ids.every((id) => query.isTxnCommitted(id)), wait * 1000);
   const data = ids.map((id) => {
-    const bytes = receiptOf(stores, id);
+    const bytes = query.receipt(id);
     if (bytes === undefined) throw ledgerError(80, `: ${id}`);
     return receiptJson(bytes);
   });

@@ -34,7 +34,7 @@ function fetchState(chain: ChainReader, req: Req): Reply {
   const address = req.params[0]!;
   if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(62, `: got "${address}"`);
   // Only a full address can hold a leaf; a shorter well-formed one names an interior node.
-  const value = address.length === 70 ? withRoot(chain, () => chain.ledger.tree.get(head.stateRoot, address)) : undefined;
+  const value = address.length === 70 ? withRoot(chain, () => chain.ledger.query.state.get(head.stateRoot, address)) : undefined;
   if (value === undefined) throw ledgerError(75, `: ${address}`);
   return { status: 200, body: serialize.stateOne({ data: b64(value), head: head.id, link: selfUrl(req, { head: head.id }) }) };
 }
@@ -45,7 +45,7 @@ function listState(chain: ChainReader, req: Req): Reply {
   const prefix = req.query.get('address') ?? '';
   if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(62, `: got "${prefix}"`);
   const reverse = parseReverse(req, 'default');
-  const tree = chain.ledger.tree;
+  const tree = chain.ledger.query.state;
   const page: Page<Leaf> = withRoot(chain, () => {
     const start = paging.start;
     if (start === undefined) return takePage(tree.entries(head.stateRoot, prefix, { reverse }), (e) => e.address, paging.limit);

@@ -1,6 +1,7 @@
 /**
- * Builds signed transactions, batches and batch lists the way the Sawtooth SDKs do.
- * Used for genesis, for the node's own submissions (interface B) and by tests and benches.
+ * Builds signed transactions, batches and batch lists the way the Sawtooth SDKs do, and
+ * the serialized form of a block. Used for genesis, for the node's own submissions (the
+ * data API), by the block builder and by tests and benches.
  */
 import { randomBytes } from 'node:crypto';
 import protobuf from 'protobufjs';
@@ -62,5 +63,16 @@ export function buildBatch(signer: Signer, txns: BuiltTxn[]): BuiltBatch {
 export function buildBatchList(batches: Array<{ bytes: Uint8Array }>): Uint8Array {
   const w = protobuf.Writer.create();
   for (const b of batches) w.uint32(10).bytes(b.bytes);
+  return w.finish();
+}
+
+/**
+ * A serialized Block from its header bytes, its id (the header signature) and its batches
+ * already serialized: written field by field, so the batches are not decoded again.
+ */
+export function encodeBlock(headerBytes: Uint8Array, blockId: string, batches: Iterable<Uint8Array>): Uint8Array {
+  const w = protobuf.Writer.create();
+  w.uint32(10).bytes(headerBytes).uint32(18).string(blockId);
+  for (const b of batches) w.uint32(26).bytes(b);
   return w.finish();
 }

@@ -5,6 +5,7 @@
  */
 import { TransactionHeader, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { findFamily } from '../families/index.js';
+import type { FamilyLookup } from './catalog.js';
 import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
 import { sha512Hex } from '../crypto/secp256k1.js';
 
@@ -91,7 +92,11 @@ export class BlockExecutor {
   /** Transaction ids executed in this block so far (for dependencies and duplicates). */
   readonly txnIds = new Set<string>();
 
-  constructor(private readonly base: StateReader) {}
+  constructor(
+    private readonly base: StateReader,
+    /** The families this ledger executes (an unknown one makes its transaction invalid). */
+    private readonly families: FamilyLookup = findFamily,
+  ) {}
 
   #read(address: string, batch: Writes): Uint8Array | undefined {
     const b = batch.get(address);
@@ -134,7 +139,7 @@ export class BlockExecutor {
     for (let i = 0; i < batch.transactions.length; i++) {
       const t = batch.transactions[i]!;
       const header = headers[i]!;
-      const family = findFamily(header.familyName, header.familyVersion);
+      const family = this.families(header.familyName, header.familyVersion);
       const ctx = new Context(header, (a) => this.#read(a, batchWrites));
       try {
         if (!family) throw new InvalidTransaction(`Unknown transaction family ${header.familyName} ${header.familyVersion}`);

@@ -1,8 +1,15 @@
-/** Messages between the HTTP thread and the committer thread. Plain data only. */
-import type { ChainHead } from '../store/ledgerStores.js';
+/**
+ * Messages between the HTTP thread and the ledger's threads (committer thread, verify
+ * workers). Plain data only. Workers import these types from here; src/ never imports
+ * from workers/.
+ */
+import type { ChainHead } from '../store/ledger-stores.js';
+import type { LedgerDescription } from './description.js';
 
 export interface CommitterOptions {
   dataDir: string;
+  /** The ledger this committer writes (the node's own when absent). */
+  description?: LedgerDescription;
   /** File holding the node's private key (mode 0600); read by the committer itself. */
   nodeKeyFile: string;
   maxBatchesPerBlock: number;
@@ -15,6 +22,18 @@ export interface CommitterOptions {
    * start); then it is settled INVALID. Default 60 000.
    */
   dependencyWaitMs?: number;
+}
+
+/** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
+export interface VerifyTask {
+  bodies: Uint8Array[];
+  /** When set, a body must contain a batch signed by this key (queue-full exemption). */
+  nodeKeyOnly: Array<string | undefined>;
+}
+
+/** Set once per verify worker (piscina workerData): the families its ledger accepts. */
+export interface VerifyWorkerData {
+  families: string[];
 }
 
 export type ToCommitter =
@@ -32,8 +51,21 @@ export interface BlockEvent {
   queueLimit: number;
 }
 
+/** Why the committer stopped; the message says what exactly (it names the cause, e.g. ENOSPC). */
+export type CommitterFaultCode =
+  /** It could not open its stores, recover the pending pool or make genesis. */
+  | 'START_FAILED'
+  /** Building a block threw. */
+  | 'BUILD_FAILED'
+  /** A block or verdict transaction failed (nothing of it was written). */
+  | 'WRITE_FAILED'
+  /** Removing settled segments from the pending pool failed. */
+  | 'PENDING_CLEANUP_FAILED'
+  /** An error nothing handled, in the committer thread. */
+  | 'UNHANDLED';
+
 export type FromCommitter =
   | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }
   | BlockEvent
-  | { type: 'fatal'; message: string }
+  | { type: 'fatal'; code: CommitterFaultCode; message: string }
   | { type: 'closed' };

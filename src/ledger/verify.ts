@@ -17,6 +17,7 @@ import {
 } from '../proto/index.js';
 import { sha512Hex, verify } from '../crypto/secp256k1.js';
 import { findFamily } from '../families/index.js';
+import type { FamilyLookup } from './catalog.js';
 
 export interface VerifiedBatch {
   id: string;
@@ -78,7 +79,7 @@ function describeUnwrapped(body: Uint8Array): string | null {
   return null;
 }
 
-function checkTransaction(t: TransactionMsg, expectedId: string | undefined, batcher: string, bi: number, ti: number): string {
+function checkTransaction(t: TransactionMsg, expectedId: string | undefined, batcher: string, bi: number, ti: number, known: FamilyLookup): string {
   const where = `batch ${bi} transaction ${ti}`;
   if (!ID_RE.test(t.headerSignature)) throw new Reject(`${where}: header_signature is not 128 hex characters`);
   if (t.headerSignature !== expectedId) {
@@ -96,7 +97,7 @@ function checkTransaction(t: TransactionMsg, expectedId: string | undefined, bat
   if (!KEY_RE.test(h.signerPublicKey)) throw new Reject(`${where}: signer_public_key is not a compressed public key`);
   if (sha512Hex(t.payload) !== h.payloadSha512) throw new Reject(`${where}: payload_sha512 does not match the payload`);
   if (h.dependencies.some((d) => d === '')) throw new Reject(`${where}: empty dependency`);
-  if (!findFamily(h.familyName, h.familyVersion)) {
+  if (!known(h.familyName, h.familyVersion)) {
     throw new Reject(`${where}: unknown transaction family ${JSON.stringify(h.familyName)} version ${JSON.stringify(h.familyVersion)}`);
   }
   if (!verify(t.headerSignature, t.header, h.signerPublicKey)) {
@@ -105,7 +106,7 @@ function checkTransaction(t: TransactionMsg, expectedId: string | undefined, bat
   return t.headerSignature;
 }
 
-function checkBatch(b: BatchMsg, start: number, end: number, bi: number): VerifiedBatch {
+function checkBatch(b: BatchMsg, start: number, end: number, bi: number, known: FamilyLookup): VerifiedBatch {
   if (!ID_RE.test(b.headerSignature)) throw new Reject(`batch ${bi}: header_signature is not 128 hex characters`);
   let h: BatchHeaderMsg;
   try {
@@ -119,15 +120,16 @@ function checkBatch(b: BatchMsg, start: number, end: number, bi: number): Verifi
     throw new Reject(`batch ${bi}: header lists ${h.transactionIds.length} transaction ids but the batch holds ${b.transactions.length} transactions`);
   }
   if (new Set(h.transactionIds).size !== h.transactionIds.length) throw new Reject(`batch ${bi}: duplicate transaction ids`);
-  b.transactions.forEach((t, ti) => checkTransaction(t, h.transactionIds[ti], h.signerPublicKey, bi, ti));
+  b.transactions.forEach((t, ti) => checkTransaction(t, h.transactionIds[ti], h.signerPublicKey, bi, ti, known));
   return { id: b.headerSignature, signer: h.signerPublicKey, start, end, txnIds: h.transactionIds };
 }
 
 /**
  * Verifies one submitted body. With `nodeKeyOnly`, the list is accepted only if one of
  * its batches is signed by that key (the back-pressure exemption); otherwise QUEUE_FULL.
+ * `known` tells the families the ledger accepts (by default every family the node carries).
  */
-export function verifyBatchList(body: Uint8Array, nodeKeyOnly?: string): VerifyResult {
+export function verifyBatchList(body: Uint8Array, nodeKeyOnly?: string, known: FamilyLookup = findFamily): VerifyResult {
   if (body.length === 0) return { ok: false, code: 'EMPTY', message: 'No batches were submitted: the body is empty' };
   let ranges: Array<[number, number]>;
   let decoded: BatchMsg[];
@@ -141,7 +143,7 @@ export function verifyBatchList(body: Uint8Array, nodeKeyOnly?: string): VerifyR
   }
   if (ranges.length === 0) return { ok: false, code: 'EMPTY', message: 'The BatchList holds no batches' };
   try {
-    const batches = ranges.map(([s, e], i) => checkBatch(decoded[i]!, s, e, i));
+    const batches = ranges.map(([s, e], i) => checkBatch(decoded[i]!, s, e, i, known));
     const ids = new Set(batches.map((b) => b.id));
     if (ids.size !== batches.length) throw new Reject('duplicate batch ids in one BatchList');
     if (nodeKeyOnly !== undefined && !batches.some((b) => b.signer === nodeKeyOnly)) {

@@ -5,7 +5,6 @@
  * the claims, session token issued, 302 to the client's redirect URL with
  * `access_token=OAuth2:<token>&display_name=<name>`.
  */
-import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { HttpError, type Reply, type Req } from '../http/server.js';
 import { log } from '../log.js';
@@ -15,7 +14,7 @@ import type { OAuthSessions } from './oauth-sessions.js';
 import { RedirectPolicy } from './oauth-redirects.js';
 import { PendingLogins } from './oauth-pending.js';
 import { pageOf, parsePageQuery } from './paging.js';
-import { profileFromClaims } from './profiles.js';
+import { linkOAuthLogin, listOAuthUsers } from './oauth-users.js';
 import { json, requireUser, type Router } from './router.js';
 import type { Stores } from './stores.js';
 
@@ -73,13 +72,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
       log.warn('OAuth code exchange failed', e);
       throw new HttpError(400, 'The OAuth provider did not accept the authorization code');
     });
-    const userId = await d.stores.root.transaction(() => {
-      const known = d.stores.oauthUsers.get(login.subject);
-      const id = known?.user_id ?? randomUUID();
-      if (!known) void d.stores.oauthUsers.put(login.subject, { subject: login.subject, user_id: id });
-      void d.stores.profiles.put(id, profileFromClaims(id, login.subject, login.claims));
-      return id;
-    });
+    const userId = await linkOAuthLogin(d.stores, login.subject, login.claims);
     const token = await d.sessions.create({
       user_id: userId,
       subject: login.subject,
@@ -104,7 +97,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
 
   r.secured('get', '/oauth/users', 'oauth.user.read', ({ req }) => {
     const page = parsePageQuery(req.query);
-    const all = Array.from(d.stores.oauthUsers.getRange({}).map(({ value }) => ({ subject: value.subject, user_id: value.user_id })));
+    const all = listOAuthUsers(d.stores);
     return json(pageOf(all, `${req.path}?`, page));
   }, 2);
 }

@@ -4,6 +4,7 @@
  * route modules, so stored secrets (password hashes, provider tokens) never leak.
  */
 import type { Database, RootDatabase } from 'lmdb';
+import { nodeDbName } from '../store/names.js';
 
 export interface UserRecord {
   user_id: string;
@@ -94,7 +95,7 @@ export interface Stores {
 }
 
 export function openStores(root: RootDatabase): Stores {
-  const db = <V>(name: string): Database<V, string> => root.openDB<V, string>(`node.${name}`, {});
+  const db = <V>(name: string): Database<V, string> => root.openDB<V, string>(nodeDbName(name), {});
   return {
     root,
     users: db('users'),

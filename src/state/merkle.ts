@@ -19,7 +19,8 @@
 import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
 import { encode, encodeBytes, type CborValue } from '../codec/cbor.js';
-import { hashLeaf, hashNode, hashSingle, type ChildHash } from './node.js';
+import { hashLeaf, hashNode, hashSingle, type ChildHash, type LeafEncoding } from './node.js';
+import type { StateStore } from './state-store.js';
 import {
   BRANCH_HEAD,
   ENTRY,
@@ -30,6 +31,8 @@ import {
   parseRecord,
   type MerkleRecord,
 } from './records.js';
+
+export type { LeafEncoding };
 
 export const EMPTY_ROOT = '708ca7fbb701799bb387f2e50deaca402e8502abe229f705693d2d4f350e1ad6';
 
@@ -50,7 +53,7 @@ export class CorruptStateError extends Error {
 }
 
 /** Hash (hex) of the top node of a stored record, recomputed from its content. */
-function recordHash(r: MerkleRecord): string {
+function recordHash(r: MerkleRecord, wrapped: boolean): string {
   if (r.branch) {
     const toks = new Array<number>(r.n);
     const hs = new Array<number>(r.n);
@@ -58,9 +61,9 @@ function recordHash(r: MerkleRecord): string {
       toks[i] = r.rec[o]!;
       hs[i] = o + 1;
     }
-    return hashNode(toks, hs, r.value, r.rec);
+    return hashNode(toks, hs, r.value, r.rec, wrapped);
   }
-  let h: ChildHash = r.endLeaf ? hashLeaf(r.end) : r.end;
+  let h: ChildHash = r.endLeaf ? hashLeaf(r.end, wrapped) : r.end;
   for (let i = r.tokens.length - 1; i >= 0; i--) h = hashSingle(r.tokens[i]!, h);
   return typeof h === 'string' ? h : Buffer.from(h as Uint8Array).toString('hex');
 }
@@ -157,16 +160,19 @@ interface Frame {
   i: number;
 }
 
-export class MerkleTree {
+export class MerkleTree implements StateStore {
   private readonly key = Buffer.alloc(32);
   /** Check every record read against its key (content-addressed: the key is its hash). */
   private readonly verify: boolean;
+  /** Leaf values CBOR-wrapped once more before hashing (Sawtooth's 'cbor' leaf encoding). */
+  private readonly wrapped: boolean;
 
   constructor(
     private readonly db: Database<Buffer, Buffer>,
-    opts: { verify?: boolean } = {},
+    opts: { verify?: boolean; leafEncoding?: LeafEncoding } = {},
   ) {
     this.verify = opts.verify === true;
+    this.wrapped = (opts.leafEncoding ?? 'cbor') === 'cbor';
   }
 
   /** Parses a record read under `key`, checking its hash when verifying. */
@@ -177,7 +183,7 @@ export class MerkleTree {
     } catch (err) {
       throw new CorruptStateError(`merkle record ${key.toString('hex')} is damaged: ${(err as Error).message}`);
     }
-    if (this.verify && recordHash(r) !== key.toString('hex')) {
+    if (this.verify && recordHash(r, this.wrapped) !== key.toString('hex')) {
       throw new CorruptStateError(`merkle record ${key.toString('hex')} does not match its hash: the state database is damaged`);
     }
     return r;
@@ -472,7 +478,7 @@ export class MerkleTree {
     kids.length = w;
     node.stored = false;
     node.hs = hs;
-    node.hash = w === 0 && node.value === null ? null : hashNode(toks, hs, node.value, node.rec);
+    node.hash = w === 0 && node.value === null ? null : hashNode(toks, hs, node.value, node.rec, this.wrapped);
   }
 
   /** Hash of a clean subtree or a rehashed node (computed once and cached). */
@@ -481,7 +487,7 @@ export class MerkleTree {
     if (kid instanceof Ref) {
       // Only unstored chains lack a hash, and their tokens are always known.
       const chain = kid.chain!;
-      let h: Hash = kid.endLeaf ? hashLeaf(kid.end!) : (kid.end as Buffer);
+      let h: Hash = kid.endLeaf ? hashLeaf(kid.end!, this.wrapped) : (kid.end as Buffer);
       for (let i = chain.length - 1; i >= 0; i--) h = hashSingle(chain[i]!, h);
       return (kid.hash = h);
     }
@@ -491,6 +497,8 @@ export class MerkleTree {
       kid.toks,
       kid.kids.map((k) => this.hashOf(k as MNode | Ref)),
       kid.value,
+      null,
+      this.wrapped,
     ));
   }
 
@@ -563,7 +571,7 @@ function missing(hash: Buffer): Error {
 }
 
 /** Reference implementation: root hash computed from scratch from a full leaf map (used by tests; may be slow). */
-export function rootOf(leaves: Map<string, Uint8Array>): string {
+export function rootOf(leaves: Map<string, Uint8Array>, leafEncoding: LeafEncoding = 'cbor'): string {
   interface T {
     kids: Map<string, T>;
     v: Uint8Array | null;
@@ -584,7 +592,7 @@ export function rootOf(leaves: Map<string, Uint8Array>): string {
     const c = new Map<CborValue, CborValue>();
     for (const [tok, kid] of n.kids) c.set(tok, hash(kid));
     const node = new Map<CborValue, CborValue>([
-      ['v', n.v === null ? null : encodeBytes(n.v)],
+      ['v', n.v === null ? null : leafEncoding === 'cbor' ? encodeBytes(n.v) : n.v],
       ['c', c],
     ]);
     return crypto.createHash('sha512').update(encode(node)).digest('hex').slice(0, 64);

@@ -2,7 +2,8 @@
  * Exact Sawtooth Merkle-Radix node encoding (research/sawtooth.md section 4.2).
  *
  * A node is the canonical CBOR map {"c": {token: childHashHex, ...}, "v": null | bstr}.
- * Leaves carry v = bstr(cbor_bstr(raw)), i.e. the raw value is wrapped twice.
+ * Leaves carry v = bstr(cbor_bstr(raw)), i.e. the raw value is wrapped twice (Sawtooth's
+ * leaf encoding, 'cbor'); with transact's leaf encoding ('raw') v = bstr(raw).
  * The node hash is the first 32 bytes of SHA-512 over those bytes.
  *
  * Two encoders live here:
@@ -84,10 +85,16 @@ function writeChild(out: Buffer, off: number, h: ChildHash, rec: Uint8Array | nu
   else writeHex(h, 0, 32, out, off);
 }
 
-/** Bytes of the "v" entry for a leaf whose raw value has length L: head(2, L2) head(2, L) raw. */
-function leafValueLen(rawLen: number): number {
+/**
+ * How a leaf's raw value sits in its node's "v": 'cbor' (Sawtooth: the value is CBOR-wrapped
+ * once more before the node is encoded) or 'raw' (transact: the value bytes as they are).
+ */
+export type LeafEncoding = 'cbor' | 'raw';
+
+/** Bytes of the "v" entry for a leaf whose raw value has length L: [head(2, L2)] head(2, L) raw. */
+function leafValueLen(rawLen: number, wrapped: boolean): number {
   const inner = headLen(rawLen) + rawLen;
-  return headLen(inner) + inner;
+  return wrapped ? headLen(inner) + inner : inner;
 }
 
 /** One child entry in the "c" map: 62 t t 78 40 <64 hex>. */
@@ -117,9 +124,10 @@ function writeNode(
   hashes: ArrayLike<ChildHash>,
   raw: Uint8Array | null,
   rec: Uint8Array | null,
+  wrapped: boolean,
 ): number {
   const n = tokens.length;
-  const size = 3 + MAX_HEAD_LEN + n * CHILD_LEN + 2 + (raw === null ? 1 : leafValueLen(raw.length));
+  const size = 3 + MAX_HEAD_LEN + n * CHILD_LEN + 2 + (raw === null ? 1 : leafValueLen(raw.length, wrapped));
   if (size > scratch.length) scratch = Buffer.allocUnsafe(Math.max(size, scratch.length * 2));
   const out = scratch;
   out[0] = 0xa2;
@@ -142,7 +150,7 @@ function writeNode(
   if (raw === null) {
     out[o++] = 0xf6;
   } else {
-    o = writeHead(2, headLen(raw.length) + raw.length, out, o);
+    if (wrapped) o = writeHead(2, headLen(raw.length) + raw.length, out, o);
     o = writeHead(2, raw.length, out, o);
     out.set(raw, o);
     o += raw.length;
@@ -152,31 +160,32 @@ function writeNode(
 
 /**
  * Hash (64 hex) of a node given its children (tokens ascending) and its raw leaf value
- * (null for interior nodes; the double CBOR wrap is applied here). `rec` holds the hashes
- * given as offsets.
+ * (null for interior nodes; the double CBOR wrap is applied here unless `wrapped` is false,
+ * the 'raw' leaf encoding). `rec` holds the hashes given as offsets.
  */
 export function hashNode(
   tokens: ArrayLike<number>,
   hashes: ArrayLike<ChildHash>,
   raw: Uint8Array | null,
   rec: Uint8Array | null = null,
+  wrapped = true,
 ): string {
   if (raw === null && tokens.length === 1) return hashSingle(tokens[0]!, hashes[0]!, rec);
-  const len = writeNode(tokens, hashes, raw, rec); // may replace scratch: call before reading it
+  const len = writeNode(tokens, hashes, raw, rec, wrapped); // may replace scratch: call before reading it
   return sha512Hex(scratch.subarray(0, len));
 }
 
 const EMPTY: number[] = [];
 
 /** Hash (64 hex) of a leaf node (no children) holding raw. */
-export function hashLeaf(raw: Uint8Array): string {
-  const len = writeNode(EMPTY, EMPTY, raw, null);
+export function hashLeaf(raw: Uint8Array, wrapped = true): string {
+  const len = writeNode(EMPTY, EMPTY, raw, null, wrapped);
   return sha512Hex(scratch.subarray(0, len));
 }
 
 /** The exact node bytes the hot path hashes (a copy; for tests and debugging). */
-export function nodeBytes(tokens: ArrayLike<number>, hashes: ArrayLike<ChildHash>, raw: Uint8Array | null): Buffer {
-  const len = writeNode(tokens, hashes, raw, null);
+export function nodeBytes(tokens: ArrayLike<number>, hashes: ArrayLike<ChildHash>, raw: Uint8Array | null, wrapped = true): Buffer {
+  const len = writeNode(tokens, hashes, raw, null, wrapped);
   return Buffer.from(scratch.subarray(0, len));
 }
 

@@ -1,7 +1,7 @@
 /**
  * The one LMDB environment under the data directory. Each thread opens it once; every
  * store is a named sub-database of it, so a block and all its indexes commit together.
- * Sub-database names are listed here and never reused.
+ * Sub-database names are listed in names.ts and never reused.
  */
 import { open, type RootDatabase } from 'lmdb';
 import { join } from 'node:path';
@@ -26,23 +26,12 @@ export function openEnv(dataDir: string): RootDatabase {
  * after the block or verdict that settles it is durable in the main environment; on
  * restart, entries already settled there are dropped (recovery is idempotent).
  */
-export function openPendingEnv(dataDir: string): RootDatabase<Buffer, number> {
+export function openPendingEnv(dataDir: string, file = 'pending.mdb'): RootDatabase<Buffer, number> {
   mkdirSync(dataDir, { recursive: true });
   return open<Buffer, number>({
-    path: join(dataDir, 'pending.mdb'),
+    path: join(dataDir, file),
     encoding: 'binary',
     noSync: false,
     mapSize: 8 * 1024 * 1024 * 1024,
   });
 }
-
-/** Names of the ledger sub-databases (written only by the committer thread). */
-export const LEDGER_DBS = {
-  merkle: 'ledger.merkle',
-  blocks: 'ledger.blocks',
-  blockByNum: 'ledger.block_by_num',
-  batchIndex: 'ledger.batch_index',
-  txnIndex: 'ledger.txn_index',
-  meta: 'ledger.meta',
-  invalid: 'ledger.invalid',
-} as const;

@@ -11,7 +11,7 @@ import { Batch, BlockHeader, type BatchMsg, type BlockHeaderMsg } from '../proto
 import { verify } from '../crypto/secp256k1.js';
 import { verifyBatchList } from '../ledger/verify.js';
 import { MerkleTree } from '../state/merkle.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledgerStores.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
 import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';

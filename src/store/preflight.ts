@@ -10,9 +10,9 @@ import type { RootDatabase } from 'lmdb';
 import { Batch, type BatchMsg } from '../proto/index.js';
 import { openPendingEnv } from './db.js';
 import { lmdbFileProblem } from './files.js';
-import { openLedgerStores } from './ledgerStores.js';
+import { openLedgerStores } from './ledger-stores.js';
 import { StartupError } from './lock.js';
-import { POOL_ID_KEY, decodeSegment } from './pendingPool.js';
+import { POOL_ID_KEY, decodeSegment } from './pending-pool.js';
 
 /** Key in ledger.meta of the identity of the pending pool this ledger acknowledges into. */
 export const POOL_ID_META = 'pending_pool_id';

@@ -9,7 +9,7 @@
 import type { RootDatabase } from 'lmdb';
 import { BlockHeader, Block, type BlockHeaderMsg, type BlockMsg } from '../proto/index.js';
 import { parseRecord, BRANCH_HEAD, ENTRY } from '../state/records.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledgerStores.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
 import { PRUNED_BELOW_KEY } from './integrity.js';
 
 export interface PruneResult {

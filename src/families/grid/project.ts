@@ -35,24 +35,10 @@ import {
   type RoleMsg,
   type SchemaMsg,
 } from './common.js';
+import { GRID_DB } from '../../store/names.js';
 
-/** Sub-database names of the read model. */
-export const GRID_DB = {
-  organization: 'grid.organization',
-  agent: 'grid.agent',
-  agentByKey: 'grid.agent_key',
-  role: 'grid.role',
-  alternateId: 'grid.alternate_id',
-  schema: 'grid.schema',
-  product: 'grid.product',
-  location: 'grid.location',
-  purchaseOrder: 'grid.purchase_order',
-  poVersion: 'grid.po_version',
-  poRevision: 'grid.po_revision',
-  poAlternateId: 'grid.po_alternate_id',
-  /** Bookkeeping: state address → [db, key] pairs it produced. */
-  address: 'grid.address',
-} as const;
+/** Sub-database names of the read model (all names live in store/names.ts). */
+export { GRID_DB };
 
 /**
  * Separates the parts of composite keys; sorts before every printable character. Not

@@ -1,9 +1,10 @@
 /**
- * Typed handles on the ledger's sub-databases. Both the committer thread (the only
- * writer) and the HTTP thread (reads) open them with the same options.
+ * Typed handles on a ledger's sub-databases. Both the committer thread (the only
+ * writer) and the HTTP thread's query service (reads) open them with the same options;
+ * nothing outside the ledger engine and the storage tools (check, prune) uses them.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import { LEDGER_DBS } from './db.js';
+import { ledgerDbNames, NODE_LEDGER_PREFIX } from './names.js';
 
 export interface ChainHead {
   blockId: string;
@@ -38,25 +39,22 @@ export interface LedgerStores {
   invalid: Database<InvalidRecord, string>;
 }
 
-export function openLedgerStores(root: RootDatabase): LedgerStores {
+/** The stores of the ledger whose sub-database names carry `prefix` (see names.ts). */
+export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGER_PREFIX): LedgerStores {
+  const n = ledgerDbNames(prefix);
   return {
     root,
-    merkle: root.openDB<Buffer, Buffer>(LEDGER_DBS.merkle, { keyEncoding: 'binary', encoding: 'binary' }),
-    blocks: root.openDB<Buffer, string>(LEDGER_DBS.blocks, { encoding: 'binary' }),
-    blockByNum: root.openDB<string, number>(LEDGER_DBS.blockByNum, {}),
-    batchIndex: root.openDB<BatchPos, string>(LEDGER_DBS.batchIndex, {}),
-    txnIndex: root.openDB<TxnRecord, string>(LEDGER_DBS.txnIndex, {}),
-    meta: root.openDB<unknown, string>(LEDGER_DBS.meta, {}),
-    invalid: root.openDB<InvalidRecord, string>(LEDGER_DBS.invalid, {}),
+    merkle: root.openDB<Buffer, Buffer>(n.merkle, { keyEncoding: 'binary', encoding: 'binary' }),
+    blocks: root.openDB<Buffer, string>(n.blocks, { encoding: 'binary' }),
+    blockByNum: root.openDB<string, number>(n.blockByNum, {}),
+    batchIndex: root.openDB<BatchPos, string>(n.batchIndex, {}),
+    txnIndex: root.openDB<TxnRecord, string>(n.txnIndex, {}),
+    meta: root.openDB<unknown, string>(n.meta, {}),
+    invalid: root.openDB<InvalidRecord, string>(n.invalid, {}),
   };
 }
 
 export const HEAD_KEY = 'head';
-
-/** The serialized TransactionReceipt of a committed transaction. */
-export function receiptOf(stores: LedgerStores, txnId: string): Buffer | undefined {
-  return stores.txnIndex.get(txnId)?.[3];
-}
 
 /** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
 export class ReadModelDbs {

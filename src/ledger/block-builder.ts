@@ -1,0 +1,169 @@
+/**
+ * The block builder: executes batches on top of a head and computes the block they make,
+ * without writing anything: a built block (its state root, state records, receipts,
+ * verdicts, signed block bytes) is written by the chain writer, or dropped.
+ */
+import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, encode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import type { StateStore } from '../state/state-store.js';
+import type { ChainHead, InvalidRecord } from '../store/ledger-stores.js';
+import { BlockExecutor, type Receipt } from './executor.js';
+import { encodeBlock } from './build.js';
+import type { FamilyLookup } from './catalog.js';
+
+/** A batch to build from. */
+export interface BuildEntry {
+  id: string;
+  bytes: Uint8Array;
+  /** Pending-pool sequence number (kept in its INVALID verdict). */
+  seq: number;
+  /** When it was accepted (ms since the epoch): start of its dependency wait. */
+  acceptedAt: number;
+  /**
+   * Tip (block id) at which it last waited on a dependency. Until the tip moves no
+   * transaction was committed since, so the batch still waits and is not re-executed.
+   * Set by the builder.
+   */
+  waitTip?: string;
+}
+
+/** A block (or a set of verdicts) computed in memory, ready to be written or dropped. */
+export interface BuiltBlock<E extends BuildEntry = BuildEntry> {
+  /** The head this round was built on: it must still be the stored head when it is written. */
+  parent: ChainHead;
+  /** The new head; null when no batch was valid (then only verdicts are written). */
+  head: ChainHead | null;
+  included: Array<{ entry: E; batch: BatchMsg; receipts: Receipt[] }>;
+  invalid: Array<{ entry: E; record: InvalidRecord }>;
+  /** State records that make the new root readable. */
+  merkleWrites: Array<[Buffer, Buffer]>;
+  blockBytes: Uint8Array | null;
+  /** The block's state changes (address → value, null = deleted), for the read models. */
+  stateWrites: Map<string, Uint8Array | null>;
+  txnIds: string[];
+  buildMs: number;
+}
+
+export interface BuildOptions {
+  /** Batches settled (included or invalid) at most. */
+  max: number;
+  /** The header's consensus field, or how to make it from the batch ids. */
+  consensus: Buffer | ((batchIds: string[]) => Buffer);
+  /** Whether a transaction id is already on the chain (or in a block built on it). */
+  isCommittedTxn(id: string): boolean;
+  /** Entries to pass over (already in a block in flight). */
+  skip?(id: string): boolean;
+  /** How long a batch may wait for a dependency before it is settled INVALID. */
+  dependencyWaitMs: number;
+}
+
+export class BlockBuilder {
+  constructor(
+    private readonly state: StateStore,
+    private readonly signer: Signer,
+    private readonly families: FamilyLookup,
+  ) {}
+
+  /**
+   * Executes `entries` (in order) on top of `parent`, until `max` of them are settled, and
+   * computes the block if any batch is valid. A batch that waits on a dependency is
+   * skipped, and settled INVALID once it has waited longer than the dependency wait.
+   */
+  build<E extends BuildEntry>(parent: ChainHead, entries: Iterable<E>, opts: BuildOptions): BuiltBlock<E> {
+    const tStart = performance.now();
+    const now = Date.now();
+    const exec = new BlockExecutor({ get: (a) => this.state.get(parent.stateRoot, a) }, this.families);
+    const built: BuiltBlock<E> = {
+      parent,
+      head: null,
+      included: [],
+      invalid: [],
+      merkleWrites: [],
+      blockBytes: null,
+      stateWrites: exec.writes,
+      txnIds: [],
+      buildMs: 0,
+    };
+    const committed = opts.isCommittedTxn;
+    const waitMs = opts.dependencyWaitMs;
+    for (const entry of entries) {
+      if (built.included.length + built.invalid.length >= opts.max) break;
+      if (opts.skip?.(entry.id)) continue;
+      const expired = now - entry.acceptedAt >= waitMs;
+      if (entry.waitTip === parent.blockId && !expired) continue;
+      const batch = Batch.decode(entry.bytes) as unknown as BatchMsg;
+      const outcome = exec.executeBatch(batch, committed);
+      if (outcome === 'wait') {
+        if (!expired) {
+          entry.waitTip = parent.blockId;
+          continue;
+        }
+        const missing = missingDependency(batch, (id) => exec.txnIds.has(id) || committed(id));
+        const message =
+          `Dependency ${missing.dependency} of transaction ${missing.txnId} was not committed within ` +
+          `${Math.round(waitMs / 1000)} s of the batch's acceptance`;
+        built.invalid.push({ entry, record: { invalid_transactions: [{ id: missing.txnId, message, extended_data: '' }], seq: entry.seq } });
+        continue;
+      }
+      if (outcome.ok) {
+        built.included.push({ entry, batch, receipts: outcome.receipts });
+        for (const t of batch.transactions) built.txnIds.push(t.headerSignature);
+      } else {
+        const t = outcome.invalid;
+        built.invalid.push({
+          entry,
+          record: {
+            invalid_transactions: [{ id: t.id, message: t.message, extended_data: Buffer.from(t.extendedData).toString('base64') }],
+            seq: entry.seq,
+          },
+        });
+      }
+    }
+    if (built.included.length > 0) {
+      const sets = new Map<string, Uint8Array>();
+      const deletes: string[] = [];
+      for (const [a, v] of exec.writes) {
+        if (v) sets.set(a, v);
+        else deletes.push(a);
+      }
+      const update = this.state.update(parent.stateRoot, sets, deletes);
+      built.merkleWrites = update.writes;
+      const batchIds = built.included.map((i) => i.entry.id);
+      const blockNum = parent.blockNum + 1;
+      const headerBytes = encode(BlockHeader, {
+        blockNum,
+        previousBlockId: parent.blockId,
+        signerPublicKey: this.signer.publicKey,
+        batchIds,
+        consensus: typeof opts.consensus === 'function' ? opts.consensus(batchIds) : opts.consensus,
+        stateRootHash: update.root,
+      });
+      const blockId = this.signer.sign(headerBytes);
+      built.blockBytes = encodeBlock(headerBytes, blockId, built.included.map((i) => i.entry.bytes));
+      built.head = { blockId, blockNum, stateRoot: update.root };
+    }
+    built.buildMs = performance.now() - tStart;
+    return built;
+  }
+}
+
+/** The first dependency of `batch` that is neither earlier in the batch nor `known`. */
+function missingDependency(batch: BatchMsg, known: (txnId: string) => boolean): { txnId: string; dependency: string } {
+  const earlier = new Set<string>();
+  for (const t of batch.transactions) {
+    const h = TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg;
+    for (const dep of h.dependencies) if (!earlier.has(dep) && !known(dep)) return { txnId: t.headerSignature, dependency: dep };
+    earlier.add(t.headerSignature);
+  }
+  const first = batch.transactions[0]?.headerSignature ?? '';
+  return { txnId: first, dependency: 'unknown' };
+}
+
+export function encodeReceipt(r: Receipt): Uint8Array {
+  return encode(TransactionReceipt, {
+    stateChanges: r.stateChanges,
+    events: r.events.map((e) => ({ eventType: e.eventType, attributes: e.attributes, data: e.data })),
+    data: r.data,
+    transactionId: r.transactionId,
+  });
+}

@@ -1,0 +1,91 @@
+/**
+ * The committer client: starts the ledger's committer thread, waits for its recovery,
+ * passes durable segments to it and its block events and faults back. All traffic is
+ * messages (protocol.ts).
+ */
+import { Worker } from 'node:worker_threads';
+import { workerFile } from './worker-file.js';
+import type { BlockEvent, CommitterFaultCode, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
+
+export type CommitterReady = Extract<FromCommitter, { type: 'ready' }>;
+
+export interface CommitterHandlers {
+  onBlock(e: BlockEvent): void;
+  /** The committer stopped: `reason` says why, for the fault report. */
+  onFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED'): void;
+}
+
+/** A committer that failed to start. */
+export class CommitterStartError extends Error {
+  constructor(
+    readonly code: CommitterFaultCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export class CommitterClient {
+  readonly #worker: Worker;
+  #closed = false;
+
+  private constructor(worker: Worker, h: CommitterHandlers) {
+    this.#worker = worker;
+    worker.on('message', (m: FromCommitter) => {
+      if (m.type === 'block') h.onBlock(m);
+      else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
+    });
+    worker.on('error', (err) => h.onFault(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`, 'THREAD_FAILED'));
+    worker.on('exit', (code) => {
+      if (!this.#closed) h.onFault(`committer thread exited (code ${code})`, 'THREAD_EXITED');
+    });
+  }
+
+  /**
+   * Starts the thread and resolves once it has recovered (head, pending batches). The
+   * handlers are attached only then: a start failure rejects instead.
+   */
+  static async start(opts: CommitterOptions, handlers: () => CommitterHandlers): Promise<{ client: CommitterClient; ready: CommitterReady }> {
+    const worker = new Worker(workerFile('committer'), { workerData: opts });
+    const ready = await new Promise<CommitterReady>((resolve, reject) => {
+      const onMsg = (m: FromCommitter): void => {
+        if (m.type === 'ready') {
+          worker.off('message', onMsg);
+          resolve(m);
+        } else if (m.type === 'fatal') {
+          reject(new CommitterStartError(m.code, m.message));
+        }
+      };
+      worker.on('message', onMsg);
+      worker.once('error', reject);
+    }).catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    });
+    return { client: new CommitterClient(worker, handlers()), ready };
+  }
+
+  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
+    this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter);
+  }
+
+  /** Asks the thread to finish the blocks in flight and stop; ends it after 10 s at the latest. */
+  close(): Promise<void> {
+    this.#closed = true;
+    const w = this.#worker;
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => void w.terminate().then(() => resolve()), 10_000);
+      w.on('message', (m: FromCommitter) => {
+        if (m.type === 'closed') {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+      w.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      w.postMessage({ type: 'shutdown' } satisfies ToCommitter);
+    });
+  }
+}

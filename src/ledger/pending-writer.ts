@@ -1,0 +1,123 @@
+/**
+ * The pending-pool writer of the HTTP thread: writes verified batches to the durable
+ * pending pool (lmdb-js commits on its own writer thread), resolves once they are on disk,
+ * then hands them to the committer. It also knows which batches are pending: acknowledged
+ * (or being written) and not yet settled by the committer.
+ */
+import type { RootDatabase } from 'lmdb';
+import { log } from '../log.js';
+import { encodeSegment } from '../store/pending-pool.js';
+import { faultPoint } from '../store/test-faults.js';
+import { writeFailure } from '../store/errors.js';
+
+/** Thrown when the batches could not be made durable: nothing was acknowledged. */
+export class LedgerUnavailable extends Error {}
+
+export interface PendingWriterOptions {
+  db: RootDatabase<Buffer, number>;
+  ackDurability: 'flush' | 'commit';
+  /** Sequence number of the next segment (from the committer's recovery). */
+  nextSeq: number;
+  /** Batches found pending at start. */
+  pendingIds: string[];
+  /** Whether a batch is committed already (then it is not written again). */
+  committed(id: string): boolean;
+  /** Hands a durable segment to the committer. */
+  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void;
+  /** Null while batches may be stored; else the message of the 503 (shutting down, a fault). */
+  refusal(): string | null;
+}
+
+export class PendingWriter {
+  readonly #o: PendingWriterOptions;
+  /** Sequence number of the next pending-pool segment. */
+  #nextSeq: number;
+  /** Ids in the durable pending pool, as the committer has acknowledged them. */
+  readonly #pending = new Set<string>();
+  /**
+   * Durability of the pending-pool writes in progress, by batch id: a copy of a batch
+   * submitted while its first copy is being written waits for that same write, so that
+   * no 202 is sent before the batch is on disk.
+   */
+  readonly #writing = new Map<string, Promise<void>>();
+  readonly #fault = faultPoint('pending.write');
+
+  constructor(opts: PendingWriterOptions) {
+    this.#o = opts;
+    this.#nextSeq = opts.nextSeq;
+    for (const id of opts.pendingIds) this.#pending.add(id);
+  }
+
+  /** Batches acknowledged (or being written) and not yet settled. */
+  get size(): number {
+    return this.#pending.size;
+  }
+
+  has(id: string): boolean {
+    return this.#pending.has(id);
+  }
+
+  isWriting(id: string): boolean {
+    return this.#writing.has(id);
+  }
+
+  /** The committer settled `id` (committed or invalid). */
+  settle(id: string): void {
+    this.#pending.delete(id);
+  }
+
+  /**
+   * Writes verified batches to the pending pool, resolves once they are durable, then
+   * hands them to the committer. The acknowledgement never waits for the committer's
+   * event loop, which may be busy executing a block. Batches already pending or committed
+   * are skipped; a copy of a batch whose write is still in progress waits for that write.
+   * Throws LedgerUnavailable when the write fails (nothing is acknowledged then).
+   */
+  async persist(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    const refused = this.#o.refusal();
+    if (refused !== null) throw new LedgerUnavailable(refused);
+    const seen = new Set<string>();
+    let earlier: Array<Promise<void>> | undefined;
+    const fresh = batches.filter((b) => {
+      if (seen.has(b.id)) return false;
+      seen.add(b.id);
+      const w = this.#writing.get(b.id);
+      if (w) (earlier ??= []).push(w);
+      return !w && !this.#pending.has(b.id) && !this.#o.committed(b.id);
+    });
+    if (fresh.length > 0) await Promise.all([this.#writeSegment(fresh), ...(earlier ?? [])]);
+    else if (earlier) await Promise.all(earlier);
+  }
+
+  #writeSegment(fresh: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    const seg = this.#nextSeq;
+    this.#nextSeq += fresh.length;
+    // Reserve the ids now so that a concurrent copy is not written twice (it waits for this write).
+    for (const b of fresh) this.#pending.add(b.id);
+    const db = this.#o.db;
+    const write = (async (): Promise<void> => {
+      try {
+        if (this.#fault) {
+          if (this.#fault.delayMs) await new Promise((r) => setTimeout(r, this.#fault!.delayMs));
+          this.#fault.check();
+        }
+        await db.put(seg, encodeSegment(fresh));
+        if (this.#o.ackDurability === 'flush') await db.flushed;
+      } catch (err) {
+        for (const b of fresh) this.#pending.delete(b.id);
+        const cause = await writeFailure(err);
+        log.error(`pending pool write failed: ${cause.message}`);
+        throw new LedgerUnavailable(`The batches could not be stored in the pending pool: ${cause.message}`);
+      } finally {
+        for (const b of fresh) this.#writing.delete(b.id);
+      }
+      this.#o.enqueue(seg, fresh);
+    })();
+    for (const b of fresh) this.#writing.set(b.id, write);
+    return write;
+  }
+
+  close(): Promise<void> {
+    return this.#o.db.close();
+  }
+}

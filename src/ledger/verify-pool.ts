@@ -1,0 +1,100 @@
+/**
+ * The verify pool: signature and structure checks of submitted bodies in piscina workers,
+ * micro-batched. Bodies queue up while every worker is busy and go out together when one
+ * finishes; each task's verdicts are handed back as one chunk, so what follows (the
+ * pending-pool write) is also done once per chunk, not once per body.
+ */
+import { Piscina } from 'piscina';
+import type { VerifyResult } from './verify.js';
+import type { VerifyTask, VerifyWorkerData } from './protocol.js';
+import { workerFile } from './worker-file.js';
+
+/** Bodies verified per piscina task at most; larger flushes are split across workers. */
+const MAX_BODIES_PER_TASK = 64;
+/**
+ * Verification tasks in flight per pool thread. New bodies wait while every worker is
+ * busy and go out together when one finishes: under load each task carries many bodies
+ * (the per-task cost, ~25 µs here and ~15 µs in the worker, is paid once for all), while a
+ * lone request is still sent at once. Watch: submit p99 and bodies per task.
+ */
+const TASKS_PER_THREAD = 1;
+
+export interface VerifyItem {
+  body: Uint8Array;
+  /** When set, the body must contain a batch signed by this key (queue-full exemption). */
+  nodeKeyOnly: string | undefined;
+}
+
+export interface VerifyPoolOptions<T extends VerifyItem> {
+  threads: number;
+  /** Families the ledger accepts (given to each worker once). */
+  families: string[];
+  /** A task's items with their verdicts, in order. */
+  onVerified(items: T[], results: VerifyResult[]): void;
+  /** A task failed as a whole (the worker threw). */
+  onFailed(items: T[], err: unknown): void;
+}
+
+export class VerifyPool<T extends VerifyItem> {
+  readonly #pool: Piscina;
+  readonly #opts: VerifyPoolOptions<T>;
+  #queued: T[] = [];
+  #flushScheduled = false;
+  #tasksInFlight = 0;
+
+  constructor(opts: VerifyPoolOptions<T>) {
+    this.#opts = opts;
+    this.#pool = new Piscina({
+      filename: workerFile('verify'),
+      minThreads: opts.threads,
+      maxThreads: opts.threads,
+      idleTimeout: 60_000,
+      workerData: { families: opts.families } satisfies VerifyWorkerData,
+    });
+  }
+
+  /** Queues a body; its verdict comes back through onVerified with the rest of its task. */
+  push(item: T): void {
+    this.#queued.push(item);
+    this.#maybeFlush();
+  }
+
+  #maxTasks(): number {
+    return (this.#pool.threads.length || 1) * TASKS_PER_THREAD;
+  }
+
+  /** Sends queued bodies on the next turn when a worker is free (same-turn arrivals go together). */
+  #maybeFlush(): void {
+    if (this.#flushScheduled || this.#queued.length === 0 || this.#tasksInFlight >= this.#maxTasks()) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  #flush(): void {
+    this.#flushScheduled = false;
+    const free = this.#maxTasks() - this.#tasksInFlight;
+    if (free <= 0 || this.#queued.length === 0) return;
+    const per = Math.min(MAX_BODIES_PER_TASK, Math.ceil(this.#queued.length / free));
+    for (let t = 0; t < free && this.#queued.length > 0; t++) void this.#run(this.#queued.splice(0, per));
+  }
+
+  async #run(items: T[]): Promise<void> {
+    const task: VerifyTask = { bodies: items.map((i) => i.body), nodeKeyOnly: items.map((i) => i.nodeKeyOnly) };
+    let results: VerifyResult[];
+    this.#tasksInFlight++;
+    try {
+      results = (await this.#pool.run(task)) as VerifyResult[];
+    } catch (err) {
+      this.#opts.onFailed(items, err);
+      return;
+    } finally {
+      this.#tasksInFlight--;
+      this.#maybeFlush();
+    }
+    this.#opts.onVerified(items, results);
+  }
+
+  destroy(): Promise<void> {
+    return this.#pool.destroy();
+  }
+}

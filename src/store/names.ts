@@ -1,0 +1,64 @@
+/**
+ * Every sub-database name of the node's LMDB environment, in one place: a name is never
+ * reused for something else, and two ledgers in one environment differ only by their
+ * prefix. Modules open their stores by these names and define none of their own.
+ */
+
+/** Names of one ledger's sub-databases (written only by its committer thread). */
+export interface LedgerDbNames {
+  merkle: string;
+  blocks: string;
+  blockByNum: string;
+  batchIndex: string;
+  txnIndex: string;
+  meta: string;
+  invalid: string;
+}
+
+/** Prefix of the node's own ledger: its stores are `ledger.merkle`, `ledger.blocks`, … */
+export const NODE_LEDGER_PREFIX = 'ledger';
+
+/** The sub-database names of the ledger whose stores carry `prefix`. */
+export function ledgerDbNames(prefix: string): LedgerDbNames {
+  return {
+    merkle: `${prefix}.merkle`,
+    blocks: `${prefix}.blocks`,
+    blockByNum: `${prefix}.block_by_num`,
+    batchIndex: `${prefix}.batch_index`,
+    txnIndex: `${prefix}.txn_index`,
+    meta: `${prefix}.meta`,
+    invalid: `${prefix}.invalid`,
+  };
+}
+
+/** The node's own ledger. */
+export const LEDGER_DBS: LedgerDbNames = ledgerDbNames(NODE_LEDGER_PREFIX);
+
+/** Supply-chain read model the grid projector keeps in step with each block (msgpack values). */
+export const GRID_DB = {
+  organization: 'grid.organization',
+  agent: 'grid.agent',
+  agentByKey: 'grid.agent_key',
+  role: 'grid.role',
+  alternateId: 'grid.alternate_id',
+  schema: 'grid.schema',
+  product: 'grid.product',
+  location: 'grid.location',
+  purchaseOrder: 'grid.purchase_order',
+  poVersion: 'grid.po_version',
+  poRevision: 'grid.po_revision',
+  poAlternateId: 'grid.po_alternate_id',
+  /** Bookkeeping: state address → [db, key] pairs it produced. */
+  address: 'grid.address',
+} as const;
+
+/** Data-change events of the data API, written from the HTTP thread (never the ledger's). */
+export const DATA_DB = {
+  events: 'data.events',
+  batchEvents: 'data.batch_events',
+} as const;
+
+/** The node API's stores (users, keys, sessions, roles, registry…): `node.<name>`. */
+export function nodeDbName(name: string): string {
+  return `node.${name}`;
+}
