@@ -5,17 +5,13 @@
  */
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
-import { InvalidTransaction, type BlockInfo, type Family, type ReadModelWriter, type TxnContext } from '../src/families/types.js';
+import { InvalidTransaction, type Family, type TxnContext } from '../src/families/types.js';
 import {
   GRID_ACTIONS,
-  GRID_DB,
   GridBuildError,
-  agentRoleKey,
   buildGridTransaction,
   createSabreFamily,
   gridFamilies,
-  gridKeys,
-  gridProjector,
   wrapInSabre,
   GRID_CONTRACTS,
   type BuiltTransaction,
@@ -36,7 +32,17 @@ import {
 import { G, compareUtf8, encodeMsg } from '../src/families/grid/common.js';
 import { gs1CheckDigit, gtinError, isValidGln } from '../src/families/grid/gs1.js';
 import { alternateIds, dataTypeValue, metadataEntries, propertyValue } from '../src/families/grid/build.js';
-import { KEY_SEP, gridRecords, safeKey } from '../src/families/grid/project.js';
+import {
+  GRID_DB,
+  KEY_SEP,
+  agentRoleKey,
+  gridKeys,
+  gridProjector,
+  gridRecords,
+  safeKey,
+  type BlockInfo,
+  type ReadModelWriter,
+} from '../src/data-api/read-model/index.js';
 import { decodeExecuteContract } from '../src/families/grid/sabre.js';
 
 // ------------------------------------------------------------------ harness

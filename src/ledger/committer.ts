@@ -15,8 +15,7 @@ import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, encode, type
 import { sha256, type Signer } from '../crypto/secp256k1.js';
 import { MerkleTree, EMPTY_ROOT } from '../state/merkle.js';
 import { openLedgerStores, HEAD_KEY, ReadModelDbs, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledgerStores.js';
-import { projectors, readModelDbNames } from '../families/index.js';
-import type { ReadModelWriter } from '../families/types.js';
+import { projectors, readModelDbNames, type ReadModelWriter } from '../data-api/read-model/index.js';
 import { BlockExecutor, type Receipt } from './executor.js';
 import { buildBatch, buildTransaction } from './build.js';
 import { proposalPayload, settingsTxnAddresses } from '../families/settings.js';

@@ -6,8 +6,6 @@
  * `grid.address`, so that entries that disappear (deleted roles, products, locations,
  * removed versions) are removed too.
  */
-import { createHash } from 'node:crypto';
-import type { BlockInfo, Projector, ReadModelWriter } from '../types.js';
 import {
   GRID_NAMESPACE,
   LOCATION_PREFIX,
@@ -18,7 +16,7 @@ import {
   PO_ENTRY_PREFIX,
   PRODUCT_PREFIX,
   SCHEMA_PREFIX,
-} from './addressing.js';
+} from '../../families/grid/addressing.js';
 import {
   DATA_TYPE_NAMES,
   G,
@@ -34,221 +32,49 @@ import {
   type PurchaseOrderVersionMsg,
   type RoleMsg,
   type SchemaMsg,
-} from './common.js';
+} from '../../families/grid/common.js';
+import { GRID_DB, KEY_SEP, gridKeys } from './keys.js';
+import type {
+  AgentRecord,
+  AlternateIdRecord,
+  DataTypeName,
+  LocationRecord,
+  OrganizationRecord,
+  PoAlternateIdRecord,
+  ProductRecord,
+  PropertyDefinitionRecord,
+  PropertyValueRecord,
+  PurchaseOrderRecord,
+  RevisionRecord,
+  RoleRecord,
+  SchemaRecord,
+  VersionRecord,
+} from './records.js';
 
-/** Sub-database names of the read model. */
-export const GRID_DB = {
-  organization: 'grid.organization',
-  agent: 'grid.agent',
-  agentByKey: 'grid.agent_key',
-  role: 'grid.role',
-  alternateId: 'grid.alternate_id',
-  schema: 'grid.schema',
-  product: 'grid.product',
-  location: 'grid.location',
-  purchaseOrder: 'grid.purchase_order',
-  poVersion: 'grid.po_version',
-  poRevision: 'grid.po_revision',
-  poAlternateId: 'grid.po_alternate_id',
-  /** Bookkeeping: state address → [db, key] pairs it produced. */
-  address: 'grid.address',
-} as const;
-
-/**
- * Separates the parts of composite keys; sorts before every printable character. Not
- * \u0001..\u0004: LMDB's ordered-binary key encoding escapes those in strings shorter
- * than 64 characters but not in longer ones, so such a separator would give one prefix
- * two byte forms and break prefix ranges.
- */
-export const KEY_SEP = '\u0005';
-
-/**
- * LMDB keys are limited to 1,978 bytes and ids come from users, so a long key keeps its
- * first 256 characters (for ordering) and ends in a hash of the whole (for uniqueness).
- */
-const MAX_KEY_BYTES = 1024;
-
-export function safeKey(key: string): string {
-  if (Buffer.byteLength(key, 'utf8') <= MAX_KEY_BYTES) return key;
-  return `${key.slice(0, 256)}\u0002${createHash('sha256').update(key, 'utf8').digest('hex')}`;
+/** What the projector writes through: the block's LMDB transaction, by sub-database. */
+export interface ReadModelWriter {
+  put(db: string, key: string, value: unknown): void;
+  remove(db: string, key: string): void;
+  get(db: string, key: string): unknown;
 }
 
-/** Starts an escape inside a key part; followed by '0'..'6' for \u0000..\u0006. */
-const KEY_ESC = '\u0006';
+export interface BlockInfo {
+  blockNum: number;
+  blockId: string;
+  /** Unix seconds. */
+  timestamp: number;
+}
 
 /**
- * One part of a composite key. Characters up to \u0006 (the separator, the escape, and
- * those LMDB encodes by length or safeKey uses) become the escape plus a digit, so an
- * encoded part holds no separator and no character below \u0005: parts joined by the
- * separator split back one way only, and no id can pass for another (an organization
- * `acme\u0005x` is not a prefix of acme's agents).
+ * A projector keeps a read model in step with state. The committer calls it inside the
+ * block's LMDB transaction for every address the block changed (value undefined = deleted).
  */
-function keyPart(part: string): string {
-  return part.replace(/[\u0000-\u0006]/g, (c) => KEY_ESC + String.fromCharCode(48 + c.charCodeAt(0)));
+export interface Projector {
+  /** Namespaces (6 hex) this projector wants to hear about. */
+  namespaces: string[];
+  project(address: string, value: Uint8Array | undefined, rm: ReadModelWriter, block: BlockInfo): void;
 }
 
-/** The read-model key of a record named by `parts` (injective, order kept per part). */
-export function compositeKey(...parts: string[]): string {
-  return safeKey(parts.map(keyPart).join(KEY_SEP));
-}
-
-/** The range prefix of every key whose leading parts are `parts`. */
-export function keyPrefix(...parts: string[]): string {
-  return parts.map(keyPart).join(KEY_SEP) + KEY_SEP;
-}
-
-/** Keys of the read-model records (the data API uses the same functions to look up). */
-export const gridKeys = {
-  organization: (orgId: string): string => compositeKey(orgId),
-  agent: (orgId: string, publicKey: string): string => compositeKey(orgId, publicKey),
-  agentByKey: (publicKey: string): string => compositeKey(publicKey),
-  role: (orgId: string, name: string): string => compositeKey(orgId, name),
-  alternateId: (idType: string, id: string): string => compositeKey(idType, id),
-  schema: (name: string): string => compositeKey(name),
-  product: (productId: string): string => compositeKey(productId),
-  location: (locationId: string): string => compositeKey(locationId),
-  purchaseOrder: (uid: string): string => compositeKey(uid),
-  poVersion: (uid: string, versionId: string): string => compositeKey(uid, versionId),
-  /** Revision numbers are zero-padded so that key order is numeric order. */
-  poRevision: (uid: string, versionId: string, revision: number): string =>
-    compositeKey(uid, versionId, String(revision).padStart(10, '0')),
-  /** Looked up by the `<id_type>:<id>` text a client sends, so that text is one part. */
-  poAlternateId: (idType: string, id: string, uid: string): string => compositeKey(`${idType}:${id}`, uid),
-} as const;
-
-/** Range prefixes of the listings by leading key parts. */
-export const gridPrefixes = {
-  agentsOf: (orgId: string): string => keyPrefix(orgId),
-  rolesOf: (orgId: string): string => keyPrefix(orgId),
-  versionsOf: (uid: string): string => keyPrefix(uid),
-  revisionsOf: (uid: string, versionId: string): string => keyPrefix(uid, versionId),
-  poByAlternateId: (alternateId: string): string => keyPrefix(alternateId),
-} as const;
-
-/**
- * The role record an agent's role name refers to: `<org>.<role>` names another
- * organization's role (role names hold no '.', so the last one splits), a bare name one
- * of the agent's own organization.
- */
-export function agentRoleKey(agentOrgId: string, roleName: string): string {
-  const dot = roleName.lastIndexOf('.');
-  if (dot < 0) return gridKeys.role(agentOrgId, roleName);
-  return gridKeys.role(roleName.slice(0, dot), roleName.slice(dot + 1));
-}
-
-// ------------------------------------------------------------------ record shapes
-
-export type MetadataEntry = Record<string, string>;
-
-export interface OrganizationRecord {
-  id: string;
-  name: string;
-  alternate_ids: string[];
-  locations: string[];
-  metadata: MetadataEntry[];
-  last_updated: number;
-}
-export interface AgentRecord {
-  public_key: string;
-  org_id: string;
-  active: boolean;
-  /** Role names; see agentRoleKey to read the Role records. */
-  roles: string[];
-  /** Upstream's shape: one object mapping keys to values (a later duplicate key wins). */
-  metadata: Record<string, string>;
-  last_updated: number;
-}
-export interface RoleRecord {
-  name: string;
-  org_id: string;
-  description: string;
-  active: boolean;
-  permissions: string[];
-  allowed_organizations: string[];
-  inherit_from: string[];
-  last_updated: number;
-}
-export interface AlternateIdRecord {
-  id_type: string;
-  id: string;
-  org_id: string;
-}
-export type DataTypeName = (typeof DATA_TYPE_NAMES)[number];
-export interface PropertyDefinitionRecord {
-  name: string;
-  data_type: DataTypeName;
-  description: string;
-  required: boolean;
-  number_exponent: number;
-  enum_options: string[];
-  struct_properties: PropertyDefinitionRecord[];
-  /** The `value` sent with the definition; left out when none was. */
-  value?: unknown;
-}
-/**
- * `value` by data type: BYTES base64 string, BOOLEAN boolean, NUMBER integer (a decimal
- * string beyond 2^53), STRING string, ENUM option index, STRUCT PropertyValue[],
- * LAT_LONG {latitude, longitude} in millionths of a degree.
- */
-export interface PropertyValueRecord {
-  name: string;
-  data_type: DataTypeName;
-  value: unknown;
-}
-export interface SchemaRecord {
-  name: string;
-  description: string;
-  owner: string;
-  properties: PropertyDefinitionRecord[];
-  last_updated: number;
-}
-export interface ProductRecord {
-  product_id: string;
-  product_address: string;
-  product_namespace: string;
-  owner: string;
-  properties: PropertyValueRecord[];
-  last_updated: number;
-}
-export interface LocationRecord {
-  location_id: string;
-  location_namespace: string;
-  owner: string;
-  properties: PropertyValueRecord[];
-  last_updated: number;
-}
-export interface RevisionRecord {
-  revision_number: number;
-  submitter: string;
-  created_at: number | string;
-  order_xml_v3_4: string;
-}
-export interface VersionRecord {
-  version_id: string;
-  workflow_state: string;
-  is_draft: boolean;
-  current_revision_number: number;
-  /** Revision numbers, ascending; the revisions are in grid.po_revision. */
-  revisions: number[];
-}
-export interface PoAlternateIdRecord {
-  id_type: string;
-  id: string;
-  po_uid: string;
-}
-export interface PurchaseOrderRecord {
-  uid: string;
-  workflow_state: string;
-  buyer_org_id: string;
-  seller_org_id: string;
-  is_closed: boolean;
-  /** Omitted when no version is accepted. */
-  accepted_version_number?: string;
-  alternate_ids: PoAlternateIdRecord[];
-  versions: VersionRecord[];
-  created_at: number | string;
-  workflow_id: string;
-}
 
 // ------------------------------------------------------------------ decoding
 
