@@ -30,6 +30,7 @@ import {
   sabreContractAddress,
 } from '../src/families/grid/addressing.js';
 import { G, compareUtf8, encodeMsg } from '../src/families/grid/common.js';
+import type { MessageType } from '../src/proto/index.js';
 import { gs1CheckDigit, gtinError, isValidGln } from '../src/families/grid/gs1.js';
 import { alternateIds, dataTypeValue, metadataEntries, propertyValue } from '../src/families/grid/build.js';
 import {
@@ -339,7 +340,7 @@ function decodePo(ledger: MemoryLedger, uid: string): Record<string, unknown> {
   return (list.purchaseOrders as Array<Record<string, unknown>>)[0] as Record<string, unknown>;
 }
 
-function decodeAt(ledger: MemoryLedger, type: typeof G.AgentList, address: string): Record<string, unknown> {
+function decodeAt(ledger: MemoryLedger, type: MessageType<unknown>, address: string): Record<string, unknown> {
   const bytes = ledger.state.get(address);
   if (bytes === undefined) throw new Error(`nothing at ${address}`);
   return type.toObject(type.decode(bytes), { longs: Number, defaults: true });

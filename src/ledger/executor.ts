@@ -3,7 +3,7 @@
  * Each transaction sees the writes of the transactions before it; a batch with a
  * failing transaction is discarded whole and leaves no trace in the block's state.
  */
-import { TransactionHeader, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import { TransactionHeader, decode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { findFamily } from '../families/index.js';
 import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
 import { sha512Hex } from '../crypto/secp256k1.js';
@@ -106,7 +106,7 @@ export class BlockExecutor {
    * the chain. Returns 'wait' when a dependency is not yet satisfied.
    */
   executeBatch(batch: BatchMsg, isCommitted: (txnId: string) => boolean): BatchOutcome | 'wait' {
-    const headers = batch.transactions.map((t) => TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg);
+    const headers = batch.transactions.map((t) => decode(TransactionHeader, t.header));
     const seen = new Set<string>();
     for (let i = 0; i < batch.transactions.length; i++) {
       const id = batch.transactions[i]!.headerSignature;

@@ -6,6 +6,7 @@
  * `grid.address`, so that entries that disappear (deleted roles, products, locations,
  * removed versions) are removed too.
  */
+import { decode } from '../../proto/index.js';
 import {
   GRID_NAMESPACE,
   LOCATION_PREFIX,
@@ -21,17 +22,9 @@ import {
   DATA_TYPE_NAMES,
   G,
   toJsonInt,
-  type AgentMsg,
-  type AlternateIdIndexEntryMsg,
-  type LocationMsg,
-  type OrganizationMsg,
-  type ProductMsg,
   type PropertyDefinitionMsg,
   type PropertyValueMsg,
-  type PurchaseOrderMsg,
   type PurchaseOrderVersionMsg,
-  type RoleMsg,
-  type SchemaMsg,
 } from '../../families/grid/common.js';
 import { GRID_DB, KEY_SEP, gridKeys } from './keys.js';
 import type {
@@ -142,7 +135,7 @@ function jsonOr(text: string): unknown {
 
 function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
   if (address.startsWith(PIKE_AGENT_PREFIX)) {
-    const list = G.AgentList.decode(value) as unknown as { agents: AgentMsg[] };
+    const list = decode(G.AgentList, value);
     return list.agents.flatMap((a): Row[] => {
       const metadata: Record<string, string> = {};
       for (const m of a.metadata) metadata[m.key] = m.value;
@@ -162,7 +155,7 @@ function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
     });
   }
   if (address.startsWith(PIKE_ORG_PREFIX)) {
-    const list = G.OrganizationList.decode(value) as unknown as { organizations: OrganizationMsg[] };
+    const list = decode(G.OrganizationList, value);
     return list.organizations.map((o): Row => {
       const rec: OrganizationRecord = {
         id: o.orgId,
@@ -176,7 +169,7 @@ function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
     });
   }
   if (address.startsWith(PIKE_ROLE_PREFIX)) {
-    const list = G.RoleList.decode(value) as unknown as { roles: RoleMsg[] };
+    const list = decode(G.RoleList, value);
     return list.roles.map((r): Row => {
       const rec: RoleRecord = {
         name: r.name,
@@ -192,7 +185,7 @@ function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
     });
   }
   if (address.startsWith(PIKE_ALT_ID_PREFIX)) {
-    const list = G.AlternateIdIndexEntryList.decode(value) as unknown as { entries: AlternateIdIndexEntryMsg[] };
+    const list = decode(G.AlternateIdIndexEntryList, value);
     return list.entries.map((e): Row => {
       const rec: AlternateIdRecord = { id_type: e.idType, id: e.id, org_id: e.gridIdentityId };
       return [GRID_DB.alternateId, gridKeys.alternateId(e.idType, e.id), rec];
@@ -212,7 +205,7 @@ function versionRecord(v: PurchaseOrderVersionMsg): VersionRecord {
 }
 
 function purchaseOrderRows(value: Uint8Array): Row[] {
-  const list = G.PurchaseOrderList.decode(value) as unknown as { purchaseOrders: PurchaseOrderMsg[] };
+  const list = decode(G.PurchaseOrderList, value);
   const rows: Row[] = [];
   for (const po of list.purchaseOrders) {
     const rec: PurchaseOrderRecord = {
@@ -253,7 +246,7 @@ function purchaseOrderRows(value: Uint8Array): Row[] {
 export function gridRecords(address: string, value: Uint8Array, timestamp: number): Row[] {
   if (address.startsWith('621dee05')) return pikeRows(address, value, timestamp);
   if (address.startsWith(SCHEMA_PREFIX)) {
-    const list = G.SchemaList.decode(value) as unknown as { schemas: SchemaMsg[] };
+    const list = decode(G.SchemaList, value);
     return list.schemas.map((s): Row => {
       const rec: SchemaRecord = {
         name: s.name,
@@ -266,7 +259,7 @@ export function gridRecords(address: string, value: Uint8Array, timestamp: numbe
     });
   }
   if (address.startsWith(PRODUCT_PREFIX)) {
-    const list = G.ProductList.decode(value) as unknown as { entries: ProductMsg[] };
+    const list = decode(G.ProductList, value);
     return list.entries.map((p): Row => {
       const rec: ProductRecord = {
         product_id: p.productId,
@@ -280,7 +273,7 @@ export function gridRecords(address: string, value: Uint8Array, timestamp: numbe
     });
   }
   if (address.startsWith(LOCATION_PREFIX)) {
-    const list = G.LocationList.decode(value) as unknown as { entries: LocationMsg[] };
+    const list = decode(G.LocationList, value);
     return list.entries.map((l): Row => {
       const rec: LocationRecord = {
         location_id: l.locationId,

@@ -5,38 +5,43 @@
  */
 import { createHash } from 'node:crypto';
 import type protobuf from 'protobufjs';
-import { loadProto } from '../../proto/index.js';
+import { decode, loadProto, messageType, protoEnum, type MessageType } from '../../proto/index.js';
 import { InvalidTransaction, type TxnContext } from '../types.js';
 
 const root = loadProto('grid.proto');
-const t = (name: string): protobuf.Type => root.lookupType(`cairn.grid.${name}`);
+/** A message type, tagged with its decoded shape when one is given (decode() infers it). */
+function t(name: string): protobuf.Type;
+function t<T>(name: string): MessageType<T>;
+function t<T>(name: string): MessageType<T> {
+  return messageType<T>(root, `cairn.grid.${name}`);
+}
 
 /** Every message type of grid.proto, by name. */
 export const G = {
   KeyValueEntry: t('KeyValueEntry'),
   AlternateId: t('AlternateId'),
   Agent: t('Agent'),
-  AgentList: t('AgentList'),
+  AgentList: t<{ agents: AgentMsg[] }>('AgentList'),
   Organization: t('Organization'),
-  OrganizationList: t('OrganizationList'),
+  OrganizationList: t<{ organizations: OrganizationMsg[] }>('OrganizationList'),
   Role: t('Role'),
-  RoleList: t('RoleList'),
+  RoleList: t<{ roles: RoleMsg[] }>('RoleList'),
   AlternateIdIndexEntry: t('AlternateIdIndexEntry'),
-  AlternateIdIndexEntryList: t('AlternateIdIndexEntryList'),
+  AlternateIdIndexEntryList: t<{ entries: AlternateIdIndexEntryMsg[] }>('AlternateIdIndexEntryList'),
   PikePayload: t('PikePayload'),
   PropertyDefinition: t('PropertyDefinition'),
   PropertyValue: t('PropertyValue'),
   Schema: t('Schema'),
-  SchemaList: t('SchemaList'),
+  SchemaList: t<{ schemas: SchemaMsg[] }>('SchemaList'),
   SchemaPayload: t('SchemaPayload'),
   Product: t('Product'),
-  ProductList: t('ProductList'),
+  ProductList: t<{ entries: ProductMsg[] }>('ProductList'),
   ProductPayload: t('ProductPayload'),
   Location: t('Location'),
-  LocationList: t('LocationList'),
+  LocationList: t<{ entries: LocationMsg[] }>('LocationList'),
   LocationPayload: t('LocationPayload'),
   PurchaseOrder: t('PurchaseOrder'),
-  PurchaseOrderList: t('PurchaseOrderList'),
+  PurchaseOrderList: t<{ purchaseOrders: PurchaseOrderMsg[] }>('PurchaseOrderList'),
   PurchaseOrderPayload: t('PurchaseOrderPayload'),
   SabrePayload: t('SabrePayload'),
   ExecuteContractAction: t('ExecuteContractAction'),
@@ -241,9 +246,10 @@ export function checkId(value: string, what: string): void {
   if (CONTROL_RE.test(value)) invalid(`${what} must not contain control characters: ${JSON.stringify(value)}`);
 }
 
-export function decodeMsg<T>(type: protobuf.Type, bytes: Uint8Array, what: string): T {
+/** decode() that turns malformed bytes into an InvalidTransaction naming `what`. */
+export function decodeMsg<T>(type: MessageType<T>, bytes: Uint8Array, what: string): T {
   try {
-    return type.decode(bytes) as unknown as T;
+    return decode(type, bytes);
   } catch (err) {
     return invalid(`Cannot decode ${what}: ${(err as Error).message}`);
   }
