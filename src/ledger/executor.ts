@@ -3,7 +3,7 @@
  * Each transaction sees the writes of the transactions before it; a batch with a
  * failing transaction is discarded whole and leaves no trace in the block's state.
  */
-import { TransactionHeader, decode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import { StateChangeType, TransactionHeader, decode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { findFamily } from '../families/index.js';
 import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
 import { sha512Hex } from '../crypto/secp256k1.js';
@@ -21,7 +21,7 @@ export interface ReceiptEvent {
 export interface Receipt {
   transactionId: string;
   /** SET changes first, then DELETEs, as the validator lists them. */
-  stateChanges: Array<{ address: string; value: Uint8Array; type: 1 | 2 }>;
+  stateChanges: Array<{ address: string; value: Uint8Array; type: number }>;
   events: ReceiptEvent[];
   data: Uint8Array[];
 }
@@ -153,8 +153,8 @@ export class BlockExecutor {
       const deletes: Receipt['stateChanges'] = [];
       for (const [address, value] of ctx.writes) {
         batchWrites.set(address, value);
-        if (value) sets.push({ address, value, type: 1 });
-        else deletes.push({ address, value: new Uint8Array(0), type: 2 });
+        if (value) sets.push({ address, value, type: StateChangeType.SET });
+        else deletes.push({ address, value: new Uint8Array(0), type: StateChangeType.DELETE });
       }
       receipts.push({ transactionId: t.headerSignature, stateChanges: [...sets, ...deletes], events: ctx.events, data: ctx.data });
     }

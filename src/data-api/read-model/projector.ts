@@ -20,7 +20,9 @@ import {
 } from '../../families/grid/addressing.js';
 import {
   DATA_TYPE_NAMES,
+  DataType,
   G,
+  ProductNamespace,
   toJsonInt,
   type PropertyDefinitionMsg,
   type PropertyValueMsg,
@@ -73,8 +75,9 @@ export interface Projector {
 
 type Row = [db: string, key: string, value: object];
 
+/** Products and locations share the namespace values (GS1 only). */
 function namespaceName(n: number): string {
-  return n === 1 ? 'GS1' : 'UNSET_NAMESPACE';
+  return n === ProductNamespace.GS1 ? 'GS1' : 'UNSET_NAMESPACE';
 }
 
 function dataTypeName(n: number): DataTypeName {
@@ -84,25 +87,25 @@ function dataTypeName(n: number): DataTypeName {
 export function propertyValueRecord(v: PropertyValueMsg): PropertyValueRecord {
   let value: unknown;
   switch (v.dataType) {
-    case 1:
+    case DataType.BYTES:
       value = Buffer.from(v.bytesValue ?? new Uint8Array()).toString('base64');
       break;
-    case 2:
+    case DataType.BOOLEAN:
       value = v.booleanValue;
       break;
-    case 3:
+    case DataType.NUMBER:
       value = toJsonInt(v.numberValue);
       break;
-    case 4:
+    case DataType.STRING:
       value = v.stringValue;
       break;
-    case 5:
+    case DataType.ENUM:
       value = v.enumValue;
       break;
-    case 6:
+    case DataType.STRUCT:
       value = v.structValues.map(propertyValueRecord);
       break;
-    case 7:
+    case DataType.LAT_LONG:
       value = { latitude: toJsonInt(v.latLongValue?.latitude), longitude: toJsonInt(v.latLongValue?.longitude) };
       break;
     default:

@@ -168,19 +168,7 @@ export interface PurchaseOrderMsg {
   workflowId: string;
 }
 
-/** PropertyDefinition.DataType values. */
-export const DataType = {
-  UNSET_DATA_TYPE: 0,
-  BYTES: 1,
-  BOOLEAN: 2,
-  NUMBER: 3,
-  STRING: 4,
-  ENUM: 5,
-  STRUCT: 6,
-  LAT_LONG: 7,
-} as const;
-
-/** Proto enum names by value (`STRING`, `LAT_LONG`, ...). */
+/** PropertyDefinition.DataType names, in value order (NAMES[value] is the name). */
 export const DATA_TYPE_NAMES = [
   'UNSET_DATA_TYPE',
   'BYTES',
@@ -191,6 +179,12 @@ export const DATA_TYPE_NAMES = [
   'STRUCT',
   'LAT_LONG',
 ] as const;
+
+/** PropertyDefinition.DataType values by name. */
+export const DataType = protoEnum(root, 'cairn.grid.PropertyDefinition.DataType', DATA_TYPE_NAMES);
+DATA_TYPE_NAMES.forEach((name, i) => {
+  if (DataType[name] !== i) throw new Error(`DataType ${name} is ${DataType[name]}, not ${i}`);
+});
 
 /** The names upstream's contracts print in messages (Rust debug names: `String`, `LatLong`). */
 export const DATA_TYPE_DEBUG_NAMES = [
@@ -204,8 +198,44 @@ export const DATA_TYPE_DEBUG_NAMES = [
   'LatLong',
 ] as const;
 
-/** Namespace value shared by products and locations. */
-export const NAMESPACE_GS1 = 1;
+/** Product.ProductNamespace and LocationNamespace: both GS1 only. */
+export const ProductNamespace = protoEnum(root, 'cairn.grid.Product.ProductNamespace', ['UNSET_TYPE', 'GS1']);
+export const LocationNamespace = protoEnum(root, 'cairn.grid.LocationNamespace', ['UNSET_TYPE', 'GS1']);
+
+/** The payloads' Action enums. */
+export const PikeAction = protoEnum(root, 'cairn.grid.PikePayload.Action', [
+  'ACTION_UNSET',
+  'CREATE_AGENT',
+  'UPDATE_AGENT',
+  'CREATE_ORGANIZATION',
+  'UPDATE_ORGANIZATION',
+  'CREATE_ROLE',
+  'UPDATE_ROLE',
+  'DELETE_ROLE',
+  'DELETE_AGENT',
+  'DELETE_ORGANIZATION',
+]);
+export const SchemaAction = protoEnum(root, 'cairn.grid.SchemaPayload.Action', ['UNSET_ACTION', 'SCHEMA_CREATE', 'SCHEMA_UPDATE']);
+export const ProductAction = protoEnum(root, 'cairn.grid.ProductPayload.Action', [
+  'UNSET_ACTION',
+  'PRODUCT_CREATE',
+  'PRODUCT_UPDATE',
+  'PRODUCT_DELETE',
+]);
+export const LocationAction = protoEnum(root, 'cairn.grid.LocationPayload.Action', [
+  'UNSET_ACTION',
+  'LOCATION_CREATE',
+  'LOCATION_UPDATE',
+  'LOCATION_DELETE',
+]);
+export const PurchaseOrderAction = protoEnum(root, 'cairn.grid.PurchaseOrderPayload.Action', [
+  'UNSET_ACTION',
+  'CREATE_PO',
+  'UPDATE_PO',
+  'CREATE_VERSION',
+  'UPDATE_VERSION',
+]);
+export const SabreAction = protoEnum(root, 'cairn.grid.SabrePayload.Action', ['ACTION_UNSET', 'EXECUTE_CONTRACT']);
 
 export function sha512Hex(s: string): string {
   return createHash('sha512').update(s, 'utf8').digest('hex');
