@@ -29,7 +29,7 @@ import {
   strings,
   uint,
   type Obj,
-} from './build_fields.js';
+} from './build-fields.js';
 import {
   G,
   LocationAction,
@@ -45,12 +45,12 @@ import {
 import { LOCATION_FAMILY } from './location.js';
 import { PIKE_FAMILY } from './pike.js';
 import { PRODUCT_FAMILY } from './product.js';
-import { PURCHASE_ORDER_FAMILY } from './purchase_order.js';
+import { PURCHASE_ORDER_FAMILY } from './purchase-order.js';
 import { SABRE_FAMILY } from './sabre.js';
 import { SCHEMA_FAMILY } from './schema.js';
 import { COLLABORATIVE } from './workflow.js';
 
-export { GridBuildError, alternateIds, dataTypeValue, metadataEntries, propertyDefinition, propertyValue } from './build_fields.js';
+export { GridBuildError, alternateIds, dataTypeValue, metadataEntries, propertyDefinition, propertyValue } from './build-fields.js';
 
 export interface BuiltTransaction {
   familyName: string;

@@ -8,7 +8,7 @@ import type { Family } from '../types.js';
 import { locationFamily } from './location.js';
 import { pikeFamily } from './pike.js';
 import { productFamily } from './product.js';
-import { purchaseOrderFamily } from './purchase_order.js';
+import { purchaseOrderFamily } from './purchase-order.js';
 import { sabreFamily } from './sabre.js';
 import { schemaFamily } from './schema.js';
 

@@ -19,7 +19,7 @@ import {
   type PropertyValueMsg,
 } from './common.js';
 import { validateGln } from './gs1.js';
-import { checkPermission, getOrganization } from './pike_state.js';
+import { checkPermission, getOrganization } from './pike-state.js';
 import { GS1_COMPANY_PREFIX } from './product.js';
 import { getSchema, validateProperties } from './schema.js';
 

@@ -29,7 +29,7 @@ import {
   setAlternateIdEntry,
   setOrganization,
   setRole,
-} from './pike_state.js';
+} from './pike-state.js';
 
 export const PIKE_FAMILY = 'grid_pike';
 

@@ -21,7 +21,7 @@ import {
   type PropertyValueMsg,
 } from './common.js';
 import { validateGtin } from './gs1.js';
-import { checkPermission, getOrganization } from './pike_state.js';
+import { checkPermission, getOrganization } from './pike-state.js';
 import { getSchema, validateProperties } from './schema.js';
 
 export const PRODUCT_FAMILY = 'grid_product';

@@ -12,7 +12,7 @@ import { G, SabreAction, decodeMsg, invalid } from './common.js';
 import { applyLocation, LOCATION_FAMILY } from './location.js';
 import { applyPike, PIKE_FAMILY } from './pike.js';
 import { applyProduct, PRODUCT_FAMILY } from './product.js';
-import { applyPurchaseOrder, PURCHASE_ORDER_FAMILY } from './purchase_order.js';
+import { applyPurchaseOrder, PURCHASE_ORDER_FAMILY } from './purchase-order.js';
 import { applySchema, SCHEMA_FAMILY } from './schema.js';
 
 export const SABRE_FAMILY = 'sabre';

@@ -20,7 +20,7 @@ import {
   type PropertyValueMsg,
   type SchemaMsg,
 } from './common.js';
-import { checkPermission, getAgent } from './pike_state.js';
+import { checkPermission, getAgent } from './pike-state.js';
 
 export const SCHEMA_FAMILY = 'grid_schema';
 

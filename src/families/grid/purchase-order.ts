@@ -18,7 +18,7 @@ import {
   type PurchaseOrderRevisionMsg,
   type PurchaseOrderVersionMsg,
 } from './common.js';
-import { getAgent, getOrganization } from './pike_state.js';
+import { getAgent, getOrganization } from './pike-state.js';
 import {
   EMPTY_CREATE_PO,
   EMPTY_CREATE_VERSION,
@@ -35,7 +35,7 @@ import {
   type RevisionPayload,
   type UpdatePo,
   type UpdateVersion,
-} from './po_payload.js';
+} from './po-payload.js';
 import {
   CONSTRAINT,
   PERM,
