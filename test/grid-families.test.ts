@@ -5,17 +5,13 @@
  */
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
-import { InvalidTransaction, type BlockInfo, type Family, type ReadModelWriter, type TxnContext } from '../src/families/types.js';
+import { InvalidTransaction, type Family, type TxnContext } from '../src/families/types.js';
 import {
   GRID_ACTIONS,
-  GRID_DB,
   GridBuildError,
-  agentRoleKey,
   buildGridTransaction,
   createSabreFamily,
   gridFamilies,
-  gridKeys,
-  gridProjector,
   wrapInSabre,
   GRID_CONTRACTS,
   type BuiltTransaction,
@@ -34,9 +30,20 @@ import {
   sabreContractAddress,
 } from '../src/families/grid/addressing.js';
 import { G, compareUtf8, encodeMsg } from '../src/families/grid/common.js';
+import type { MessageType } from '../src/proto/index.js';
 import { gs1CheckDigit, gtinError, isValidGln } from '../src/families/grid/gs1.js';
 import { alternateIds, dataTypeValue, metadataEntries, propertyValue } from '../src/families/grid/build.js';
-import { KEY_SEP, gridRecords, safeKey } from '../src/families/grid/project.js';
+import {
+  GRID_DB,
+  KEY_SEP,
+  agentRoleKey,
+  gridKeys,
+  gridProjector,
+  gridRecords,
+  safeKey,
+  type BlockInfo,
+  type ReadModelWriter,
+} from '../src/data-api/read-model/index.js';
 import { decodeExecuteContract } from '../src/families/grid/sabre.js';
 
 // ------------------------------------------------------------------ harness
@@ -333,7 +340,7 @@ function decodePo(ledger: MemoryLedger, uid: string): Record<string, unknown> {
   return (list.purchaseOrders as Array<Record<string, unknown>>)[0] as Record<string, unknown>;
 }
 
-function decodeAt(ledger: MemoryLedger, type: typeof G.AgentList, address: string): Record<string, unknown> {
+function decodeAt(ledger: MemoryLedger, type: MessageType<unknown>, address: string): Record<string, unknown> {
   const bytes = ledger.state.get(address);
   if (bytes === undefined) throw new Error(`nothing at ${address}`);
   return type.toObject(type.decode(bytes), { longs: Number, defaults: true });

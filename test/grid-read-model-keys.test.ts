@@ -10,12 +10,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import type { ReadModelWriter } from '../src/families/types.js';
-import { gridKeys, gridPrefixes, gridProjector } from '../src/families/grid/index.js';
+import { gridKeys, gridPrefixes, gridProjector, type ReadModelWriter } from '../src/data-api/read-model/index.js';
 import { agentAddress, purchaseOrderAddress, roleAddress } from '../src/families/grid/addressing.js';
 import { G, encodeMsg } from '../src/families/grid/common.js';
-import { ReadModel } from '../src/data-api/read-model.js';
-import type { AgentRecord, RevisionRecord, RoleRecord, VersionRecord } from '../src/families/grid/project.js';
+import { ReadModel } from '../src/data-api/read-model/reader.js';
+import type { AgentRecord, RevisionRecord, RoleRecord, VersionRecord } from '../src/data-api/read-model/records.js';
 
 const SEP = '\u0005';
 

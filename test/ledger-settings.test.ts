@@ -9,7 +9,7 @@ import { newSigner, batchList, postBatches, getJson, waitCommitted, buildBatch, 
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { applySettings, proposalPayload, votePayload, settingAddress, settingsTxnAddresses, readSetting } from '../src/families/settings.js';
 import { InvalidTransaction, type TxnContext, type TxnInfo } from '../src/families/types.js';
-import { Setting, SettingProposal, encode } from '../src/proto/index.js';
+import { Setting, SettingProposal, decode, encode } from '../src/proto/index.js';
 import { sha256Hex } from '../src/families/address.js';
 import type { Signer } from '../src/crypto/secp256k1.js';
 
@@ -33,7 +33,7 @@ t.test('authorized proposals apply; others are refused', async (t) => {
   t.equal(b.status, 'INVALID');
   t.match(b.invalid_transactions[0].message, /is not authorized to change settings/);
   const st = await getJson(`${n.ledgerUrl}/state/${settingAddress('cairn.test.color')}`);
-  const entries = (Setting.decode(Buffer.from(st.json.data, 'base64')) as unknown as { entries: Array<{ key: string; value: string }> }).entries;
+  const entries = decode(Setting, Buffer.from(st.json.data, 'base64')).entries;
   t.same(entries.map((e) => [e.key, e.value]), [['cairn.test.color', 'blue']]);
   // The genesis block made the node's key the authorized one.
   const auth = await getJson(`${n.ledgerUrl}/state/${settingAddress('sawtooth.settings.vote.authorized_keys')}`);

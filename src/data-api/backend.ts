@@ -9,7 +9,7 @@ import type { RootDatabase } from 'lmdb';
 import { HttpError, type Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { EventStore } from './events.js';
-import { ReadModel } from './read-model.js';
+import { ReadModel } from './read-model/reader.js';
 import type { Signers } from './signers.js';
 
 /** A ledger and the LMDB environment its committer writes (blocks and read model). */

@@ -8,7 +8,7 @@
  */
 import { HttpError, type Req } from '../http/server.js';
 import { baseUrl as forwardedBase } from '../http/forwarded.js';
-import type { Slice } from './read-model.js';
+import type { Slice } from './read-model/reader.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;

@@ -9,8 +9,8 @@
  * the latest one (`version_updates` of a purchase-order update, which the contract
  * compares with the latest).
  */
-import { gridKeys, gridPrefixes } from '../families/grid/index.js';
-import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from '../families/grid/project.js';
+import { gridKeys, gridPrefixes } from './read-model/keys.js';
+import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from './read-model/records.js';
 import { WORKFLOW_IDS } from '../families/grid/workflow.js';
 import { HttpError } from '../http/server.js';
 import type { DataBackend } from './backend.js';

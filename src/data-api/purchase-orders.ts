@@ -7,14 +7,14 @@
  * required.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from '../families/grid/index.js';
-import type { PurchaseOrderRecord } from '../families/grid/project.js';
+import { gridKeys } from './read-model/keys.js';
+import type { PurchaseOrderRecord } from './read-model/records.js';
 import { COLLABORATIVE } from '../families/grid/workflow.js';
 import type { Req } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { checkWorkflowId, requirePo, versionCreate, versionUpdate } from './po-common.js';
 import { knownOrg, purchaseOrderJson, sameService } from './records.js';
-import type { Slice } from './read-model.js';
+import type { Slice } from './read-model/reader.js';
 import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';

@@ -4,14 +4,14 @@
  * omits it for the node's own ledger), agent role names become Role objects, and
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.
  */
-import { agentRoleKey, gridKeys } from '../families/grid/index.js';
+import { agentRoleKey, gridKeys } from './read-model/keys.js';
 import type {
   AgentRecord,
   PurchaseOrderRecord,
   RevisionRecord,
   RoleRecord,
   VersionRecord,
-} from '../families/grid/project.js';
+} from './read-model/records.js';
 import { HttpError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';

@@ -7,9 +7,17 @@ import {
   Setting,
   SettingCandidates,
   SettingProposal,
+  SettingsAction,
   SettingsPayload,
   SettingVote,
+  SettingVoteValue,
+  decode,
   encode as pbEncode,
+  type SettingCandidateMsg,
+  type SettingEntryMsg,
+  type SettingProposalMsg,
+  type SettingsPayloadMsg,
+  type SettingVoteMsg,
 } from '../proto/index.js';
 import { InvalidTransaction, type Family, type TxnContext, type TxnInfo } from './types.js';
 import { sha256Hex } from './address.js';
@@ -31,17 +39,12 @@ export function settingAddress(key: string): string {
   return SETTINGS_PREFIX + all.map((p) => sha256Hex(p).slice(0, PART_LEN)).join('');
 }
 
-interface Entry {
-  key: string;
-  value: string;
-}
-
 export function readSetting(get: (a: string) => Uint8Array | undefined, key: string): string | undefined {
   const raw = get(settingAddress(key));
   if (!raw) return undefined;
-  let entries: Entry[];
+  let entries: SettingEntryMsg[];
   try {
-    entries = (Setting.decode(raw) as unknown as { entries: Entry[] }).entries;
+    entries = decode(Setting, raw).entries;
   } catch {
     throw new InvalidTransaction(`Setting at ${key} is not decodable`);
   }
@@ -51,8 +54,8 @@ export function readSetting(get: (a: string) => Uint8Array | undefined, key: str
 function writeSetting(ctx: TxnContext, key: string, value: string): void {
   const address = settingAddress(key);
   const raw = ctx.get(address);
-  let entries: Entry[] = [];
-  if (raw) entries = (Setting.decode(raw) as unknown as { entries: Entry[] }).entries.filter((e) => e.key !== key);
+  let entries: SettingEntryMsg[] = [];
+  if (raw) entries = decode(Setting, raw).entries.filter((e) => e.key !== key);
   entries.push({ key, value });
   entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   ctx.set(address, pbEncode(Setting, { entries }));
@@ -63,23 +66,13 @@ function splitKeys(v: string | undefined): string[] {
   return (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }
 
-interface VoteRecord {
-  publicKey: string;
-  vote: number;
-}
-interface Candidate {
-  proposalId: string;
-  proposal: { setting: string; value: string; nonce: string };
-  votes: VoteRecord[];
-}
-
-function readCandidates(ctx: TxnContext): Candidate[] {
+function readCandidates(ctx: TxnContext): SettingCandidateMsg[] {
   const b64 = readSetting((a) => ctx.get(a), PROPOSALS);
   if (!b64) return [];
-  return (SettingCandidates.decode(Buffer.from(b64, 'base64')) as unknown as { candidates: Candidate[] }).candidates;
+  return decode(SettingCandidates, Buffer.from(b64, 'base64')).candidates;
 }
 
-function writeCandidates(ctx: TxnContext, candidates: Candidate[]): void {
+function writeCandidates(ctx: TxnContext, candidates: SettingCandidateMsg[]): void {
   const bytes = pbEncode(SettingCandidates, { candidates });
   writeSetting(ctx, PROPOSALS, Buffer.from(bytes).toString('base64'));
 }
@@ -107,9 +100,9 @@ function validateValue(ctx: TxnContext, key: string, value: string, authorized: 
 }
 
 function propose(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: string[]): void {
-  let proposal: { setting: string; value: string; nonce: string };
+  let proposal: SettingProposalMsg;
   try {
-    proposal = SettingProposal.decode(data) as unknown as typeof proposal;
+    proposal = decode(SettingProposal, data);
   } catch {
     throw new InvalidTransaction('Invalid setting proposal');
   }
@@ -130,18 +123,18 @@ function propose(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: st
   if (candidates.some((c) => c.proposalId === proposalId)) {
     throw new InvalidTransaction(`Duplicate proposal for ${key}`);
   }
-  candidates.push({ proposalId, proposal, votes: [{ publicKey: txn.header.signerPublicKey, vote: 1 }] });
+  candidates.push({ proposalId, proposal, votes: [{ publicKey: txn.header.signerPublicKey, vote: SettingVoteValue.ACCEPT }] });
   writeCandidates(ctx, candidates);
 }
 
 function vote(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: string[]): void {
-  let v: { proposalId: string; vote: number };
+  let v: SettingVoteMsg;
   try {
-    v = SettingVote.decode(data) as unknown as typeof v;
+    v = decode(SettingVote, data);
   } catch {
     throw new InvalidTransaction('Invalid vote');
   }
-  if (v.vote !== 1 && v.vote !== 2) throw new InvalidTransaction('Vote must be ACCEPT or REJECT');
+  if (v.vote !== SettingVoteValue.ACCEPT && v.vote !== SettingVoteValue.REJECT) throw new InvalidTransaction('Vote must be ACCEPT or REJECT');
   const candidates = readCandidates(ctx);
   const idx = candidates.findIndex((c) => c.proposalId === v.proposalId);
   if (idx < 0) throw new InvalidTransaction(`Proposal ${v.proposalId} does not exist.`);
@@ -149,8 +142,8 @@ function vote(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: strin
   const signer = txn.header.signerPublicKey;
   if (c.votes.some((r) => r.publicKey === signer)) throw new InvalidTransaction(`${signer} has already voted`);
   c.votes.push({ publicKey: signer, vote: v.vote });
-  const accepts = c.votes.filter((r) => r.vote === 1).length;
-  const rejects = c.votes.filter((r) => r.vote === 2).length;
+  const accepts = c.votes.filter((r) => r.vote === SettingVoteValue.ACCEPT).length;
+  const rejects = c.votes.filter((r) => r.vote === SettingVoteValue.REJECT).length;
   const needed = threshold(ctx);
   if (accepts >= needed) {
     writeSetting(ctx, c.proposal.setting, c.proposal.value);
@@ -162,9 +155,9 @@ function vote(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: strin
 }
 
 export function applySettings(txn: TxnInfo, ctx: TxnContext): void {
-  let payload: { action: number; data: Uint8Array };
+  let payload: SettingsPayloadMsg;
   try {
-    payload = SettingsPayload.decode(txn.payload) as unknown as typeof payload;
+    payload = decode(SettingsPayload, txn.payload);
   } catch {
     throw new InvalidTransaction('Invalid settings payload');
   }
@@ -173,8 +166,8 @@ export function applySettings(txn: TxnInfo, ctx: TxnContext): void {
   if (authorized.length > 0 && !authorized.includes(signer)) {
     throw new InvalidTransaction(`${signer} is not authorized to change settings`);
   }
-  if (payload.action === 1) propose(txn, ctx, payload.data, authorized);
-  else if (payload.action === 2) vote(txn, ctx, payload.data, authorized);
+  if (payload.action === SettingsAction.PROPOSE) propose(txn, ctx, payload.data, authorized);
+  else if (payload.action === SettingsAction.VOTE) vote(txn, ctx, payload.data, authorized);
   else throw new InvalidTransaction(`'action' must be one of {PROPOSE, VOTE}`);
 }
 
@@ -188,12 +181,12 @@ export function settingsTxnAddresses(key: string): { inputs: string[]; outputs: 
 
 export function proposalPayload(key: string, value: string, nonce = ''): Uint8Array {
   const data = pbEncode(SettingProposal, { setting: key, value, nonce });
-  return pbEncode(SettingsPayload, { action: 1, data });
+  return pbEncode(SettingsPayload, { action: SettingsAction.PROPOSE, data });
 }
 
 export function votePayload(proposalId: string, accept: boolean): Uint8Array {
-  const data = pbEncode(SettingVote, { proposalId, vote: accept ? 1 : 2 });
-  return pbEncode(SettingsPayload, { action: 2, data });
+  const data = pbEncode(SettingVote, { proposalId, vote: accept ? SettingVoteValue.ACCEPT : SettingVoteValue.REJECT });
+  return pbEncode(SettingsPayload, { action: SettingsAction.VOTE, data });
 }
 
 export const settings: Family = {

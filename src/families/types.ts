@@ -46,26 +46,3 @@ export interface Family {
   namespaces: string[];
   apply(txn: TxnInfo, ctx: TxnContext): void;
 }
-
-/**
- * A projector keeps a read model in step with state. The committer calls it inside the
- * block's LMDB transaction for every address the block changed (value undefined = deleted).
- */
-export interface ReadModelWriter {
-  put(db: string, key: string, value: unknown): void;
-  remove(db: string, key: string): void;
-  get(db: string, key: string): unknown;
-}
-
-export interface BlockInfo {
-  blockNum: number;
-  blockId: string;
-  /** Unix seconds. */
-  timestamp: number;
-}
-
-export interface Projector {
-  /** Namespaces (6 hex) this projector wants to hear about. */
-  namespaces: string[];
-  project(address: string, value: Uint8Array | undefined, rm: ReadModelWriter, block: BlockInfo): void;
-}

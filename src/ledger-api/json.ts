@@ -9,11 +9,10 @@ import {
   BatchHeader,
   TransactionHeader,
   TransactionReceipt,
-  type BatchHeaderMsg,
+  decode,
   type BatchMsg,
   type BlockHeaderMsg,
   type BlockMsg,
-  type TransactionHeaderMsg,
   type TransactionMsg,
 } from '../proto/index.js';
 
@@ -58,7 +57,7 @@ export interface BlockJson {
 }
 
 export function txnJson(t: TransactionMsg): TxnJson {
-  const h = TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg;
+  const h = decode(TransactionHeader, t.header);
   return {
     header: {
       batcher_public_key: h.batcherPublicKey,
@@ -77,7 +76,7 @@ export function txnJson(t: TransactionMsg): TxnJson {
 }
 
 export function batchJson(b: BatchMsg): BatchJson {
-  const h = BatchHeader.decode(b.header) as unknown as BatchHeaderMsg;
+  const h = decode(BatchHeader, b.header);
   return {
     header: { signer_public_key: h.signerPublicKey, transaction_ids: h.transactionIds },
     header_signature: b.headerSignature,
@@ -87,7 +86,7 @@ export function batchJson(b: BatchMsg): BatchJson {
 }
 
 export function decodeBlockHeader(bytes: Uint8Array): BlockHeaderMsg {
-  return BlockHeader.decode(bytes) as unknown as BlockHeaderMsg;
+  return decode(BlockHeader, bytes);
 }
 
 export function blockNumOf(h: BlockHeaderMsg): number {
@@ -95,7 +94,7 @@ export function blockNumOf(h: BlockHeaderMsg): number {
 }
 
 export function decodeBlock(bytes: Uint8Array): BlockMsg {
-  return Block.decode(bytes) as unknown as BlockMsg;
+  return decode(Block, bytes);
 }
 
 /** The JSON of a stored block, with its number. */
@@ -130,7 +129,7 @@ export interface ReceiptMsg {
 }
 
 export function decodeReceipt(bytes: Uint8Array): ReceiptMsg {
-  return TransactionReceipt.decode(bytes) as unknown as ReceiptMsg;
+  return decode<ReceiptMsg>(TransactionReceipt, bytes);
 }
 
 /** Sets `key` on `o` unless `v` is the empty string (upstream drops "" values from receipts). */

@@ -6,7 +6,7 @@
  * back-pressure limit.
  */
 import type { RootDatabase } from 'lmdb';
-import { Batch, type BatchMsg } from '../proto/index.js';
+import { Batch, decode, type BatchMsg } from '../proto/index.js';
 import { decodeSegment } from '../store/pending-pool.js';
 import type { BuildEntry } from './block-builder.js';
 
@@ -61,7 +61,7 @@ export class BatchPool {
       decodeSegment(value).forEach((bytes, i) => {
         const seq = key + i;
         this.nextSeq = Math.max(this.nextSeq, seq + 1);
-        const id = (Batch.decode(bytes) as unknown as BatchMsg).headerSignature;
+        const id = decode(Batch, bytes).headerSignature;
         if (this.#queued.has(id) || settled(id, seq)) return;
         this.queue.push({ seq, seg: key, id, bytes, acceptedAt: now });
         this.#queued.add(id);

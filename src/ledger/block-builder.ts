@@ -3,7 +3,7 @@
  * without writing anything: a built block (its state root, state records, receipts,
  * verdicts, signed block bytes) is written by the chain writer, or dropped.
  */
-import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, encode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, decode, encode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import type { StateStore } from '../state/state-store.js';
 import type { ChainHead, InvalidRecord } from '../store/ledger-stores.js';
@@ -91,7 +91,7 @@ export class BlockBuilder {
       if (opts.skip?.(entry.id)) continue;
       const expired = now - entry.acceptedAt >= waitMs;
       if (entry.waitTip === parent.blockId && !expired) continue;
-      const batch = Batch.decode(entry.bytes) as unknown as BatchMsg;
+      const batch = decode(Batch, entry.bytes);
       const outcome = exec.executeBatch(batch, committed);
       if (outcome === 'wait') {
         if (!expired) {
@@ -151,7 +151,7 @@ export class BlockBuilder {
 function missingDependency(batch: BatchMsg, known: (txnId: string) => boolean): { txnId: string; dependency: string } {
   const earlier = new Set<string>();
   for (const t of batch.transactions) {
-    const h = TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg;
+    const h = decode(TransactionHeader, t.header);
     for (const dep of h.dependencies) if (!earlier.has(dep) && !known(dep)) return { txnId: t.headerSignature, dependency: dep };
     earlier.add(t.headerSignature);
   }

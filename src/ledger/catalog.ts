@@ -3,10 +3,11 @@
  * this build of the node carries. A description lists names (it crosses to the committer
  * thread and the verify workers as plain data); each thread resolves them here.
  */
-import type { Family, Projector } from '../families/types.js';
+import type { Family } from '../families/types.js';
 import { intkey } from '../families/intkey.js';
 import { settings } from '../families/settings.js';
-import { gridFamilies, gridProjector } from '../families/grid/index.js';
+import { gridFamilies } from '../families/grid/index.js';
+import { gridProjector, type Projector } from '../data-api/read-model/index.js';
 import { GRID_DB } from '../store/names.js';
 
 const FAMILIES: readonly Family[] = [intkey, settings, ...gridFamilies];

@@ -11,7 +11,7 @@ import type { StateStore } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
 import { HEAD_KEY, ReadModelDbs, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
 import type { FaultPoint } from '../store/test-faults.js';
-import type { ReadModelWriter } from '../families/types.js';
+import type { ReadModelWriter } from '../data-api/read-model/index.js';
 import type { ProjectorEntry } from './catalog.js';
 import { encodeReceipt, type BuiltBlock } from './block-builder.js';
 

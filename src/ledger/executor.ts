@@ -3,7 +3,7 @@
  * Each transaction sees the writes of the transactions before it; a batch with a
  * failing transaction is discarded whole and leaves no trace in the block's state.
  */
-import { TransactionHeader, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import { StateChangeType, TransactionHeader, decode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { findFamily } from '../families/index.js';
 import type { FamilyLookup } from './catalog.js';
 import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
@@ -22,7 +22,7 @@ export interface ReceiptEvent {
 export interface Receipt {
   transactionId: string;
   /** SET changes first, then DELETEs, as the validator lists them. */
-  stateChanges: Array<{ address: string; value: Uint8Array; type: 1 | 2 }>;
+  stateChanges: Array<{ address: string; value: Uint8Array; type: number }>;
   events: ReceiptEvent[];
   data: Uint8Array[];
 }
@@ -111,7 +111,7 @@ export class BlockExecutor {
    * the chain. Returns 'wait' when a dependency is not yet satisfied.
    */
   executeBatch(batch: BatchMsg, isCommitted: (txnId: string) => boolean): BatchOutcome | 'wait' {
-    const headers = batch.transactions.map((t) => TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg);
+    const headers = batch.transactions.map((t) => decode(TransactionHeader, t.header));
     const seen = new Set<string>();
     for (let i = 0; i < batch.transactions.length; i++) {
       const id = batch.transactions[i]!.headerSignature;
@@ -158,8 +158,8 @@ export class BlockExecutor {
       const deletes: Receipt['stateChanges'] = [];
       for (const [address, value] of ctx.writes) {
         batchWrites.set(address, value);
-        if (value) sets.push({ address, value, type: 1 });
-        else deletes.push({ address, value: new Uint8Array(0), type: 2 });
+        if (value) sets.push({ address, value, type: StateChangeType.SET });
+        else deletes.push({ address, value: new Uint8Array(0), type: StateChangeType.DELETE });
       }
       receipts.push({ transactionId: t.headerSignature, stateChanges: [...sets, ...deletes], events: ctx.events, data: ctx.data });
     }

@@ -10,6 +10,7 @@ import {
   BatchHeader,
   Transaction,
   TransactionHeader,
+  decode,
   type BatchHeaderMsg,
   type BatchMsg,
   type TransactionHeaderMsg,
@@ -57,9 +58,9 @@ function batchRanges(body: Uint8Array): Array<[number, number]> {
 
 function describeUnwrapped(body: Uint8Array): string | null {
   try {
-    const t = Transaction.decode(body) as unknown as TransactionMsg;
+    const t = decode(Transaction, body);
     if (ID_RE.test(t.headerSignature) && t.header.length > 0) {
-      const h = TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg;
+      const h = decode(TransactionHeader, t.header);
       if (h.familyName && /^[0-9a-f]{128}$/.test(h.payloadSha512)) {
         return 'The body is a single Transaction: a transaction must be inside a Batch, and the batch inside a BatchList';
       }
@@ -68,9 +69,9 @@ function describeUnwrapped(body: Uint8Array): string | null {
     // not a transaction
   }
   try {
-    const b = Batch.decode(body) as unknown as BatchMsg;
+    const b = decode(Batch, body);
     if (ID_RE.test(b.headerSignature) && b.header.length > 0) {
-      const h = BatchHeader.decode(b.header) as unknown as BatchHeaderMsg;
+      const h = decode(BatchHeader, b.header);
       if (KEY_RE.test(h.signerPublicKey)) return 'The body is a single Batch: batches must be inside a BatchList';
     }
   } catch {
@@ -87,7 +88,7 @@ function checkTransaction(t: TransactionMsg, expectedId: string | undefined, bat
   }
   let h: TransactionHeaderMsg;
   try {
-    h = TransactionHeader.decode(t.header) as unknown as TransactionHeaderMsg;
+    h = decode(TransactionHeader, t.header);
   } catch {
     throw new Reject(`${where}: header is not a decodable TransactionHeader`);
   }
@@ -110,7 +111,7 @@ function checkBatch(b: BatchMsg, start: number, end: number, bi: number, known: 
   if (!ID_RE.test(b.headerSignature)) throw new Reject(`batch ${bi}: header_signature is not 128 hex characters`);
   let h: BatchHeaderMsg;
   try {
-    h = BatchHeader.decode(b.header) as unknown as BatchHeaderMsg;
+    h = decode(BatchHeader, b.header);
   } catch {
     throw new Reject(`batch ${bi}: header is not a decodable BatchHeader`);
   }
@@ -135,7 +136,7 @@ export function verifyBatchList(body: Uint8Array, nodeKeyOnly?: string, known: F
   let decoded: BatchMsg[];
   try {
     ranges = batchRanges(body);
-    decoded = ranges.map(([s, e]) => Batch.decode(body.subarray(s, e)) as unknown as BatchMsg);
+    decoded = ranges.map(([s, e]) => decode(Batch, body.subarray(s, e)));
   } catch {
     const hint = describeUnwrapped(body);
     if (hint) return { ok: false, code: 'INVALID', message: hint };

@@ -23,29 +23,64 @@ export function loadProto(name: string): protobuf.Root {
   return root;
 }
 
-const root = loadProto('ledger.proto');
-const t = (name: string): protobuf.Type => root.lookupType(`cairn.${name}`);
+/**
+ * A message type that knows the plain shape `T` it decodes to. The shape is a phantom
+ * (never set at run time); it lets decode() infer `T` from the type alone.
+ */
+export type MessageType<T> = protobuf.Type & { readonly __shape?: T };
 
-export const TransactionHeader = t('TransactionHeader');
-export const Transaction = t('Transaction');
-export const TransactionList = t('TransactionList');
-export const BatchHeader = t('BatchHeader');
-export const Batch = t('Batch');
-export const BatchList = t('BatchList');
-export const BlockHeader = t('BlockHeader');
-export const Block = t('Block');
-export const GenesisData = t('GenesisData');
-export const Event = t('Event');
-export const EventList = t('EventList');
-export const StateChange = t('StateChange');
-export const StateChangeList = t('StateChangeList');
-export const TransactionReceipt = t('TransactionReceipt');
-export const Setting = t('Setting');
-export const SettingsPayload = t('SettingsPayload');
-export const SettingProposal = t('SettingProposal');
-export const SettingVote = t('SettingVote');
-export const SettingCandidate = t('SettingCandidate');
-export const SettingCandidates = t('SettingCandidates');
+/** Looks up a message type of a loaded root, tagged with its decoded shape. */
+export function messageType<T>(root: protobuf.Root, name: string): MessageType<T> {
+  return root.lookupType(name);
+}
+
+/**
+ * The values of a .proto enum by name, read from the loaded root. `names` lists the
+ * names the code uses; a name the .proto lacks fails at load time rather than at use.
+ */
+export function protoEnum<const N extends string>(root: protobuf.Root, name: string, names: readonly N[]): Readonly<Record<N, number>> {
+  const values = root.lookupEnum(name).values;
+  const out = {} as Record<N, number>;
+  for (const n of names) {
+    const v = values[n];
+    if (v === undefined) throw new Error(`${name} has no value ${n}`);
+    out[n] = v;
+  }
+  return Object.freeze(out);
+}
+
+const root = loadProto('ledger.proto');
+const t = <T>(name: string): MessageType<T> => messageType<T>(root, `cairn.${name}`);
+/** A message type with no plain shape declared here: decode<T>() is then told T. */
+const untyped = (name: string): protobuf.Type => root.lookupType(`cairn.${name}`);
+
+export const TransactionHeader = t<TransactionHeaderMsg>('TransactionHeader');
+export const Transaction = t<TransactionMsg>('Transaction');
+export const TransactionList = untyped('TransactionList');
+export const BatchHeader = t<BatchHeaderMsg>('BatchHeader');
+export const Batch = t<BatchMsg>('Batch');
+export const BatchList = untyped('BatchList');
+export const BlockHeader = t<BlockHeaderMsg>('BlockHeader');
+export const Block = t<BlockMsg>('Block');
+export const GenesisData = untyped('GenesisData');
+export const Event = untyped('Event');
+export const EventList = untyped('EventList');
+export const StateChange = untyped('StateChange');
+export const StateChangeList = untyped('StateChangeList');
+export const TransactionReceipt = untyped('TransactionReceipt');
+export const Setting = t<SettingMsg>('Setting');
+export const SettingsPayload = t<SettingsPayloadMsg>('SettingsPayload');
+export const SettingProposal = t<SettingProposalMsg>('SettingProposal');
+export const SettingVote = t<SettingVoteMsg>('SettingVote');
+export const SettingCandidate = untyped('SettingCandidate');
+export const SettingCandidates = t<SettingCandidatesMsg>('SettingCandidates');
+
+/** StateChange.Type: what a receipt's state change did to its address. */
+export const StateChangeType = protoEnum(root, 'cairn.StateChange.Type', ['TYPE_UNSET', 'SET', 'DELETE']);
+/** SettingsPayload.Action. */
+export const SettingsAction = protoEnum(root, 'cairn.SettingsPayload.Action', ['ACTION_UNSET', 'PROPOSE', 'VOTE']);
+/** SettingVote.Vote. */
+export const SettingVoteValue = protoEnum(root, 'cairn.SettingVote.Vote', ['VOTE_UNSET', 'ACCEPT', 'REJECT']);
 
 /** Plain shapes of the decoded messages (protobufjs camelCases field names). */
 export interface TransactionHeaderMsg {
@@ -89,7 +124,46 @@ export interface BlockMsg {
 }
 type Long = { low: number; high: number; unsigned: boolean };
 
-export function decode<T>(type: protobuf.Type, bytes: Uint8Array): T {
+export interface SettingEntryMsg {
+  key: string;
+  value: string;
+}
+export interface SettingMsg {
+  entries: SettingEntryMsg[];
+}
+export interface SettingsPayloadMsg {
+  action: number;
+  data: Uint8Array;
+}
+export interface SettingProposalMsg {
+  setting: string;
+  value: string;
+  nonce: string;
+}
+export interface SettingVoteMsg {
+  proposalId: string;
+  vote: number;
+}
+export interface SettingVoteRecordMsg {
+  publicKey: string;
+  vote: number;
+}
+export interface SettingCandidateMsg {
+  proposalId: string;
+  proposal: SettingProposalMsg;
+  votes: SettingVoteRecordMsg[];
+}
+export interface SettingCandidatesMsg {
+  candidates: SettingCandidateMsg[];
+}
+
+/**
+ * Decodes `bytes` as a message of `type` into its plain shape: `T` comes from a typed
+ * MessageType, or is named at the call for an untyped one. Throws on malformed bytes.
+ */
+export function decode<T>(type: MessageType<T>, bytes: Uint8Array): T {
+  // protobufjs returns a generic Message whose fields TypeScript cannot see; the loaded
+  // .proto guarantees the camelCased fields of T. The one cast of a decoded message.
   return type.decode(bytes) as unknown as T;
 }
 

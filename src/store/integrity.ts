@@ -7,7 +7,7 @@
  */
 import protobuf from 'protobufjs';
 import type { RootDatabase } from 'lmdb';
-import { Batch, BlockHeader, type BatchMsg, type BlockHeaderMsg } from '../proto/index.js';
+import { Batch, BlockHeader, decode, type BatchMsg, type BlockHeaderMsg } from '../proto/index.js';
 import { verify } from '../crypto/secp256k1.js';
 import { verifyBatchList } from '../ledger/verify.js';
 import { MerkleTree } from '../state/merkle.js';
@@ -96,7 +96,7 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
     let h: BlockHeaderMsg;
     try {
       blk = splitBlock(bytes);
-      h = BlockHeader.decode(blk.header) as unknown as BlockHeaderMsg;
+      h = decode(BlockHeader, blk.header);
     } catch {
       problem(`${where} (${id}): not a decodable block`);
       prev = id;
@@ -112,7 +112,7 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
       report.batches++;
       let b: BatchMsg;
       try {
-        b = Batch.decode(bb) as unknown as BatchMsg;
+        b = decode(Batch, bb);
       } catch {
         problem(`${where} batch ${bi}: not decodable`);
         return;

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { RootDatabase } from 'lmdb';
-import { Batch, type BatchMsg } from '../proto/index.js';
+import { Batch, decode, type BatchMsg } from '../proto/index.js';
 import { openPendingEnv } from './db.js';
 import { lmdbFileProblem } from './files.js';
 import { openLedgerStores } from './ledger-stores.js';
@@ -72,7 +72,7 @@ export function pendingRecordProblems(pending: RootDatabase<Buffer, number>, dir
     batches.forEach((bytes, i) => {
       let b: BatchMsg;
       try {
-        b = Batch.decode(bytes) as unknown as BatchMsg;
+        b = decode(Batch, bytes);
       } catch {
         out.push(`${where} batch ${i}: not a decodable Batch`);
         return;

@@ -7,7 +7,7 @@
  * LMDB reuses the freed pages for new data; the file itself does not shrink.
  */
 import type { RootDatabase } from 'lmdb';
-import { BlockHeader, Block, type BlockHeaderMsg, type BlockMsg } from '../proto/index.js';
+import { BlockHeader, Block, decode } from '../proto/index.js';
 import { parseRecord, BRANCH_HEAD, ENTRY } from '../state/records.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
 import { PRUNED_BELOW_KEY } from './integrity.js';
@@ -34,7 +34,7 @@ export async function pruneStateRoots(db: RootDatabase, keep: number): Promise<P
     const id = s.blockByNum.get(num);
     const bytes = id === undefined ? undefined : s.blocks.get(id);
     if (!bytes) throw new Error(`block ${num} is missing: run the check command first`);
-    const h = BlockHeader.decode((Block.decode(bytes) as unknown as BlockMsg).header) as unknown as BlockHeaderMsg;
+    const h = decode(BlockHeader, decode(Block, bytes).header);
     roots.push(Buffer.from(h.stateRootHash, 'hex'));
   }
 

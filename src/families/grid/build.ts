@@ -29,17 +29,28 @@ import {
   strings,
   uint,
   type Obj,
-} from './build_fields.js';
-import { G, encodeMsg } from './common.js';
+} from './build-fields.js';
+import {
+  G,
+  LocationAction,
+  LocationNamespace,
+  PikeAction,
+  ProductAction,
+  ProductNamespace,
+  PurchaseOrderAction,
+  SabreAction,
+  SchemaAction,
+  encodeMsg,
+} from './common.js';
 import { LOCATION_FAMILY } from './location.js';
 import { PIKE_FAMILY } from './pike.js';
 import { PRODUCT_FAMILY } from './product.js';
-import { PURCHASE_ORDER_FAMILY } from './purchase_order.js';
+import { PURCHASE_ORDER_FAMILY } from './purchase-order.js';
 import { SABRE_FAMILY } from './sabre.js';
 import { SCHEMA_FAMILY } from './schema.js';
 import { COLLABORATIVE } from './workflow.js';
 
-export { GridBuildError, alternateIds, dataTypeValue, metadataEntries, propertyDefinition, propertyValue } from './build_fields.js';
+export { GridBuildError, alternateIds, dataTypeValue, metadataEntries, propertyDefinition, propertyValue } from './build-fields.js';
 
 export interface BuiltTransaction {
   familyName: string;
@@ -108,7 +119,7 @@ function pike(a: GridActionInput, now: number): BuiltTransaction {
   const payload: Obj = { timestamp: now };
   switch (a.action) {
     case 'create_organization':
-      payload.action = 3;
+      payload.action = PikeAction.CREATE_ORGANIZATION;
       payload.createOrganization = {
         id: orgId(),
         name: str(a, 'name', true),
@@ -117,7 +128,7 @@ function pike(a: GridActionInput, now: number): BuiltTransaction {
       };
       break;
     case 'update_organization':
-      payload.action = 4;
+      payload.action = PikeAction.UPDATE_ORGANIZATION;
       payload.updateOrganization = {
         id: orgId(),
         name: str(a, 'name'),
@@ -127,23 +138,23 @@ function pike(a: GridActionInput, now: number): BuiltTransaction {
       };
       break;
     case 'create_agent':
-      payload.action = 1;
+      payload.action = PikeAction.CREATE_AGENT;
       payload.createAgent = agent();
       break;
     case 'update_agent':
-      payload.action = 2;
+      payload.action = PikeAction.UPDATE_AGENT;
       payload.updateAgent = agent();
       break;
     case 'create_role':
-      payload.action = 5;
+      payload.action = PikeAction.CREATE_ROLE;
       payload.createRole = role();
       break;
     case 'update_role':
-      payload.action = 6;
+      payload.action = PikeAction.UPDATE_ROLE;
       payload.updateRole = role();
       break;
     default:
-      payload.action = 7;
+      payload.action = PikeAction.DELETE_ROLE;
       payload.deleteRole = { orgId: str(a, 'org_id', true), name: str(a, 'name', true) };
   }
   return plain(PIKE_FAMILY, G.PikePayload, payload);
@@ -155,19 +166,19 @@ function schema(a: GridActionInput): BuiltTransaction {
   if (properties.length === 0) fail('`properties` must not be empty');
   const payload: Obj =
     a.action === 'create_schema'
-      ? { action: 1, schemaCreate: { schemaName: name, description: str(a, 'description'), owner: str(a, 'owner'), properties } }
-      : { action: 2, schemaUpdate: { schemaName: name, owner: str(a, 'owner'), properties } };
+      ? { action: SchemaAction.SCHEMA_CREATE, schemaCreate: { schemaName: name, description: str(a, 'description'), owner: str(a, 'owner'), properties } }
+      : { action: SchemaAction.SCHEMA_UPDATE, schemaUpdate: { schemaName: name, owner: str(a, 'owner'), properties } };
   return plain(SCHEMA_FAMILY, G.SchemaPayload, payload);
 }
 
 function product(a: GridActionInput, now: number): BuiltTransaction {
-  const ns = namespaceValue(a, 'product_namespace');
+  const ns = namespaceValue(a, 'product_namespace', ProductNamespace.GS1);
   const id = str(a, 'product_id', true);
   const timestamp = uint(a, 'timestamp', now);
   const payload: Obj =
     a.action === 'create_product'
       ? {
-          action: 1,
+          action: ProductAction.PRODUCT_CREATE,
           timestamp,
           productCreate: {
             productNamespace: ns,
@@ -178,22 +189,22 @@ function product(a: GridActionInput, now: number): BuiltTransaction {
         }
       : a.action === 'update_product'
         ? {
-            action: 2,
+            action: ProductAction.PRODUCT_UPDATE,
             timestamp,
             productUpdate: { productNamespace: ns, productId: id, properties: list(a, 'properties').map(propertyValue) },
           }
-        : { action: 3, timestamp, productDelete: { productNamespace: ns, productId: id } };
+        : { action: ProductAction.PRODUCT_DELETE, timestamp, productDelete: { productNamespace: ns, productId: id } };
   return plain(PRODUCT_FAMILY, G.ProductPayload, payload);
 }
 
 function location(a: GridActionInput, now: number): BuiltTransaction {
-  const ns = namespaceValue(a, a.location_namespace !== undefined ? 'location_namespace' : 'namespace');
+  const ns = namespaceValue(a, a.location_namespace !== undefined ? 'location_namespace' : 'namespace', LocationNamespace.GS1);
   const id = str(a, 'location_id', true);
   const timestamp = uint(a, 'timestamp', now);
   const payload: Obj =
     a.action === 'create_location'
       ? {
-          action: 1,
+          action: LocationAction.LOCATION_CREATE,
           timestamp,
           locationCreate: {
             namespace: ns,
@@ -204,11 +215,11 @@ function location(a: GridActionInput, now: number): BuiltTransaction {
         }
       : a.action === 'update_location'
         ? {
-            action: 2,
+            action: LocationAction.LOCATION_UPDATE,
             timestamp,
             locationUpdate: { namespace: ns, locationId: id, properties: list(a, 'properties').map(propertyValue) },
           }
-        : { action: 3, timestamp, locationDelete: { namespace: ns, locationId: id } };
+        : { action: LocationAction.LOCATION_DELETE, timestamp, locationDelete: { namespace: ns, locationId: id } };
   return plain(LOCATION_FAMILY, G.LocationPayload, payload);
 }
 
@@ -265,7 +276,7 @@ function purchaseOrder(a: GridActionInput, now: number, opts: BuildOptions): Bui
     case 'create_po': {
       const id = uid();
       const v = a.create_version_payload;
-      payload.action = 1;
+      payload.action = PurchaseOrderAction.CREATE_PO;
       payload.createPoPayload = {
         uid: id,
         createdAt: uint(a, 'created_at', now),
@@ -282,7 +293,7 @@ function purchaseOrder(a: GridActionInput, now: number, opts: BuildOptions): Bui
     }
     case 'update_po': {
       const id = uid();
-      payload.action = 2;
+      payload.action = PurchaseOrderAction.UPDATE_PO;
       payload.updatePoPayload = {
         poUid: id,
         workflowState: str(a, 'workflow_state', true),
@@ -296,11 +307,11 @@ function purchaseOrder(a: GridActionInput, now: number, opts: BuildOptions): Bui
       break;
     }
     case 'create_version':
-      payload.action = 3;
+      payload.action = PurchaseOrderAction.CREATE_VERSION;
       payload.createVersionPayload = createVersionPayload(a, uid(), now, opts);
       break;
     default:
-      payload.action = 4;
+      payload.action = PurchaseOrderAction.UPDATE_VERSION;
       payload.updateVersionPayload = updateVersionPayload(a, uid(), now, opts);
   }
   return plain(PURCHASE_ORDER_FAMILY, G.PurchaseOrderPayload, payload);
@@ -368,7 +379,7 @@ export function wrapInSabre(tx: BuiltTransaction): BuiltTransaction {
     ...prefixes,
   ];
   const payload = encodeMsg(G.SabrePayload, {
-    action: 3,
+    action: SabreAction.EXECUTE_CONTRACT,
     executeContract: { name, version, inputs: tx.inputs, outputs: tx.outputs, payload: tx.payload },
   });
   return {

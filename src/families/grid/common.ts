@@ -5,38 +5,43 @@
  */
 import { createHash } from 'node:crypto';
 import type protobuf from 'protobufjs';
-import { loadProto } from '../../proto/index.js';
+import { decode, loadProto, messageType, protoEnum, type MessageType } from '../../proto/index.js';
 import { InvalidTransaction, type TxnContext } from '../types.js';
 
 const root = loadProto('grid.proto');
-const t = (name: string): protobuf.Type => root.lookupType(`cairn.grid.${name}`);
+/** A message type, tagged with its decoded shape when one is given (decode() infers it). */
+function t(name: string): protobuf.Type;
+function t<T>(name: string): MessageType<T>;
+function t<T>(name: string): MessageType<T> {
+  return messageType<T>(root, `cairn.grid.${name}`);
+}
 
 /** Every message type of grid.proto, by name. */
 export const G = {
   KeyValueEntry: t('KeyValueEntry'),
   AlternateId: t('AlternateId'),
   Agent: t('Agent'),
-  AgentList: t('AgentList'),
+  AgentList: t<{ agents: AgentMsg[] }>('AgentList'),
   Organization: t('Organization'),
-  OrganizationList: t('OrganizationList'),
+  OrganizationList: t<{ organizations: OrganizationMsg[] }>('OrganizationList'),
   Role: t('Role'),
-  RoleList: t('RoleList'),
+  RoleList: t<{ roles: RoleMsg[] }>('RoleList'),
   AlternateIdIndexEntry: t('AlternateIdIndexEntry'),
-  AlternateIdIndexEntryList: t('AlternateIdIndexEntryList'),
+  AlternateIdIndexEntryList: t<{ entries: AlternateIdIndexEntryMsg[] }>('AlternateIdIndexEntryList'),
   PikePayload: t('PikePayload'),
   PropertyDefinition: t('PropertyDefinition'),
   PropertyValue: t('PropertyValue'),
   Schema: t('Schema'),
-  SchemaList: t('SchemaList'),
+  SchemaList: t<{ schemas: SchemaMsg[] }>('SchemaList'),
   SchemaPayload: t('SchemaPayload'),
   Product: t('Product'),
-  ProductList: t('ProductList'),
+  ProductList: t<{ entries: ProductMsg[] }>('ProductList'),
   ProductPayload: t('ProductPayload'),
   Location: t('Location'),
-  LocationList: t('LocationList'),
+  LocationList: t<{ entries: LocationMsg[] }>('LocationList'),
   LocationPayload: t('LocationPayload'),
   PurchaseOrder: t('PurchaseOrder'),
-  PurchaseOrderList: t('PurchaseOrderList'),
+  PurchaseOrderList: t<{ purchaseOrders: PurchaseOrderMsg[] }>('PurchaseOrderList'),
   PurchaseOrderPayload: t('PurchaseOrderPayload'),
   SabrePayload: t('SabrePayload'),
   ExecuteContractAction: t('ExecuteContractAction'),
@@ -163,19 +168,7 @@ export interface PurchaseOrderMsg {
   workflowId: string;
 }
 
-/** PropertyDefinition.DataType values. */
-export const DataType = {
-  UNSET_DATA_TYPE: 0,
-  BYTES: 1,
-  BOOLEAN: 2,
-  NUMBER: 3,
-  STRING: 4,
-  ENUM: 5,
-  STRUCT: 6,
-  LAT_LONG: 7,
-} as const;
-
-/** Proto enum names by value (`STRING`, `LAT_LONG`, ...). */
+/** PropertyDefinition.DataType names, in value order (NAMES[value] is the name). */
 export const DATA_TYPE_NAMES = [
   'UNSET_DATA_TYPE',
   'BYTES',
@@ -186,6 +179,12 @@ export const DATA_TYPE_NAMES = [
   'STRUCT',
   'LAT_LONG',
 ] as const;
+
+/** PropertyDefinition.DataType values by name. */
+export const DataType = protoEnum(root, 'cairn.grid.PropertyDefinition.DataType', DATA_TYPE_NAMES);
+DATA_TYPE_NAMES.forEach((name, i) => {
+  if (DataType[name] !== i) throw new Error(`DataType ${name} is ${DataType[name]}, not ${i}`);
+});
 
 /** The names upstream's contracts print in messages (Rust debug names: `String`, `LatLong`). */
 export const DATA_TYPE_DEBUG_NAMES = [
@@ -199,8 +198,44 @@ export const DATA_TYPE_DEBUG_NAMES = [
   'LatLong',
 ] as const;
 
-/** Namespace value shared by products and locations. */
-export const NAMESPACE_GS1 = 1;
+/** Product.ProductNamespace and LocationNamespace: both GS1 only. */
+export const ProductNamespace = protoEnum(root, 'cairn.grid.Product.ProductNamespace', ['UNSET_TYPE', 'GS1']);
+export const LocationNamespace = protoEnum(root, 'cairn.grid.LocationNamespace', ['UNSET_TYPE', 'GS1']);
+
+/** The payloads' Action enums. */
+export const PikeAction = protoEnum(root, 'cairn.grid.PikePayload.Action', [
+  'ACTION_UNSET',
+  'CREATE_AGENT',
+  'UPDATE_AGENT',
+  'CREATE_ORGANIZATION',
+  'UPDATE_ORGANIZATION',
+  'CREATE_ROLE',
+  'UPDATE_ROLE',
+  'DELETE_ROLE',
+  'DELETE_AGENT',
+  'DELETE_ORGANIZATION',
+]);
+export const SchemaAction = protoEnum(root, 'cairn.grid.SchemaPayload.Action', ['UNSET_ACTION', 'SCHEMA_CREATE', 'SCHEMA_UPDATE']);
+export const ProductAction = protoEnum(root, 'cairn.grid.ProductPayload.Action', [
+  'UNSET_ACTION',
+  'PRODUCT_CREATE',
+  'PRODUCT_UPDATE',
+  'PRODUCT_DELETE',
+]);
+export const LocationAction = protoEnum(root, 'cairn.grid.LocationPayload.Action', [
+  'UNSET_ACTION',
+  'LOCATION_CREATE',
+  'LOCATION_UPDATE',
+  'LOCATION_DELETE',
+]);
+export const PurchaseOrderAction = protoEnum(root, 'cairn.grid.PurchaseOrderPayload.Action', [
+  'UNSET_ACTION',
+  'CREATE_PO',
+  'UPDATE_PO',
+  'CREATE_VERSION',
+  'UPDATE_VERSION',
+]);
+export const SabreAction = protoEnum(root, 'cairn.grid.SabrePayload.Action', ['ACTION_UNSET', 'EXECUTE_CONTRACT']);
 
 export function sha512Hex(s: string): string {
   return createHash('sha512').update(s, 'utf8').digest('hex');
@@ -241,9 +276,10 @@ export function checkId(value: string, what: string): void {
   if (CONTROL_RE.test(value)) invalid(`${what} must not contain control characters: ${JSON.stringify(value)}`);
 }
 
-export function decodeMsg<T>(type: protobuf.Type, bytes: Uint8Array, what: string): T {
+/** decode() that turns malformed bytes into an InvalidTransaction naming `what`. */
+export function decodeMsg<T>(type: MessageType<T>, bytes: Uint8Array, what: string): T {
   try {
-    return type.decode(bytes) as unknown as T;
+    return decode(type, bytes);
   } catch (err) {
     return invalid(`Cannot decode ${what}: ${(err as Error).message}`);
   }

@@ -1,14 +1,14 @@
 /**
  * The supply-chain transaction families (Pike identities, schemas, products, locations,
  * purchase orders), each usable as a plain family and through the `sabre` family that
- * upstream clients wrap them in. Register `gridFamilies` with the engine and
- * `gridProjector` with the committer's read model.
+ * upstream clients wrap them in. Register `gridFamilies` with the engine; the read model
+ * of their records is the data API's (src/data-api/read-model).
  */
 import type { Family } from '../types.js';
 import { locationFamily } from './location.js';
 import { pikeFamily } from './pike.js';
 import { productFamily } from './product.js';
-import { purchaseOrderFamily } from './purchase_order.js';
+import { purchaseOrderFamily } from './purchase-order.js';
 import { sabreFamily } from './sabre.js';
 import { schemaFamily } from './schema.js';
 
@@ -23,7 +23,6 @@ export const gridFamilies: Family[] = [
 
 export { locationFamily, pikeFamily, productFamily, purchaseOrderFamily, sabreFamily, schemaFamily };
 export { createSabreFamily, GRID_CONTRACTS, type SabreContract, type SabreFallback } from './sabre.js';
-export { gridProjector, GRID_DB, gridKeys, gridPrefixes, agentRoleKey, KEY_SEP } from './project.js';
 export {
   buildGridTransaction,
   wrapInSabre,

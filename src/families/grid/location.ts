@@ -6,7 +6,8 @@ import type { Family, TxnContext, TxnInfo } from '../types.js';
 import { GRID_NAMESPACE, locationAddress } from './addressing.js';
 import {
   G,
-  NAMESPACE_GS1,
+  LocationAction,
+  LocationNamespace,
   decodeMsg,
   findIn,
   invalid,
@@ -18,7 +19,7 @@ import {
   type PropertyValueMsg,
 } from './common.js';
 import { validateGln } from './gs1.js';
-import { checkPermission, getOrganization } from './pike_state.js';
+import { checkPermission, getOrganization } from './pike-state.js';
 import { GS1_COMPANY_PREFIX } from './product.js';
 import { getSchema, validateProperties } from './schema.js';
 
@@ -27,7 +28,7 @@ export const GS1_LOCATION_SCHEMA = 'gs1_location';
 
 export const LOCATIONS: ListSpec<LocationMsg> = { type: G.LocationList, field: 'entries', key: (l) => l.locationId };
 
-interface LocationAction {
+interface LocationActionMsg {
   namespace: number;
   locationId: string;
   owner?: string;
@@ -35,12 +36,12 @@ interface LocationAction {
 }
 interface LocationPayloadMsg {
   action: number;
-  locationCreate?: LocationAction | null;
-  locationUpdate?: LocationAction | null;
-  locationDelete?: LocationAction | null;
+  locationCreate?: LocationActionMsg | null;
+  locationUpdate?: LocationActionMsg | null;
+  locationDelete?: LocationActionMsg | null;
 }
 
-const EMPTY: LocationAction = { namespace: 0, locationId: '', owner: '', properties: [] };
+const EMPTY: LocationActionMsg = { namespace: LocationNamespace.UNSET_TYPE, locationId: '', owner: '', properties: [] };
 
 function getLocation(ctx: TxnContext, id: string): LocationMsg | undefined {
   return findIn(ctx, LOCATIONS, locationAddress(id), id);
@@ -51,7 +52,7 @@ function getLocation(ctx: TxnContext, id: string): LocationMsg | undefined {
  * would compute a GS1 address regardless).
  */
 function checkNamespace(ns: number): void {
-  if (ns !== NAMESPACE_GS1) invalid('Invalid location namespace enum for location');
+  if (ns !== LocationNamespace.GS1) invalid('Invalid location namespace enum for location');
 }
 
 function ownerOrg(ctx: TxnContext, owner: string): OrganizationMsg {
@@ -66,7 +67,7 @@ function checkSchema(ctx: TxnContext, properties: PropertyValueMsg[]): void {
   validateProperties(schema, properties, 'gs1');
 }
 
-function createLocation(p: LocationAction, signer: string, ctx: TxnContext): void {
+function createLocation(p: LocationActionMsg, signer: string, ctx: TxnContext): void {
   const owner = p.owner ?? '';
   const properties = p.properties ?? [];
   checkNamespace(p.namespace);
@@ -91,7 +92,7 @@ function existing(ctx: TxnContext, id: string): LocationMsg {
   return location;
 }
 
-function updateLocation(p: LocationAction, signer: string, ctx: TxnContext): void {
+function updateLocation(p: LocationActionMsg, signer: string, ctx: TxnContext): void {
   checkNamespace(p.namespace);
   const location = existing(ctx, p.locationId);
   ownerOrg(ctx, location.owner);
@@ -102,7 +103,7 @@ function updateLocation(p: LocationAction, signer: string, ctx: TxnContext): voi
   upsertIn(ctx, LOCATIONS, locationAddress(p.locationId), location);
 }
 
-function deleteLocation(p: LocationAction, signer: string, ctx: TxnContext): void {
+function deleteLocation(p: LocationActionMsg, signer: string, ctx: TxnContext): void {
   checkNamespace(p.namespace);
   const location = existing(ctx, p.locationId);
   ownerOrg(ctx, location.owner);
@@ -114,11 +115,11 @@ export function applyLocation(payload: Uint8Array, signer: string, ctx: TxnConte
   const p = decodeMsg<LocationPayloadMsg>(G.LocationPayload, payload, 'location payload');
   // The location contract does not check the payload timestamp.
   switch (p.action) {
-    case 1:
+    case LocationAction.LOCATION_CREATE:
       return createLocation(p.locationCreate ?? EMPTY, signer, ctx);
-    case 2:
+    case LocationAction.LOCATION_UPDATE:
       return updateLocation(p.locationUpdate ?? EMPTY, signer, ctx);
-    case 3:
+    case LocationAction.LOCATION_DELETE:
       return deleteLocation(p.locationDelete ?? EMPTY, signer, ctx);
     default:
       return invalid('Invalid action');

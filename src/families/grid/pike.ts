@@ -6,6 +6,7 @@ import type { Family, TxnContext, TxnInfo } from '../types.js';
 import { GRID_NAMESPACE } from './addressing.js';
 import {
   G,
+  PikeAction,
   checkId,
   decodeMsg,
   invalid,
@@ -28,19 +29,9 @@ import {
   setAlternateIdEntry,
   setOrganization,
   setRole,
-} from './pike_state.js';
+} from './pike-state.js';
 
 export const PIKE_FAMILY = 'grid_pike';
-
-const enum Action {
-  CREATE_AGENT = 1,
-  UPDATE_AGENT = 2,
-  CREATE_ORGANIZATION = 3,
-  UPDATE_ORGANIZATION = 4,
-  CREATE_ROLE = 5,
-  UPDATE_ROLE = 6,
-  DELETE_ROLE = 7,
-}
 
 interface AgentAction {
   orgId: string;
@@ -260,19 +251,19 @@ function deleteRole(p: { orgId: string; name: string }, signer: string, ctx: Txn
 export function applyPike(payload: Uint8Array, signer: string, ctx: TxnContext): void {
   const p = decodeMsg<PikePayloadMsg>(G.PikePayload, payload, 'pike payload');
   switch (p.action) {
-    case Action.CREATE_AGENT:
+    case PikeAction.CREATE_AGENT:
       return createAgent(p.createAgent ?? EMPTY_AGENT, signer, ctx);
-    case Action.UPDATE_AGENT:
+    case PikeAction.UPDATE_AGENT:
       return updateAgent(p.updateAgent ?? EMPTY_AGENT, signer, ctx);
-    case Action.CREATE_ORGANIZATION:
+    case PikeAction.CREATE_ORGANIZATION:
       return createOrganization(p.createOrganization ?? EMPTY_ORG, signer, ctx);
-    case Action.UPDATE_ORGANIZATION:
+    case PikeAction.UPDATE_ORGANIZATION:
       return updateOrganization(p.updateOrganization ?? EMPTY_ORG, signer, ctx);
-    case Action.CREATE_ROLE:
+    case PikeAction.CREATE_ROLE:
       return createRole(p.createRole ?? EMPTY_ROLE, signer, ctx);
-    case Action.UPDATE_ROLE:
+    case PikeAction.UPDATE_ROLE:
       return updateRole(p.updateRole ?? EMPTY_ROLE, signer, ctx);
-    case Action.DELETE_ROLE:
+    case PikeAction.DELETE_ROLE:
       return deleteRole(p.deleteRole ?? EMPTY_ROLE, signer, ctx);
     default:
       // DELETE_AGENT and DELETE_ORGANIZATION exist in the payload but not in the contract.

@@ -6,7 +6,8 @@ import type { Family, TxnContext, TxnInfo } from '../types.js';
 import { GRID_NAMESPACE, productAddress } from './addressing.js';
 import {
   G,
-  NAMESPACE_GS1,
+  ProductAction,
+  ProductNamespace,
   decodeMsg,
   findIn,
   invalid,
@@ -20,7 +21,7 @@ import {
   type PropertyValueMsg,
 } from './common.js';
 import { validateGtin } from './gs1.js';
-import { checkPermission, getOrganization } from './pike_state.js';
+import { checkPermission, getOrganization } from './pike-state.js';
 import { getSchema, validateProperties } from './schema.js';
 
 export const PRODUCT_FAMILY = 'grid_product';
@@ -29,7 +30,7 @@ export const GS1_COMPANY_PREFIX = 'gs1_company_prefix';
 
 export const PRODUCTS: ListSpec<ProductMsg> = { type: G.ProductList, field: 'entries', key: (p) => p.productId };
 
-interface ProductAction {
+interface ProductActionMsg {
   productNamespace: number;
   productId: string;
   owner?: string;
@@ -38,12 +39,12 @@ interface ProductAction {
 interface ProductPayloadMsg {
   action: number;
   timestamp: Int64;
-  productCreate?: ProductAction | null;
-  productUpdate?: ProductAction | null;
-  productDelete?: ProductAction | null;
+  productCreate?: ProductActionMsg | null;
+  productUpdate?: ProductActionMsg | null;
+  productDelete?: ProductActionMsg | null;
 }
 
-const EMPTY: ProductAction = { productNamespace: 0, productId: '', owner: '', properties: [] };
+const EMPTY: ProductActionMsg = { productNamespace: ProductNamespace.UNSET_TYPE, productId: '', owner: '', properties: [] };
 
 /** Rust's `{:?}` of an organization's alternate ids, as upstream's messages print them. */
 export function debugAlternateIds(org: OrganizationMsg): string {
@@ -56,7 +57,7 @@ function getProduct(ctx: TxnContext, id: string): ProductMsg | undefined {
 }
 
 function checkNamespace(ns: number): void {
-  if (ns !== NAMESPACE_GS1) invalid('Invalid product namespace enum for product');
+  if (ns !== ProductNamespace.GS1) invalid('Invalid product namespace enum for product');
 }
 
 function checkSchema(ctx: TxnContext, properties: PropertyValueMsg[]): void {
@@ -65,7 +66,7 @@ function checkSchema(ctx: TxnContext, properties: PropertyValueMsg[]): void {
   validateProperties(schema, properties, 'gs1');
 }
 
-function createProduct(p: ProductAction, signer: string, ctx: TxnContext): void {
+function createProduct(p: ProductActionMsg, signer: string, ctx: TxnContext): void {
   const owner = p.owner ?? '';
   const properties = p.properties ?? [];
   if (p.productId === '') invalid('product_id cannot be empty string');
@@ -92,7 +93,7 @@ function createProduct(p: ProductAction, signer: string, ctx: TxnContext): void 
   });
 }
 
-function updateProduct(p: ProductAction, signer: string, ctx: TxnContext): void {
+function updateProduct(p: ProductActionMsg, signer: string, ctx: TxnContext): void {
   checkNamespace(p.productNamespace);
   const product = getProduct(ctx, p.productId);
   if (product === undefined) invalid(`No product exists: ${p.productId}`);
@@ -105,7 +106,7 @@ function updateProduct(p: ProductAction, signer: string, ctx: TxnContext): void 
   upsertIn(ctx, PRODUCTS, productAddress(p.productId), product);
 }
 
-function deleteProduct(p: ProductAction, signer: string, ctx: TxnContext): void {
+function deleteProduct(p: ProductActionMsg, signer: string, ctx: TxnContext): void {
   checkNamespace(p.productNamespace);
   const product = getProduct(ctx, p.productId);
   if (product === undefined) invalid(`No product exists: ${p.productId}`);
@@ -116,12 +117,12 @@ function deleteProduct(p: ProductAction, signer: string, ctx: TxnContext): void 
 
 export function applyProduct(payload: Uint8Array, signer: string, ctx: TxnContext): void {
   const p = decodeMsg<ProductPayloadMsg>(G.ProductPayload, payload, 'product payload');
-  if (p.action < 1 || p.action > 3) invalid('Invalid action');
+  if (p.action < ProductAction.PRODUCT_CREATE || p.action > ProductAction.PRODUCT_DELETE) invalid('Invalid action');
   if (toNum(p.timestamp) === 0) invalid('Timestamp is not set');
   switch (p.action) {
-    case 1:
+    case ProductAction.PRODUCT_CREATE:
       return createProduct(p.productCreate ?? EMPTY, signer, ctx);
-    case 2:
+    case ProductAction.PRODUCT_UPDATE:
       return updateProduct(p.productUpdate ?? EMPTY, signer, ctx);
     default:
       return deleteProduct(p.productDelete ?? EMPTY, signer, ctx);

@@ -8,11 +8,11 @@
  */
 import { InvalidTransaction, type EventAttribute, type Family, type TxnContext, type TxnInfo } from '../types.js';
 import { GRID_NAMESPACE } from './addressing.js';
-import { G, decodeMsg, invalid } from './common.js';
+import { G, SabreAction, decodeMsg, invalid } from './common.js';
 import { applyLocation, LOCATION_FAMILY } from './location.js';
 import { applyPike, PIKE_FAMILY } from './pike.js';
 import { applyProduct, PRODUCT_FAMILY } from './product.js';
-import { applyPurchaseOrder, PURCHASE_ORDER_FAMILY } from './purchase_order.js';
+import { applyPurchaseOrder, PURCHASE_ORDER_FAMILY } from './purchase-order.js';
 import { applySchema, SCHEMA_FAMILY } from './schema.js';
 
 export const SABRE_FAMILY = 'sabre';
@@ -20,8 +20,6 @@ export const SABRE_FAMILY = 'sabre';
 export const SABRE_VERSIONS = ['0.5', '0.6', '1'];
 /** Sabre's registries (namespace, contract registry, contract, smart permission). */
 export const SABRE_NAMESPACES = ['00ec00', '00ec01', '00ec02', '00ec03'];
-
-const EXECUTE_CONTRACT = 3;
 
 /** A built-in contract: what a Sabre ExecuteContractAction can name. */
 export interface SabreContract {
@@ -95,7 +93,7 @@ function restrictedContext(ctx: TxnContext, action: ExecuteContractMsg): TxnCont
 /** Decodes a Sabre payload's contract execution, or undefined for any other action. */
 export function decodeExecuteContract(payload: Uint8Array): ExecuteContractMsg | undefined {
   const p = decodeMsg<SabrePayloadMsg>(G.SabrePayload, payload, 'sabre payload');
-  if (p.action !== EXECUTE_CONTRACT) return undefined;
+  if (p.action !== SabreAction.EXECUTE_CONTRACT) return undefined;
   return p.executeContract ?? undefined;
 }
 
@@ -107,7 +105,7 @@ export function createSabreFamily(contracts: SabreContract[], fallback?: SabreFa
     namespaces: [...SABRE_NAMESPACES, GRID_NAMESPACE],
     apply(txn: TxnInfo, ctx: TxnContext): void {
       const p = decodeMsg<SabrePayloadMsg>(G.SabrePayload, txn.payload, 'sabre payload');
-      if (p.action !== EXECUTE_CONTRACT) {
+      if (p.action !== SabreAction.EXECUTE_CONTRACT) {
         if (fallback) return fallback(p.action, txn, ctx);
         const name = G.SabrePayload.lookupEnum('Action').valuesById[p.action] ?? String(p.action);
         return invalid(`Sabre action ${name} is not supported`);

@@ -7,6 +7,7 @@ import { GRID_NAMESPACE, schemaAddress } from './addressing.js';
 import {
   DATA_TYPE_DEBUG_NAMES,
   DataType,
+  SchemaAction,
   G,
   compareUtf8,
   decodeMsg,
@@ -19,7 +20,7 @@ import {
   type PropertyValueMsg,
   type SchemaMsg,
 } from './common.js';
-import { checkPermission, getAgent } from './pike_state.js';
+import { checkPermission, getAgent } from './pike-state.js';
 
 export const SCHEMA_FAMILY = 'grid_schema';
 
@@ -99,9 +100,9 @@ function updateSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
 export function applySchema(payload: Uint8Array, signer: string, ctx: TxnContext): void {
   const p = decodeMsg<SchemaPayloadMsg>(G.SchemaPayload, payload, 'schema payload');
   switch (p.action) {
-    case 1:
+    case SchemaAction.SCHEMA_CREATE:
       return createSchema(p.schemaCreate ?? EMPTY, signer, ctx);
-    case 2:
+    case SchemaAction.SCHEMA_UPDATE:
       return updateSchema(p.schemaUpdate ?? EMPTY, signer, ctx);
     default:
       return invalid('Invalid action');

@@ -6,7 +6,7 @@
  */
 import type { TxnContext } from '../types.js';
 import { invalid } from './common.js';
-import { agentRolePermissions, getAgent, hasPermission } from './pike_state.js';
+import { agentRolePermissions, getAgent, hasPermission } from './pike-state.js';
 
 export const SYSTEM_OF_RECORD = 'built-in::system_of_record::v1';
 export const COLLABORATIVE = 'built-in::collaborative::v1';

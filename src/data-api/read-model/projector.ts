@@ -6,8 +6,7 @@
  * `grid.address`, so that entries that disappear (deleted roles, products, locations,
  * removed versions) are removed too.
  */
-import { createHash } from 'node:crypto';
-import type { BlockInfo, Projector, ReadModelWriter } from '../types.js';
+import { decode } from '../../proto/index.js';
 import {
   GRID_NAMESPACE,
   LOCATION_PREFIX,
@@ -18,230 +17,67 @@ import {
   PO_ENTRY_PREFIX,
   PRODUCT_PREFIX,
   SCHEMA_PREFIX,
-} from './addressing.js';
+} from '../../families/grid/addressing.js';
 import {
   DATA_TYPE_NAMES,
+  DataType,
   G,
+  ProductNamespace,
   toJsonInt,
-  type AgentMsg,
-  type AlternateIdIndexEntryMsg,
-  type LocationMsg,
-  type OrganizationMsg,
-  type ProductMsg,
   type PropertyDefinitionMsg,
   type PropertyValueMsg,
-  type PurchaseOrderMsg,
   type PurchaseOrderVersionMsg,
-  type RoleMsg,
-  type SchemaMsg,
-} from './common.js';
-import { GRID_DB } from '../../store/names.js';
+} from '../../families/grid/common.js';
+import { GRID_DB, KEY_SEP, gridKeys } from './keys.js';
+import type {
+  AgentRecord,
+  AlternateIdRecord,
+  DataTypeName,
+  LocationRecord,
+  OrganizationRecord,
+  PoAlternateIdRecord,
+  ProductRecord,
+  PropertyDefinitionRecord,
+  PropertyValueRecord,
+  PurchaseOrderRecord,
+  RevisionRecord,
+  RoleRecord,
+  SchemaRecord,
+  VersionRecord,
+} from './records.js';
 
-/** Sub-database names of the read model (all names live in store/names.ts). */
-export { GRID_DB };
-
-/**
- * Separates the parts of composite keys; sorts before every printable character. Not
- * \u0001..\u0004: LMDB's ordered-binary key encoding escapes those in strings shorter
- * than 64 characters but not in longer ones, so such a separator would give one prefix
- * two byte forms and break prefix ranges.
- */
-export const KEY_SEP = '\u0005';
-
-/**
- * LMDB keys are limited to 1,978 bytes and ids come from users, so a long key keeps its
- * first 256 characters (for ordering) and ends in a hash of the whole (for uniqueness).
- */
-const MAX_KEY_BYTES = 1024;
-
-export function safeKey(key: string): string {
-  if (Buffer.byteLength(key, 'utf8') <= MAX_KEY_BYTES) return key;
-  return `${key.slice(0, 256)}\u0002${createHash('sha256').update(key, 'utf8').digest('hex')}`;
+/** What the projector writes through: the block's LMDB transaction, by sub-database. */
+export interface ReadModelWriter {
+  put(db: string, key: string, value: unknown): void;
+  remove(db: string, key: string): void;
+  get(db: string, key: string): unknown;
 }
 
-/** Starts an escape inside a key part; followed by '0'..'6' for \u0000..\u0006. */
-const KEY_ESC = '\u0006';
-
-/**
- * One part of a composite key. Characters up to \u0006 (the separator, the escape, and
- * those LMDB encodes by length or safeKey uses) become the escape plus a digit, so an
- * encoded part holds no separator and no character below \u0005: parts joined by the
- * separator split back one way only, and no id can pass for another (an organization
- * `acme\u0005x` is not a prefix of acme's agents).
- */
-function keyPart(part: string): string {
-  return part.replace(/[\u0000-\u0006]/g, (c) => KEY_ESC + String.fromCharCode(48 + c.charCodeAt(0)));
+export interface BlockInfo {
+  blockNum: number;
+  blockId: string;
+  /** Unix seconds. */
+  timestamp: number;
 }
-
-/** The read-model key of a record named by `parts` (injective, order kept per part). */
-export function compositeKey(...parts: string[]): string {
-  return safeKey(parts.map(keyPart).join(KEY_SEP));
-}
-
-/** The range prefix of every key whose leading parts are `parts`. */
-export function keyPrefix(...parts: string[]): string {
-  return parts.map(keyPart).join(KEY_SEP) + KEY_SEP;
-}
-
-/** Keys of the read-model records (the data API uses the same functions to look up). */
-export const gridKeys = {
-  organization: (orgId: string): string => compositeKey(orgId),
-  agent: (orgId: string, publicKey: string): string => compositeKey(orgId, publicKey),
-  agentByKey: (publicKey: string): string => compositeKey(publicKey),
-  role: (orgId: string, name: string): string => compositeKey(orgId, name),
-  alternateId: (idType: string, id: string): string => compositeKey(idType, id),
-  schema: (name: string): string => compositeKey(name),
-  product: (productId: string): string => compositeKey(productId),
-  location: (locationId: string): string => compositeKey(locationId),
-  purchaseOrder: (uid: string): string => compositeKey(uid),
-  poVersion: (uid: string, versionId: string): string => compositeKey(uid, versionId),
-  /** Revision numbers are zero-padded so that key order is numeric order. */
-  poRevision: (uid: string, versionId: string, revision: number): string =>
-    compositeKey(uid, versionId, String(revision).padStart(10, '0')),
-  /** Looked up by the `<id_type>:<id>` text a client sends, so that text is one part. */
-  poAlternateId: (idType: string, id: string, uid: string): string => compositeKey(`${idType}:${id}`, uid),
-} as const;
-
-/** Range prefixes of the listings by leading key parts. */
-export const gridPrefixes = {
-  agentsOf: (orgId: string): string => keyPrefix(orgId),
-  rolesOf: (orgId: string): string => keyPrefix(orgId),
-  versionsOf: (uid: string): string => keyPrefix(uid),
-  revisionsOf: (uid: string, versionId: string): string => keyPrefix(uid, versionId),
-  poByAlternateId: (alternateId: string): string => keyPrefix(alternateId),
-} as const;
 
 /**
- * The role record an agent's role name refers to: `<org>.<role>` names another
- * organization's role (role names hold no '.', so the last one splits), a bare name one
- * of the agent's own organization.
+ * A projector keeps a read model in step with state. The committer calls it inside the
+ * block's LMDB transaction for every address the block changed (value undefined = deleted).
  */
-export function agentRoleKey(agentOrgId: string, roleName: string): string {
-  const dot = roleName.lastIndexOf('.');
-  if (dot < 0) return gridKeys.role(agentOrgId, roleName);
-  return gridKeys.role(roleName.slice(0, dot), roleName.slice(dot + 1));
+export interface Projector {
+  /** Namespaces (6 hex) this projector wants to hear about. */
+  namespaces: string[];
+  project(address: string, value: Uint8Array | undefined, rm: ReadModelWriter, block: BlockInfo): void;
 }
 
-// ------------------------------------------------------------------ record shapes
-
-export type MetadataEntry = Record<string, string>;
-
-export interface OrganizationRecord {
-  id: string;
-  name: string;
-  alternate_ids: string[];
-  locations: string[];
-  metadata: MetadataEntry[];
-  last_updated: number;
-}
-export interface AgentRecord {
-  public_key: string;
-  org_id: string;
-  active: boolean;
-  /** Role names; see agentRoleKey to read the Role records. */
-  roles: string[];
-  /** Upstream's shape: one object mapping keys to values (a later duplicate key wins). */
-  metadata: Record<string, string>;
-  last_updated: number;
-}
-export interface RoleRecord {
-  name: string;
-  org_id: string;
-  description: string;
-  active: boolean;
-  permissions: string[];
-  allowed_organizations: string[];
-  inherit_from: string[];
-  last_updated: number;
-}
-export interface AlternateIdRecord {
-  id_type: string;
-  id: string;
-  org_id: string;
-}
-export type DataTypeName = (typeof DATA_TYPE_NAMES)[number];
-export interface PropertyDefinitionRecord {
-  name: string;
-  data_type: DataTypeName;
-  description: string;
-  required: boolean;
-  number_exponent: number;
-  enum_options: string[];
-  struct_properties: PropertyDefinitionRecord[];
-  /** The `value` sent with the definition; left out when none was. */
-  value?: unknown;
-}
-/**
- * `value` by data type: BYTES base64 string, BOOLEAN boolean, NUMBER integer (a decimal
- * string beyond 2^53), STRING string, ENUM option index, STRUCT PropertyValue[],
- * LAT_LONG {latitude, longitude} in millionths of a degree.
- */
-export interface PropertyValueRecord {
-  name: string;
-  data_type: DataTypeName;
-  value: unknown;
-}
-export interface SchemaRecord {
-  name: string;
-  description: string;
-  owner: string;
-  properties: PropertyDefinitionRecord[];
-  last_updated: number;
-}
-export interface ProductRecord {
-  product_id: string;
-  product_address: string;
-  product_namespace: string;
-  owner: string;
-  properties: PropertyValueRecord[];
-  last_updated: number;
-}
-export interface LocationRecord {
-  location_id: string;
-  location_namespace: string;
-  owner: string;
-  properties: PropertyValueRecord[];
-  last_updated: number;
-}
-export interface RevisionRecord {
-  revision_number: number;
-  submitter: string;
-  created_at: number | string;
-  order_xml_v3_4: string;
-}
-export interface VersionRecord {
-  version_id: string;
-  workflow_state: string;
-  is_draft: boolean;
-  current_revision_number: number;
-  /** Revision numbers, ascending; the revisions are in grid.po_revision. */
-  revisions: number[];
-}
-export interface PoAlternateIdRecord {
-  id_type: string;
-  id: string;
-  po_uid: string;
-}
-export interface PurchaseOrderRecord {
-  uid: string;
-  workflow_state: string;
-  buyer_org_id: string;
-  seller_org_id: string;
-  is_closed: boolean;
-  /** Omitted when no version is accepted. */
-  accepted_version_number?: string;
-  alternate_ids: PoAlternateIdRecord[];
-  versions: VersionRecord[];
-  created_at: number | string;
-  workflow_id: string;
-}
 
 // ------------------------------------------------------------------ decoding
 
 type Row = [db: string, key: string, value: object];
 
+/** Products and locations share the namespace values (GS1 only). */
 function namespaceName(n: number): string {
-  return n === 1 ? 'GS1' : 'UNSET_NAMESPACE';
+  return n === ProductNamespace.GS1 ? 'GS1' : 'UNSET_NAMESPACE';
 }
 
 function dataTypeName(n: number): DataTypeName {
@@ -251,25 +87,25 @@ function dataTypeName(n: number): DataTypeName {
 export function propertyValueRecord(v: PropertyValueMsg): PropertyValueRecord {
   let value: unknown;
   switch (v.dataType) {
-    case 1:
+    case DataType.BYTES:
       value = Buffer.from(v.bytesValue ?? new Uint8Array()).toString('base64');
       break;
-    case 2:
+    case DataType.BOOLEAN:
       value = v.booleanValue;
       break;
-    case 3:
+    case DataType.NUMBER:
       value = toJsonInt(v.numberValue);
       break;
-    case 4:
+    case DataType.STRING:
       value = v.stringValue;
       break;
-    case 5:
+    case DataType.ENUM:
       value = v.enumValue;
       break;
-    case 6:
+    case DataType.STRUCT:
       value = v.structValues.map(propertyValueRecord);
       break;
-    case 7:
+    case DataType.LAT_LONG:
       value = { latitude: toJsonInt(v.latLongValue?.latitude), longitude: toJsonInt(v.latLongValue?.longitude) };
       break;
     default:
@@ -302,7 +138,7 @@ function jsonOr(text: string): unknown {
 
 function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
   if (address.startsWith(PIKE_AGENT_PREFIX)) {
-    const list = G.AgentList.decode(value) as unknown as { agents: AgentMsg[] };
+    const list = decode(G.AgentList, value);
     return list.agents.flatMap((a): Row[] => {
       const metadata: Record<string, string> = {};
       for (const m of a.metadata) metadata[m.key] = m.value;
@@ -322,7 +158,7 @@ function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
     });
   }
   if (address.startsWith(PIKE_ORG_PREFIX)) {
-    const list = G.OrganizationList.decode(value) as unknown as { organizations: OrganizationMsg[] };
+    const list = decode(G.OrganizationList, value);
     return list.organizations.map((o): Row => {
       const rec: OrganizationRecord = {
         id: o.orgId,
@@ -336,7 +172,7 @@ function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
     });
   }
   if (address.startsWith(PIKE_ROLE_PREFIX)) {
-    const list = G.RoleList.decode(value) as unknown as { roles: RoleMsg[] };
+    const list = decode(G.RoleList, value);
     return list.roles.map((r): Row => {
       const rec: RoleRecord = {
         name: r.name,
@@ -352,7 +188,7 @@ function pikeRows(address: string, value: Uint8Array, ts: number): Row[] {
     });
   }
   if (address.startsWith(PIKE_ALT_ID_PREFIX)) {
-    const list = G.AlternateIdIndexEntryList.decode(value) as unknown as { entries: AlternateIdIndexEntryMsg[] };
+    const list = decode(G.AlternateIdIndexEntryList, value);
     return list.entries.map((e): Row => {
       const rec: AlternateIdRecord = { id_type: e.idType, id: e.id, org_id: e.gridIdentityId };
       return [GRID_DB.alternateId, gridKeys.alternateId(e.idType, e.id), rec];
@@ -372,7 +208,7 @@ function versionRecord(v: PurchaseOrderVersionMsg): VersionRecord {
 }
 
 function purchaseOrderRows(value: Uint8Array): Row[] {
-  const list = G.PurchaseOrderList.decode(value) as unknown as { purchaseOrders: PurchaseOrderMsg[] };
+  const list = decode(G.PurchaseOrderList, value);
   const rows: Row[] = [];
   for (const po of list.purchaseOrders) {
     const rec: PurchaseOrderRecord = {
@@ -413,7 +249,7 @@ function purchaseOrderRows(value: Uint8Array): Row[] {
 export function gridRecords(address: string, value: Uint8Array, timestamp: number): Row[] {
   if (address.startsWith('621dee05')) return pikeRows(address, value, timestamp);
   if (address.startsWith(SCHEMA_PREFIX)) {
-    const list = G.SchemaList.decode(value) as unknown as { schemas: SchemaMsg[] };
+    const list = decode(G.SchemaList, value);
     return list.schemas.map((s): Row => {
       const rec: SchemaRecord = {
         name: s.name,
@@ -426,7 +262,7 @@ export function gridRecords(address: string, value: Uint8Array, timestamp: numbe
     });
   }
   if (address.startsWith(PRODUCT_PREFIX)) {
-    const list = G.ProductList.decode(value) as unknown as { entries: ProductMsg[] };
+    const list = decode(G.ProductList, value);
     return list.entries.map((p): Row => {
       const rec: ProductRecord = {
         product_id: p.productId,
@@ -440,7 +276,7 @@ export function gridRecords(address: string, value: Uint8Array, timestamp: numbe
     });
   }
   if (address.startsWith(LOCATION_PREFIX)) {
-    const list = G.LocationList.decode(value) as unknown as { entries: LocationMsg[] };
+    const list = decode(G.LocationList, value);
     return list.entries.map((l): Row => {
       const rec: LocationRecord = {
         location_id: l.locationId,

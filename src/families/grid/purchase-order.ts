@@ -7,6 +7,7 @@ import type { Family, TxnContext, TxnInfo } from '../types.js';
 import { GRID_NAMESPACE, purchaseOrderAddress } from './addressing.js';
 import {
   G,
+  PurchaseOrderAction,
   decodeMsg,
   findIn,
   invalid,
@@ -17,7 +18,7 @@ import {
   type PurchaseOrderRevisionMsg,
   type PurchaseOrderVersionMsg,
 } from './common.js';
-import { getAgent, getOrganization } from './pike_state.js';
+import { getAgent, getOrganization } from './pike-state.js';
 import {
   EMPTY_CREATE_PO,
   EMPTY_CREATE_VERSION,
@@ -34,7 +35,7 @@ import {
   type RevisionPayload,
   type UpdatePo,
   type UpdateVersion,
-} from './po_payload.js';
+} from './po-payload.js';
 import {
   CONSTRAINT,
   PERM,
@@ -364,16 +365,16 @@ function checkPoConsistency(wf: Workflow, po: PurchaseOrderMsg, target: Workflow
 export function applyPurchaseOrder(payload: Uint8Array, signer: string, ctx: TxnContext): void {
   const p = decodeMsg<PoPayloadMsg>(G.PurchaseOrderPayload, payload, 'po payload');
   switch (p.action) {
-    case 1:
+    case PurchaseOrderAction.CREATE_PO:
       validateCreatePo(p.createPoPayload ?? EMPTY_CREATE_PO);
       break;
-    case 2:
+    case PurchaseOrderAction.UPDATE_PO:
       validateUpdatePo(p.updatePoPayload ?? EMPTY_UPDATE_PO);
       break;
-    case 3:
+    case PurchaseOrderAction.CREATE_VERSION:
       validateCreateVersion(p.createVersionPayload ?? EMPTY_CREATE_VERSION);
       break;
-    case 4:
+    case PurchaseOrderAction.UPDATE_VERSION:
       validateUpdateVersion(p.updateVersionPayload ?? EMPTY_UPDATE_VERSION);
       break;
     default:
@@ -381,11 +382,11 @@ export function applyPurchaseOrder(payload: Uint8Array, signer: string, ctx: Txn
   }
   if (toNum(p.timestamp) === 0) invalid("Payload's `timestamp` field is unset");
   switch (p.action) {
-    case 1:
+    case PurchaseOrderAction.CREATE_PO:
       return createPo(p.createPoPayload ?? EMPTY_CREATE_PO, signer, ctx);
-    case 2:
+    case PurchaseOrderAction.UPDATE_PO:
       return updatePo(p.updatePoPayload ?? EMPTY_UPDATE_PO, signer, ctx);
-    case 3:
+    case PurchaseOrderAction.CREATE_VERSION:
       return createVersion(p.createVersionPayload ?? EMPTY_CREATE_VERSION, signer, ctx);
     default:
       return updateVersion(p.updateVersionPayload ?? EMPTY_UPDATE_VERSION, signer, ctx);

@@ -5,7 +5,7 @@
  * reports COMMITTED.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import { GRID_DB } from '../families/grid/index.js';
+import { GRID_DB } from './keys.js';
 
 export type GridDbName = keyof typeof GRID_DB;
 

@@ -3,7 +3,7 @@
  * metadata and alternate-id forms, data types, property values and definitions. Bad
  * input throws GridBuildError.
  */
-import { DATA_TYPE_NAMES } from './common.js';
+import { DATA_TYPE_NAMES, DataType } from './common.js';
 import { show } from '../../http/show.js';
 
 export class GridBuildError extends Error {
@@ -106,21 +106,21 @@ export function alternateIds(v: unknown): Array<{ idType: string; id: string }> 
 }
 
 const DATA_TYPE_ALIASES: Record<string, number> = {
-  bytes: 1,
-  boolean: 2,
-  bool: 2,
-  number: 3,
-  string: 4,
-  enum: 5,
-  struct: 6,
-  lat_long: 7,
-  latlong: 7,
-  location: 7,
+  bytes: DataType.BYTES,
+  boolean: DataType.BOOLEAN,
+  bool: DataType.BOOLEAN,
+  number: DataType.NUMBER,
+  string: DataType.STRING,
+  enum: DataType.ENUM,
+  struct: DataType.STRUCT,
+  lat_long: DataType.LAT_LONG,
+  latlong: DataType.LAT_LONG,
+  location: DataType.LAT_LONG,
 };
 
 /** Accepts `STRING`, `String`, `string`, `LAT_LONG`, `LatLong`, `LOCATION`, or the number. */
 export function dataTypeValue(v: unknown): number {
-  if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v < DATA_TYPE_NAMES.length) return v;
+  if (typeof v === 'number' && Number.isInteger(v) && v > DataType.UNSET_DATA_TYPE && v < DATA_TYPE_NAMES.length) return v;
   if (typeof v === 'string') {
     const k = v.toLowerCase();
     // Own names only: `constructor` or `toString` is no data type.
@@ -159,37 +159,38 @@ export function propertyValue(v: unknown): Obj {
     return x;
   };
   switch (dataType) {
-    case 1:
+    case DataType.BYTES:
       out.bytesValue = base64Bytes(val('bytes_value'));
       break;
-    case 2: {
+    case DataType.BOOLEAN: {
       const x = val('boolean_value');
       if (typeof x !== 'boolean') fail(`property ${name} must be a boolean`);
       out.booleanValue = x;
       break;
     }
-    case 3:
+    case DataType.NUMBER:
       out.numberValue = int64(val('number_value'), `property ${name}`);
       break;
-    case 4: {
+    case DataType.STRING: {
       const x = val('string_value');
       if (typeof x !== 'string') fail(`property ${name} must be a string`);
       out.stringValue = x;
       break;
     }
-    case 5: {
+    case DataType.ENUM: {
       const x = val('enum_value');
       if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) fail(`property ${name} must be an enum index`);
       out.enumValue = x;
       break;
     }
-    case 6: {
+    case DataType.STRUCT: {
       const x = val('struct_values');
       if (!Array.isArray(x)) fail(`property ${name} must be an array of properties`);
       out.structValues = x.map(propertyValue);
       break;
     }
     default: {
+      // DataType.LAT_LONG (dataTypeValue accepts no other value).
       const x = val('lat_long_value');
       if (!isObj(x)) fail(`property ${name} must be {latitude, longitude}`);
       out.latLongValue = {
@@ -218,13 +219,14 @@ export function propertyDefinition(v: unknown): Obj {
     if (typeof exp !== 'number' || !Number.isInteger(exp)) fail('`number_exponent` must be an integer');
     def.numberExponent = exp;
   }
-  if (def.dataType === 5 && (def.enumOptions as string[]).length === 0) fail("'enum_options' cannot be empty");
-  if (def.dataType === 6 && (def.structProperties as Obj[]).length === 0) fail("'struct_properties' cannot be empty");
+  if (def.dataType === DataType.ENUM && (def.enumOptions as string[]).length === 0) fail("'enum_options' cannot be empty");
+  if (def.dataType === DataType.STRUCT && (def.structProperties as Obj[]).length === 0) fail("'struct_properties' cannot be empty");
   return def;
 }
 
-export function namespaceValue(o: Obj, key: string): number {
+/** The namespace enum value of `o[key]`, which must name GS1 (`gs1` is that enum's value). */
+export function namespaceValue(o: Obj, key: string, gs1: number): number {
   const v = o[key];
-  if (v === undefined || v === null || v === 'GS1' || v === 'gs1' || v === 'Gs1' || v === 1) return 1;
+  if (v === undefined || v === null || v === 'GS1' || v === 'gs1' || v === 'Gs1' || v === gs1) return gs1;
   return fail(`\`${key}\` must be GS1`);
 }
