@@ -7,7 +7,7 @@
  */
 import { agentRoleKey, gridKeys, gridPrefixes } from '../families/grid/index.js';
 import type { AgentRecord, RoleRecord } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { agentJson, requireOrg, sameService } from './records.js';
@@ -65,7 +65,7 @@ export function registerAgents(r: DataRouter): void {
   r.route('get', '/organization/:org_id/agent/:public_key', (req, be) => {
     const [orgId, pk] = req.params as [string, string];
     const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-    if (agent === undefined) throw new HttpError(404, `Agent ${pk} of organization ${orgId} not found`);
+    if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
     return ok(agentJson(be, agent));
   });
 
@@ -79,7 +79,7 @@ export function registerAgents(r: DataRouter): void {
     const pk = req.params[0]!;
     const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
     const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
-    if (agent === undefined) throw new HttpError(404, `Agent ${pk} not found`);
+    if (agent === undefined) throw new ApiError(404, `Agent ${pk} not found`);
     return ok(agentJson(be, agent));
   });
 
@@ -111,7 +111,7 @@ export function registerAgents(r: DataRouter): void {
     samePath(o, 'public_key', pk, '');
     sameService(be, o.service_id, 'service_id');
     const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-    if (agent === undefined) throw new HttpError(404, `Agent ${pk} of organization ${orgId} not found`);
+    if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
     const signer = be.signers.pick(req);
     return submitActions(req, be, signer, [{ action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' }]);
   });

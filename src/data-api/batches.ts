@@ -5,7 +5,7 @@
  * `{"link": {"batch_id": "<id>[,<id>...]", "event_id"}}` (202; `wait` as for every
  * mutation), with one event id for the whole BatchList.
  */
-import { HttpError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Reply, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { linkReply } from './submit.js';
 
@@ -15,9 +15,9 @@ export async function postBatches(req: Req, be: DataBackend): Promise<Reply> {
   const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   // Upstream's CLI sends no content type; JSON or form bodies are clearly something else.
   if (ct !== '' && ct !== 'application/octet-stream') {
-    throw new HttpError(415, 'POST /batches takes a protobuf BatchList (Content-Type: application/octet-stream)');
+    throw new ApiError(415, 'POST /batches takes a protobuf BatchList (Content-Type: application/octet-stream)');
   }
-  if (req.body.length === 0) throw new HttpError(400, 'The BatchList is empty: submit at least one batch');
+  if (req.body.length === 0) throw new ApiError(400, 'The BatchList is empty: submit at least one batch');
   const r = await be.ledger.submit(req.body);
   if (!r.ok) {
     const message =
@@ -28,7 +28,7 @@ export async function postBatches(req: Req, be: DataBackend): Promise<Reply> {
           : r.code === 'EMPTY'
             ? 'The BatchList is empty: submit at least one batch'
             : `The submitted BatchList was rejected: it is poorly formed or has an invalid signature (${r.message})`;
-    throw new HttpError(SUBMIT_STATUS[r.code], message);
+    throw new ApiError(SUBMIT_STATUS[r.code], message);
   }
   const eventId = await be.events.record(r.ids);
   return linkReply(req, be, r.ids, eventId);

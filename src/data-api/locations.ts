@@ -9,7 +9,7 @@ import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import { isValidGln } from '../families/grid/gs1.js';
 import type { AgentRecord, LocationRecord } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
@@ -31,7 +31,7 @@ const UPDATE: Shape = { ...CREATE, location_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): LocationRecord {
   const l = be.rm.get<LocationRecord>('location', gridKeys.location(id));
-  if (l === undefined) throw new HttpError(404, `Location ${id} not found`);
+  if (l === undefined) throw new ApiError(404, `Location ${id} not found`);
   return l;
 }
 

@@ -6,7 +6,7 @@
  */
 import { gridKeys } from '../families/grid/index.js';
 import type { AgentRecord, OrganizationRecord } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
@@ -32,7 +32,7 @@ export function registerOrganizations(r: DataRouter): void {
 
   r.route('get', '/organization/:id', (req, be) => {
     const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(req.params[0]!));
-    if (org === undefined) throw new HttpError(404, `Organization ${req.params[0]} not found`);
+    if (org === undefined) throw new ApiError(404, `Organization ${req.params[0]} not found`);
     return ok(withService(be, org));
   });
 
@@ -64,7 +64,7 @@ export function registerOrganizations(r: DataRouter): void {
     const o = checkShape(objectBody(req), UPDATE, '');
     samePath(o, 'id', id, '');
     sameService(be, o.service_id, 'service_id');
-    if (!be.rm.has('organization', gridKeys.organization(id))) throw new HttpError(404, `Organization ${id} not found`);
+    if (!be.rm.has('organization', gridKeys.organization(id))) throw new ApiError(404, `Organization ${id} not found`);
     const signer = be.signers.pick(req);
     return submitActions(req, be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }]);
   });

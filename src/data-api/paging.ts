@@ -6,7 +6,7 @@
  * to the last page's offset). Links keep the request's other query parameters, then
  * `limit`, `service_id`, `offset`, as upstream orders them.
  */
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 import { baseUrl as forwardedBase } from '../http/forwarded.js';
 import type { Slice } from './read-model.js';
 
@@ -33,7 +33,7 @@ function intParam(req: Req, name: string, dflt: number, min: number, max: number
   const raw = req.query.get(name);
   if (raw === null) return dflt;
   if (!/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new HttpError(400, `\`${name}\` must be an integer from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
+    throw new ApiError(400, `\`${name}\` must be an integer from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
   }
   return Number(raw);
 }

@@ -7,7 +7,7 @@
  */
 import { gridKeys, gridPrefixes } from '../families/grid/index.js';
 import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../families/grid/project.js';
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';
 import { requirePo, versionCreate, versionUpdate } from './po-common.js';
@@ -19,7 +19,7 @@ import { show } from '../http/show.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {
   const v = be.rm.get<VersionRecord>('poVersion', gridKeys.poVersion(po.uid, vid));
-  if (v === undefined) throw new HttpError(404, `Purchase order ${po.uid} version ${vid} not found`);
+  if (v === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${vid} not found`);
   return v;
 }
 
@@ -96,7 +96,7 @@ export function registerPoVersions(r: DataRouter): void {
     if (raw !== 'latest' && !/^\d{1,9}$/.test(raw)) throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
     const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
     const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
-    if (rev === undefined) throw new HttpError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);
+    if (rev === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);
     return ok(revisionJson(be, rev));
   });
 }

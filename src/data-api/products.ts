@@ -7,7 +7,7 @@ import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import { gtinError } from '../families/grid/gs1.js';
 import type { ProductRecord } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
@@ -29,7 +29,7 @@ const UPDATE: Shape = { ...CREATE, product_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): ProductRecord {
   const p = be.rm.get<ProductRecord>('product', gridKeys.product(id));
-  if (p === undefined) throw new HttpError(404, `Product ${id} not found`);
+  if (p === undefined) throw new ApiError(404, `Product ${id} not found`);
   return p;
 }
 

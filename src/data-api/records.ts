@@ -12,7 +12,7 @@ import type {
   RoleRecord,
   VersionRecord,
 } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 
@@ -70,7 +70,7 @@ export function purchaseOrderJson(be: DataBackend, po: PurchaseOrderRecord): obj
 
 /** 404 unless the organization a path names exists. */
 export function requireOrg(be: DataBackend, orgId: string): void {
-  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw new HttpError(404, `Organization ${orgId} not found`);
+  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw new ApiError(404, `Organization ${orgId} not found`);
 }
 
 /** 400 unless `orgId` names an organization of the read model. */

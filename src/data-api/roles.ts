@@ -6,7 +6,7 @@
 import { submitCreates } from './creates.js';
 import { gridKeys, gridPrefixes } from '../families/grid/index.js';
 import type { RoleRecord } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
@@ -50,7 +50,7 @@ export function registerRoles(r: DataRouter): void {
   r.route('get', '/role/:org_id/:role_name', (req, be) => {
     const [orgId, name] = req.params as [string, string];
     const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
-    if (role === undefined) throw new HttpError(404, `Role ${name} for ${orgId} not found`);
+    if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
     const page = parsePage(req);
     return ok({ data: page.offset === 0 ? [withService(be, role)] : [], paging: pagingOf(req, page, 1) });
   });
@@ -81,7 +81,7 @@ export function registerRoles(r: DataRouter): void {
 
   r.route('del', '/role/:org_id/:role_name', (req, be) => {
     const [orgId, name] = req.params as [string, string];
-    if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new HttpError(404, `Role ${name} for ${orgId} not found`);
+    if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
     const signer = be.signers.pick(req);
     return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);
   });

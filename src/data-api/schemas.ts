@@ -6,7 +6,7 @@
 import { submitCreates } from './creates.js';
 import { gridKeys } from '../families/grid/index.js';
 import type { SchemaRecord } from '../families/grid/project.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
@@ -32,7 +32,7 @@ export function registerSchemas(r: DataRouter): void {
 
   r.route('get', '/schema/:schema_name', (req, be) => {
     const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(req.params[0]!));
-    if (s === undefined) throw new HttpError(404, `Schema ${req.params[0]} not found`);
+    if (s === undefined) throw new ApiError(404, `Schema ${req.params[0]} not found`);
     return ok(withService(be, s));
   });
 
@@ -56,7 +56,7 @@ export function registerSchemas(r: DataRouter): void {
     samePath(o, 'name', name, '');
     sameService(be, o.service_id, 'service_id');
     const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));
-    if (stored === undefined) throw new HttpError(404, `Schema ${name} not found`);
+    if (stored === undefined) throw new ApiError(404, `Schema ${name} not found`);
     if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
     const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
     if (properties.length === 0) throw bad('`properties` adds no new property definition to the schema');

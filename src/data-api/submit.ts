@@ -7,7 +7,7 @@
  * or N seconds pass, then say which: `status` (and `invalid_transactions`) next to
  * `link`, 200 once the batch is COMMITTED or INVALID, 202 while it is still PENDING.
  */
-import { HttpError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Reply, type Req } from '../http/server.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { buildBatch, buildTransaction } from '../ledger/build.js';
 import { LedgerUnavailable, type BatchStatus } from '../ledger/ledger.js';
@@ -76,7 +76,7 @@ export interface Planned {
 /** Builds, signs (one batch), records and submits the request's actions. */
 export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Reply> {
   // A node that stopped on a fault acknowledges nothing more, its own writes included.
-  if (be.ledger.fault !== null) throw new HttpError(503, `The node stopped accepting writes and is restarting: ${be.ledger.fault}`);
+  if (be.ledger.fault !== null) throw new ApiError(503, `The node stopped accepting writes and is restarting: ${be.ledger.fault}`);
   const timestamp = Math.floor(Date.now() / 1000);
   const txns = planned.map(({ action, path }) => {
     try {
@@ -91,7 +91,7 @@ export async function submitActions(req: Req, be: DataBackend, signer: Signer, p
   try {
     [eventId] = await Promise.all([be.events.record([batch.id]), be.ledger.submitTrusted([{ id: batch.id, bytes: batch.bytes }])]);
   } catch (err) {
-    if (err instanceof LedgerUnavailable) throw new HttpError(503, err.message);
+    if (err instanceof LedgerUnavailable) throw new ApiError(503, err.message);
     throw err;
   }
   return linkReply(req, be, [batch.id], eventId);

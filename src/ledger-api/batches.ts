@@ -7,7 +7,7 @@
  */
 import type { HttpServer, Reply, Req } from '../http/server.js';
 import type { BatchPos, TxnPos } from '../store/ledgerStores.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { serialize } from './schemas.js';
 import { checkIds, filterIds, parsePaging, parseReverse } from './params.js';
@@ -22,7 +22,7 @@ interface Position {
 
 interface Kind<T> {
   path: string;
-  notFound: 71 | 72;
+  notFound: LedgerErrorCode;
   itemsOf(b: ChainBlock): T[];
   id(t: T): string;
   /** Block number and index in `itemsOf` of a committed item, or undefined. */
@@ -33,7 +33,7 @@ interface Kind<T> {
 
 const BATCHES: Kind<BatchJson> = {
   path: '/batches',
-  notFound: 71,
+  notFound: LedgerErrorCode.BatchNotFound,
   itemsOf: (b) => b.json.batches,
   id: (t) => t.header_signature,
   locate: (chain, id) => {
@@ -46,7 +46,7 @@ const BATCHES: Kind<BatchJson> = {
 
 const TRANSACTIONS: Kind<TxnJson> = {
   path: '/transactions',
-  notFound: 72,
+  notFound: LedgerErrorCode.TransactionNotFound,
   itemsOf: (b) => b.txns(),
   id: (t) => t.header_signature,
   locate: (chain, id) => {
@@ -81,9 +81,9 @@ function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Reply {
   const headParam = req.query.get('head');
   checkHead(headParam, false);
   const ids = filterIds(req);
-  const head = chain.resolveHead(headParam, 50);
+  const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
   const reverse = parseReverse(req, 'default');
-  const notInList = (): Error => ledgerError(54, `: ${paging.start} is not in this list`);
+  const notInList = (): Error => ledgerError(LedgerErrorCode.InvalidPagingQuery, `: ${paging.start} is not in this list`);
   let page: Page<T>;
   if (ids !== undefined) {
     // Picked by id: in the order given, those not on this chain left out.

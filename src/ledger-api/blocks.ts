@@ -1,6 +1,6 @@
 /** GET /blocks and GET /blocks/{block_id}. */
 import type { HttpServer, Reply, Req } from '../http/server.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { serialize } from './schemas.js';
 import { blockMarker, checkIds, filterIds, parseBlockMarker, parsePaging, parseReverse } from './params.js';
@@ -19,7 +19,7 @@ function listBlocks(chain: ChainReader, req: Req): Reply {
   const headParam = req.query.get('head');
   checkHead(headParam, false);
   const ids = filterIds(req);
-  const head = chain.resolveHead(headParam, 50);
+  const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
   if (ids !== undefined) {
     // Upstream: blocks picked by id are neither sorted nor paged; those above the head are dropped.
     const data = ids.flatMap((id) => {
@@ -32,7 +32,7 @@ function listBlocks(chain: ChainReader, req: Req): Reply {
   let from = reverse ? 0 : head.num;
   if (paging.start !== undefined) {
     const n = parseBlockMarker(paging.start);
-    if (n === null || n > head.num) throw ledgerError(54, `: no block ${paging.start} on this chain`);
+    if (n === null || n > head.num) throw ledgerError(LedgerErrorCode.InvalidPagingQuery, `: no block ${paging.start} on this chain`);
     from = n;
   }
   const page = takePage(blockRange(chain, from, reverse ? head.num : 0), marker, paging.limit);
@@ -44,7 +44,7 @@ function fetchBlock(chain: ChainReader, req: Req): Reply {
   const id = req.params[0]!;
   checkIds([id]);
   const block = chain.byId(id);
-  if (!block) throw ledgerError(70, `: ${id}`);
+  if (!block) throw ledgerError(LedgerErrorCode.BlockNotFound, `: ${id}`);
   return { status: 200, body: serialize.block({ data: block.json, link: selfUrl(req) }) };
 }
 

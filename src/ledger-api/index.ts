@@ -1,5 +1,5 @@
 /** Interface C, the ledger gateway: Sawtooth 1.2 REST API routes and the state-delta websocket. */
-import { HttpError, type HttpServer, type Req } from '../http/server.js';
+import { ApiError, type HttpServer, type Req } from '../http/server.js';
 import type { Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { registerSubmit } from './submit.js';
@@ -12,7 +12,7 @@ import { CommitWaits } from './waits.js';
 import { Subscriptions } from './subscriptions.js';
 import { selfUrl } from './links.js';
 import { serialize } from './schemas.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 
 export interface LedgerApiContext {
   config: Config;
@@ -29,7 +29,7 @@ function registerNetwork(server: HttpServer, config: Config, ledger: Ledger): vo
   server.route('get', '/status', (req: Req) => {
     // A node that stopped on a fault is not a healthy validator: 503 code 18 with the reason,
     // so that health checks and load balancers take it out until it has restarted.
-    if (ledger.fault !== null) throw ledgerError(18, `The validator stopped and is restarting: ${ledger.fault}`, true);
+    if (ledger.fault !== null) throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator stopped and is restarting: ${ledger.fault}`, true);
     return {
       status: 200,
       body: serialize.status({

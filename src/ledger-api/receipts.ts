@@ -6,7 +6,7 @@
 import { receiptOf } from '../store/ledgerStores.js';
 import type { HttpServer, Reply, Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { receiptJson } from './json.js';
 import { serialize } from './schemas.js';
@@ -20,13 +20,13 @@ async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: strin
   if (wait > 0) await waits.until(() => ids.every((id) => stores.txnIndex.doesExist(id)), wait * 1000);
   const data = ids.map((id) => {
     const bytes = receiptOf(stores, id);
-    if (bytes === undefined) throw ledgerError(80, `: ${id}`);
+    if (bytes === undefined) throw ledgerError(LedgerErrorCode.ReceiptNotFound, `: ${id}`);
     return receiptJson(bytes);
   });
   return { status: 200, body: serialize.receipts(withLink ? { data, link: selfUrl(req) } : { data }) };
 }
 
 export function registerReceipts(server: HttpServer, ledger: Ledger, waits: CommitWaits): void {
-  server.route('get', '/receipts', (req) => receipts(ledger, waits, req, idQuery(req, 83), true));
-  server.route('post', '/receipts', (req) => receipts(ledger, waits, req, idArrayBody(req, 81, 82), false));
+  server.route('get', '/receipts', (req) => receipts(ledger, waits, req, idQuery(req, LedgerErrorCode.ReceiptIdQueryInvalid), true));
+  server.route('post', '/receipts', (req) => receipts(ledger, waits, req, idArrayBody(req, LedgerErrorCode.WrongContentTypeReceipts, LedgerErrorCode.BadReceiptsRequest), false));
 }

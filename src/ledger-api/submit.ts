@@ -1,7 +1,7 @@
 /** POST /batches and GET/POST /batch_statuses. */
 import type { HttpServer, Reply, Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { buildUrl, selfUrl } from './links.js';
 import { serialize } from './schemas.js';
 import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
@@ -12,15 +12,21 @@ import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
  * behind it went away mid-request, which clients already treat as "retry later"; the
  * message says why.
  */
-const SUBMIT_ERRORS = { EMPTY: 34, UNDECODABLE: 35, INVALID: 30, QUEUE_FULL: 31, UNAVAILABLE: 18 } as const;
+const SUBMIT_ERRORS = {
+  EMPTY: LedgerErrorCode.NoBatchesSubmitted,
+  UNDECODABLE: LedgerErrorCode.ProtobufNotDecodable,
+  INVALID: LedgerErrorCode.SubmittedBatchesInvalid,
+  QUEUE_FULL: LedgerErrorCode.UnableToAcceptBatches,
+  UNAVAILABLE: LedgerErrorCode.ValidatorDisconnected,
+} as const;
 
 async function submitBatches(ledger: Ledger, req: Req): Promise<Reply> {
-  if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(42);
-  if (req.body.length === 0) throw ledgerError(34);
+  if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(LedgerErrorCode.WrongContentTypeBatches);
+  if (req.body.length === 0) throw ledgerError(LedgerErrorCode.NoBatchesSubmitted);
   const r = await ledger.submit(req.body);
   if (!r.ok) {
     const code = SUBMIT_ERRORS[r.code];
-    throw code === 31 ? ledgerError(31) : ledgerError(code, r.message, true);
+    throw code === LedgerErrorCode.UnableToAcceptBatches ? ledgerError(code) : ledgerError(code, r.message, true);
   }
   return { status: 202, body: serialize.link({ link: buildUrl(req, '/batch_statuses', { id: r.ids.join(',') }) }) };
 }
@@ -51,6 +57,6 @@ async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boole
 
 export function registerSubmit(server: HttpServer, ledger: Ledger): void {
   server.route('post', '/batches', (req) => submitBatches(ledger, req));
-  server.route('get', '/batch_statuses', (req) => statuses(ledger, req, idQuery(req, 66), true));
-  server.route('post', '/batch_statuses', (req) => statuses(ledger, req, idArrayBody(req, 43, 46), false));
+  server.route('get', '/batch_statuses', (req) => statuses(ledger, req, idQuery(req, LedgerErrorCode.StatusIdQueryInvalid), true));
+  server.route('post', '/batch_statuses', (req) => statuses(ledger, req, idArrayBody(req, LedgerErrorCode.WrongContentTypeStatuses, LedgerErrorCode.BadStatusRequest), false));
 }

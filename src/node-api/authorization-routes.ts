@@ -3,7 +3,7 @@
  * `/authorization/assignments[/{identity_type}/{identity}]` (shapes of research
  * splinter.md §2.7–2.8). Role permissions must be names from the catalogue.
  */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { isPermission, permissionList } from './permissions.js';
@@ -46,7 +46,7 @@ function checkIdentity(type: IdentityType, identity: string, userExists: (id: st
     throw bad(`Invalid assignment payload: identity ${JSON.stringify(identity.slice(0, 80))} is not a public key (66 lower-case hex characters, starting 02 or 03)`);
   }
   if (type === 'user' && !userExists(identity)) {
-    throw new HttpError(404, `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`);
+    throw new ApiError(404, `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`);
   }
 }
 
@@ -66,7 +66,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
 
   r.secured('get', '/authorization/roles/:role_id', 'authorization.rbac.read', ({ req }) => {
     const role = rbac.getRole(req.params[0]!);
-    if (!role) throw new HttpError(404, 'Role not found');
+    if (!role) throw new ApiError(404, 'Role not found');
     return json({ data: role });
   });
 
@@ -81,7 +81,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
   });
 
   r.secured('del', '/authorization/roles/:role_id', 'authorization.rbac.write', async ({ req }) => {
-    if (!(await rbac.removeRole(req.params[0]!))) throw new HttpError(404, 'Role not found');
+    if (!(await rbac.removeRole(req.params[0]!))) throw new ApiError(404, 'Role not found');
     return json({ message: 'Role deleted successfully' });
   });
 
@@ -100,7 +100,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
   const path = '/authorization/assignments/:identity_type/:identity';
   r.secured('get', path, 'authorization.rbac.read', ({ req }) => {
     const a = rbac.getAssignment(identityType(req.params[0]!), req.params[1]!);
-    if (!a) throw new HttpError(404, 'Assignment not found');
+    if (!a) throw new ApiError(404, 'Assignment not found');
     return json({ data: a });
   });
 
@@ -113,7 +113,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
 
   r.secured('del', path, 'authorization.rbac.write', async ({ req }) => {
     const type = identityType(req.params[0]!);
-    if (!(await rbac.removeAssignment(type, req.params[1]!))) throw new HttpError(404, 'Assignment not found');
+    if (!(await rbac.removeAssignment(type, req.params[1]!))) throw new ApiError(404, 'Assignment not found');
     return json({ message: 'Assignment deleted successfully' });
   });
 }

@@ -2,7 +2,7 @@
  * Credentials: register, log in, log out, refresh, verify
  * (`/biome/register|login|logout|token|verify`).
  */
-import { HttpError, type Reply } from '../http/server.js';
+import { ApiError, type Reply } from '../http/server.js';
 import { log } from '../log.js';
 import { objectBody, optString, PRINTABLE, reqString, type JsonObject } from './body.js';
 import { json, requireUser, type AuthedCall, type Router } from './router.js';
@@ -27,8 +27,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
   r.public('post', '/biome/login', async ({ req }) => {
     const { username, password } = credentialsBody(objectBody(req));
     const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
-      if (err instanceof HttpError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
-      if (err instanceof HttpError && (err.status === 429 || err.status === 503)) log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
+      if (err instanceof ApiError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
+      if (err instanceof ApiError && (err.status === 429 || err.status === 503)) log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
       throw err;
     });
     const claims = { userId: u.user_id, gen: u.token_gen };
@@ -43,7 +43,7 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
   const logout = async (c: AuthedCall): Promise<Reply> => {
     const userId = requireUser(c);
     if (c.identity.kind !== 'user' || c.identity.via !== 'biome') {
-      throw new HttpError(403, 'Log out needs a Biome token; OAuth sessions end with /oauth/logout');
+      throw new ApiError(403, 'Log out needs a Biome token; OAuth sessions end with /oauth/logout');
     }
     await users.logout(userId);
     return json({ message: 'User successfully logged out' });
@@ -54,10 +54,10 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
   r.public('post', '/biome/token', async ({ req }) => {
     const b = objectBody(req);
     const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
-    if (jwt === undefined) throw new HttpError(400, 'Missing field "refresh_token"');
+    if (jwt === undefined) throw new ApiError(400, 'Missing field "refresh_token"');
     const claims = await tokens.verifyRefresh(jwt);
     const u = claims ? users.get(claims.userId) : undefined;
-    if (!claims || !u || u.token_gen !== claims.gen) throw new HttpError(401, 'Invalid refresh token');
+    if (!claims || !u || u.token_gen !== claims.gen) throw new ApiError(401, 'Invalid refresh token');
     return json({ token: await tokens.issueAccess({ userId: u.user_id, gen: u.token_gen }) });
   });
 

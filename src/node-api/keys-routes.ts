@@ -2,7 +2,7 @@
  * The caller's own keys (`/biome/keys`): list, replace all (v2), rename, add, fetch,
  * delete; and protocol version 1's delete form `/biome/users/{user_id}/keys/{public_key}`.
  */
-import { HttpError, type Reply } from '../http/server.js';
+import { ApiError, type Reply } from '../http/server.js';
 import { objectBody, parseJson, reqString } from './body.js';
 import { keyInput, keyJson, type KeyStore } from './keys-store.js';
 import { json, requireUser, type Router } from './router.js';
@@ -17,8 +17,8 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     async (c) => {
       const userId = requireUser(c);
       const body = parseJson(c.req);
-      if (!Array.isArray(body)) throw new HttpError(400, 'Request body must be a JSON array of keys');
-      if (body.length > 1000) throw new HttpError(400, 'At most 1000 keys can be stored per user');
+      if (!Array.isArray(body)) throw new ApiError(400, 'Request body must be a JSON array of keys');
+      if (body.length > 1000) throw new ApiError(400, 'At most 1000 keys can be stored per user');
       await keys.replaceAll(userId, body.map((k, i) => keyInput(k, `[${i}].`)));
       return json({ message: 'Keys replaced successfully' });
     },
@@ -30,7 +30,7 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     const b = objectBody(c.req);
     const pk = reqString(b, 'public_key', { max: 520 });
     const name = reqString(b, 'new_display_name', { max: 256, empty: true });
-    if (!(await keys.rename(userId, pk, name))) throw new HttpError(404, `Key with public key ${pk} and user ID ${userId} not found`);
+    if (!(await keys.rename(userId, pk, name))) throw new ApiError(404, `Key with public key ${pk} and user ID ${userId} not found`);
     return json({ message: 'Key updated successfully' });
   });
 
@@ -43,13 +43,13 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
   r.secured('get', '/biome/keys/:public_key', 'authenticated', (c) => {
     const userId = requireUser(c);
     const k = keys.get(userId, c.req.params[0]!);
-    if (!k) throw new HttpError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
+    if (!k) throw new ApiError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
     return json({ data: keyJson(k) });
   });
 
   const remove = async (userId: string, pk: string): Promise<Reply> => {
     const k = await keys.remove(userId, pk);
-    if (!k) throw new HttpError(404, `Failed to find key with public key: ${pk} and user id: ${userId}`);
+    if (!k) throw new ApiError(404, `Failed to find key with public key: ${pk} and user id: ${userId}`);
     return json({ message: 'Key successfully deleted', data: keyJson(k) });
   };
 
@@ -60,7 +60,7 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
   r.secured('del', '/biome/users/:user_id/keys/:public_key', 'authenticated', (c) => {
     const userId = requireUser(c);
     const [pathUser, pk] = c.req.params as [string, string];
-    if (pathUser !== userId) throw new HttpError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
+    if (pathUser !== userId) throw new ApiError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
     return remove(userId, pk);
   });
 }

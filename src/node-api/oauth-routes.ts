@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
-import { HttpError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Reply, type Req } from '../http/server.js';
 import { log } from '../log.js';
 import type { Config } from '../config.js';
 import type { OidcClient } from './oauth-client.js';
@@ -40,21 +40,21 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
   const policy = new RedirectPolicy(d.config.oauth.allowedRedirects, d.config.oauth.redirectUrl);
   const pending = new PendingLogins();
   const client = (): OidcClient => {
-    if (!d.client) throw new HttpError(404, 'OAuth is not configured on this node');
+    if (!d.client) throw new ApiError(404, 'OAuth is not configured on this node');
     return d.client;
   };
 
   r.public('get', '/oauth/login', async ({ req }) => {
     const c = client();
     const target = req.query.get('redirect_url') ?? req.headers.referer;
-    if (!target) throw new HttpError(400, 'No valid redirect URL supplied');
+    if (!target) throw new ApiError(400, 'No valid redirect URL supplied');
     const clientRedirect = policy.check(target);
-    if (!clientRedirect) throw new HttpError(400, 'The redirect URL is not an allowed client address (see CAIRN_OAUTH_ALLOWED_REDIRECTS)');
+    if (!clientRedirect) throw new ApiError(400, 'The redirect URL is not an allowed client address (see CAIRN_OAUTH_ALLOWED_REDIRECTS)');
     const state = oidc.randomState();
     const verifier = oidc.randomPKCECodeVerifier();
     const redirectUri = callbackUri(d.config, req);
     const url = await c.authorizationUrl(redirectUri, state, verifier).catch(() => {
-      throw new HttpError(502, 'The OAuth provider is not reachable');
+      throw new ApiError(502, 'The OAuth provider is not reachable');
     });
     pending.add(state, { verifier, redirectUri, clientRedirect: clientRedirect.href });
     return redirect(url.href);
@@ -64,14 +64,14 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     const c = client();
     const state = req.query.get('state');
     const p = state ? pending.take(state) : undefined;
-    if (!state || !p) throw new HttpError(400, 'Unknown or expired OAuth state; start again at /oauth/login');
+    if (!state || !p) throw new ApiError(400, 'Unknown or expired OAuth state; start again at /oauth/login');
     const err = req.query.get('error');
-    if (err) throw new HttpError(400, `The OAuth provider refused the login: ${err.slice(0, 100)}`);
+    if (err) throw new ApiError(400, `The OAuth provider refused the login: ${err.slice(0, 100)}`);
     const url = new URL(p.redirectUri);
     url.search = req.rawQuery;
     const login = await c.exchange(url, state, p.verifier).catch((e: unknown) => {
       log.warn('OAuth code exchange failed', e);
-      throw new HttpError(400, 'The OAuth provider did not accept the authorization code');
+      throw new ApiError(400, 'The OAuth provider did not accept the authorization code');
     });
     const userId = await d.stores.root.transaction(() => {
       const known = d.stores.oauthUsers.get(login.subject);
@@ -97,7 +97,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
 
   r.secured('get', '/oauth/logout', 'authenticated', async (c) => {
     requireUser(c);
-    if (c.identity.kind !== 'user' || c.identity.via !== 'oauth') throw new HttpError(403, 'OAuth log out needs an OAuth2 token');
+    if (c.identity.kind !== 'user' || c.identity.via !== 'oauth') throw new ApiError(403, 'OAuth log out needs an OAuth2 token');
     await d.sessions.removeAllOfUser(c.identity.userId);
     return json({ message: 'User successfully logged out' });
   }, 2);

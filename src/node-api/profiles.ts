@@ -3,7 +3,7 @@
  * profile is created with the account (subject = username, other fields null); an OAuth
  * user's profile is filled from the provider's claims at every login.
  */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { json, requireUser, type Router } from './router.js';
 import type { ProfileRecord, Stores } from './stores.js';
 
@@ -43,7 +43,7 @@ export function registerProfileRoutes(r: Router, stores: Stores): void {
     'identity.profile.read',
     ({ req }) => {
       const p = stores.profiles.get(req.params[0]!);
-      if (!p) throw new HttpError(404, `User ID not found: ${req.params[0]}`);
+      if (!p) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
       return json(profileJson(p));
     },
     2,
@@ -56,7 +56,7 @@ export function registerProfileRoutes(r: Router, stores: Stores): void {
     (c) => {
       const userId = requireUser(c);
       const p = stores.profiles.get(userId);
-      if (!p) throw new HttpError(404, `No profile for user ${userId}`);
+      if (!p) throw new ApiError(404, `No profile for user ${userId}`);
       return json(profileJson(p));
     },
     2,

@@ -1,5 +1,5 @@
 /** The node registry (`/registry/nodes[/{identity}]`). */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { objectBody } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { matches, parseFilter } from './registry-filter.js';
@@ -24,20 +24,20 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
 
   r.secured('get', '/registry/nodes/:identity', 'registry.read', ({ req }) => {
     const n = registry.get(req.params[0]!);
-    if (!n) throw new HttpError(404, 'Node not found');
+    if (!n) throw new ApiError(404, 'Node not found');
     return json({ data: nodeJson(n) });
   });
 
   r.secured('put', '/registry/nodes/:identity', 'registry.write', async ({ req }) => {
     const identity = req.params[0]!;
     const n = nodeFromBody(objectBody(req));
-    if (n.identity !== identity) throw new HttpError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
+    if (n.identity !== identity) throw new ApiError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
     const created = await registry.put(n, true);
     return json({ message: `Node ${identity} ${created ? 'added to' : 'replaced in'} the registry` });
   });
 
   r.secured('del', '/registry/nodes/:identity', 'registry.write', async ({ req }) => {
-    if (!(await registry.remove(req.params[0]!))) throw new HttpError(404, 'Node not found');
+    if (!(await registry.remove(req.params[0]!))) throw new ApiError(404, 'Node not found');
     return json({ message: `Node ${req.params[0]} removed from the registry` });
   });
 }

@@ -4,7 +4,7 @@
  * exists in. Order of checks: credentials (401), permission (403), then the
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
-import { HttpError, type HttpServer, type Method, type Reply, type Req } from '../http/server.js';
+import { ApiError, type HttpServer, type Method, type Reply, type Req } from '../http/server.js';
 import type { Authenticator, Identity } from './identity.js';
 import type { Access } from './access.js';
 import type { Permission } from './permissions.js';
@@ -35,11 +35,11 @@ export function protocolVersion(req: Req): Version {
   const raw = a ?? b;
   if (raw === undefined) return LATEST_VERSION;
   if (a !== undefined && b !== undefined && a.trim() !== b.trim()) {
-    throw new HttpError(400, 'NodeProtocolVersion and SplinterProtocolVersion headers disagree');
+    throw new ApiError(400, 'NodeProtocolVersion and SplinterProtocolVersion headers disagree');
   }
   const v = raw.trim();
   if (v === '1' || v === '2') return Number(v) as Version;
-  throw new HttpError(400, `Unsupported NodeProtocolVersion: ${JSON.stringify(v.slice(0, 20))}; this node supports 1 and 2`);
+  throw new ApiError(400, `Unsupported NodeProtocolVersion: ${JSON.stringify(v.slice(0, 20))}; this node supports 1 and 2`);
 }
 
 export class Router {
@@ -72,7 +72,7 @@ export class Router {
       }
       const version = protocolVersion(req);
       if (version < minVersion) {
-        throw new HttpError(400, `This operation needs protocol version ${minVersion} or greater; the request asked for ${version}`);
+        throw new ApiError(400, `This operation needs protocol version ${minVersion} or greater; the request asked for ${version}`);
       }
       return handler({ req, version, identity });
     });
@@ -91,17 +91,17 @@ export async function authorize(authn: Authenticator, access: Access, req: Req, 
   const r = await authn.authenticateOrExplain(req);
   if ('problem' in r) {
     log.info(`${api}: 401 on ${req.method} ${req.path}: ${r.problem.split(';')[0]}`);
-    throw new HttpError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
+    throw new ApiError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
   }
   if (guard !== 'authenticated' && !access.allowed(r.identity, guard)) {
     log.info(`${api}: 403 on ${req.method} ${req.path}: ${who(r.identity)} lacks ${guard}`);
-    throw new HttpError(403, `Client lacks the permission ${guard}`);
+    throw new ApiError(403, `Client lacks the permission ${guard}`);
   }
   return r.identity;
 }
 
 /** The caller as a user, or 403 when it is a key (Cylinder) identity. */
 export function requireUser(c: AuthedCall): string {
-  if (c.identity.kind !== 'user') throw new HttpError(403, 'This operation needs a user identity (a Biome or OAuth2 token)');
+  if (c.identity.kind !== 'user') throw new ApiError(403, 'This operation needs a user identity (a Biome or OAuth2 token)');
   return c.identity.userId;
 }

@@ -1,5 +1,5 @@
 /** User administration: list, fetch, update (password, new keys), delete (`/biome/users`). */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { log } from '../log.js';
 import { objectBody, optString, type JsonObject } from './body.js';
 import { credentialsBody, PASSWORD_RULE } from './credentials-routes.js';
@@ -13,8 +13,8 @@ const userJson = (u: UserRecord): { username: string; user_id: string } => ({ us
 function newKeys(b: JsonObject): KeyInput[] {
   const v = b.new_key_pairs;
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw new HttpError(400, 'Field "new_key_pairs" must be an array');
-  if (v.length > 1000) throw new HttpError(400, 'Field "new_key_pairs" has more than 1000 entries');
+  if (!Array.isArray(v)) throw new ApiError(400, 'Field "new_key_pairs" must be an array');
+  if (v.length > 1000) throw new ApiError(400, 'Field "new_key_pairs" has more than 1000 entries');
   return v.map((k, i) => keyInput(k, `new_key_pairs[${i}].`));
 }
 
@@ -23,7 +23,7 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
 
   r.secured('get', '/biome/users/:user_id', 'identity.user.read', ({ req }) => {
     const u = users.get(req.params[0]!);
-    if (!u) throw new HttpError(404, `User ID not found: ${req.params[0]}`);
+    if (!u) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
     return json(userJson(u));
   });
 
@@ -33,7 +33,7 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     const { username, password } = credentialsBody(b);
     const newPassword = optString(b, 'new_password', PASSWORD_RULE);
     const keys = newKeys(b);
-    if (!users.get(userId)) throw new HttpError(404, `User ID not found: ${userId}`);
+    if (!users.get(userId)) throw new ApiError(404, `User ID not found: ${userId}`);
     await users.checkPassword(username, password, userId);
     const added = await users.update(userId, newPassword, keys);
     log.info(`user ${userId} updated (${newPassword === undefined ? 'password kept' : 'password changed'}, ${added.length} key(s) added)`);
@@ -42,7 +42,7 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
 
   r.secured('del', '/biome/users/:user_id', 'identity.user.write', async ({ req }) => {
     const userId = req.params[0]!;
-    if (!(await users.remove(userId))) throw new HttpError(404, `User ID not found: ${userId}`);
+    if (!(await users.remove(userId))) throw new ApiError(404, `User ID not found: ${userId}`);
     log.info(`user ${userId} deleted`);
     return json({ message: 'User deleted successfully' });
   });
