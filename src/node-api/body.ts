@@ -1,5 +1,5 @@
 /**
- * Request body parsing for interface A: JSON only, with a 400 `{message}` that names the
+ * Request body parsing for the node API: JSON only, with a 400 `{message}` that names the
  * offending field for malformed JSON, wrong types and missing fields.
  */
 import { ApiError, type Req } from '../http/server.js';

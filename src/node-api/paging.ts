@@ -1,5 +1,5 @@
 /**
- * Offset/limit paging of interface A: offset default 0, limit default 100 (1..100),
+ * Offset/limit paging of the node API: offset default 0, limit default 100 (1..100),
  * and the paging object with root-relative links `<base>limit=L&offset=O`.
  */
 import { ApiError } from '../http/server.js';

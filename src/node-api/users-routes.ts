@@ -5,6 +5,7 @@ import { objectBody, optString, type JsonObject } from './body.js';
 import { credentialsBody, PASSWORD_RULE } from './credentials-routes.js';
 import { keyInput, keyJson, type KeyInput } from './keys-store.js';
 import { json, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
 import type { UserRecord } from './stores.js';
 
@@ -19,31 +20,55 @@ function newKeys(b: JsonObject): KeyInput[] {
 }
 
 export function registerUserRoutes(r: Router, users: UserStore): void {
-  r.secured('get', '/biome/users', 'identity.user.read', () => json(users.list().map(userJson)));
-
-  r.secured('get', '/biome/users/:user_id', 'identity.user.read', ({ req }) => {
-    const u = users.get(req.params[0]!);
-    if (!u) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
-    return json(userJson(u));
+  r.add({
+    method: 'get',
+    path: '/biome/users',
+    permission: 'identity.user.read',
+    reply: nodeReplies.users,
+    handler: () => json(users.list().map(userJson)),
   });
 
-  r.secured('put', '/biome/users/:user_id', 'identity.user.write', async ({ req }) => {
-    const userId = req.params[0]!;
-    const b = objectBody(req);
-    const { username, password } = credentialsBody(b);
-    const newPassword = optString(b, 'new_password', PASSWORD_RULE);
-    const keys = newKeys(b);
-    if (!users.get(userId)) throw new ApiError(404, `User ID not found: ${userId}`);
-    await users.checkPassword(username, password, userId);
-    const added = await users.update(userId, newPassword, keys);
-    log.info(`user ${userId} updated (${newPassword === undefined ? 'password kept' : 'password changed'}, ${added.length} key(s) added)`);
-    return json({ message: 'Credentials and key updated successfully', data: added.map(keyJson) });
+  r.add({
+    method: 'get',
+    path: '/biome/users/:user_id',
+    permission: 'identity.user.read',
+    reply: nodeReplies.user,
+    handler: ({ req }) => {
+      const u = users.get(req.params[0]!);
+      if (!u) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
+      return json(userJson(u));
+    },
   });
 
-  r.secured('del', '/biome/users/:user_id', 'identity.user.write', async ({ req }) => {
-    const userId = req.params[0]!;
-    if (!(await users.remove(userId))) throw new ApiError(404, `User ID not found: ${userId}`);
-    log.info(`user ${userId} deleted`);
-    return json({ message: 'User deleted successfully' });
+  r.add({
+    method: 'put',
+    path: '/biome/users/:user_id',
+    permission: 'identity.user.write',
+    reply: nodeReplies.messageKeys,
+    handler: async ({ req }) => {
+      const userId = req.params[0]!;
+      const b = objectBody(req);
+      const { username, password } = credentialsBody(b);
+      const newPassword = optString(b, 'new_password', PASSWORD_RULE);
+      const keys = newKeys(b);
+      if (!users.get(userId)) throw new ApiError(404, `User ID not found: ${userId}`);
+      await users.checkPassword(username, password, userId);
+      const added = await users.update(userId, newPassword, keys);
+      log.info(`user ${userId} updated (${newPassword === undefined ? 'password kept' : 'password changed'}, ${added.length} key(s) added)`);
+      return json({ message: 'Credentials and key updated successfully', data: added.map(keyJson) });
+    },
+  });
+
+  r.add({
+    method: 'del',
+    path: '/biome/users/:user_id',
+    permission: 'identity.user.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const userId = req.params[0]!;
+      if (!(await users.remove(userId))) throw new ApiError(404, `User ID not found: ${userId}`);
+      log.info(`user ${userId} deleted`);
+      return json({ message: 'User deleted successfully' });
+    },
   });
 }
