@@ -1,5 +1,5 @@
 /**
- * Offset/limit paging of interface B: offset default 0, limit default 100 (1..1000),
+ * Offset/limit paging of the data API: offset default 0, limit default 100 (1..1000),
  * `total` the size of the whole collection, and the spec's paging object: relative links
  * (path and query), `prev`/`next` left out where there is none (upstream Grid sends
  * absolute links and `null`; `next` is always offset + limit, where upstream clamped it
@@ -45,7 +45,7 @@ export function parsePage(req: Req): PageQuery {
   };
 }
 
-/** `<scheme>://<host>` as proxies report it (no path prefix on interface B); for the batch-status link. */
+/** `<scheme>://<host>` as proxies report it (no path prefix on the data API); for the batch-status link. */
 export function baseUrl(req: Req): string {
   return forwardedBase(req, false);
 }

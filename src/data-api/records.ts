@@ -1,5 +1,5 @@
 /**
- * Read-model records as interface B answers them. Records are stored in the spec's
+ * Read-model records as the data API answers them. Records are stored in the spec's
  * shapes already; here `service_id` is added (only when the request named one: upstream
  * omits it for the node's own ledger), agent role names become Role objects, and
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.

@@ -1,5 +1,5 @@
 /**
- * Request bodies of interface B: JSON parsing and declarative shape checks. Every
+ * Request bodies of the data API: JSON parsing and declarative shape checks. Every
  * failure is a 400 whose message names the field by its path (`data[2].owner`), so bad
  * input is refused before anything is built or submitted.
  */
