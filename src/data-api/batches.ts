@@ -1,7 +1,7 @@
 /**
  * POST /batches on the data API: a client-signed protobuf BatchList (what upstream Grid
  * clients send: plain family or Sabre-wrapped transactions), handed to the ledger exactly
- * as the ledger gateway does (signature checks, back-pressure). Answers B's link shape,
+ * as the ledger gateway does (signature checks, back-pressure). Answers the data API's link shape,
  * `{"link": {"batch_id": "<id>[,<id>...]", "event_id"}}` (202; `wait` as for every
  * mutation), with one event id for the whole BatchList.
  */

@@ -1,4 +1,4 @@
-/** Parsing and validation of interface C query parameters. */
+/** Parsing and validation of the ledger gateway's query parameters. */
 import type { Req } from '../http/server.js';
 import { parseWaitQuery } from '../http/wait.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
@@ -15,7 +15,7 @@ export function checkIds(ids: string[]): string[] {
   return ids;
 }
 
-/** Seconds to wait (src/http/wait.ts, shared with interface B). */
+/** Seconds to wait (src/http/wait.ts, shared with the data API). */
 export function parseWait(req: Req): number {
   return parseWaitQuery(req.query.get('wait'));
 }
