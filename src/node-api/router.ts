@@ -4,9 +4,8 @@
  * (`minVersion`). Order of checks: credentials (401), permission (403), then the
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
-import { ApiError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Method, type Reply, type Req } from '../http/server.js';
 import { answer, ANY_JSON, type Answer, type ApiBinding, type Outcome, type Request, type RouteSpec } from '../http/route.js';
-import type { Method } from '../http/server.js';
 import type { Authenticator, Identity } from './identity.js';
 import type { Access } from './access.js';
 import type { Permission } from './permissions.js';
