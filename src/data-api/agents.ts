@@ -7,11 +7,12 @@
  */
 import { agentRoleKey, gridKeys, gridPrefixes } from './read-model/keys.js';
 import type { AgentRecord, RoleRecord } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { agentJson, requireOrg, sameService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions } from './submit.js';
 import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
@@ -54,65 +55,95 @@ function agentAction(be: DataBackend, o: Obj, orgId: string, path: string, actio
 }
 
 export function registerAgents(r: DataRouter): void {
-  r.route('get', '/organization/:org_id/agent', (req, be) => {
-    const orgId = req.params[0]!;
-    requireOrg(be, orgId);
-    const page = parsePage(req);
-    const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
-    return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
+  r.route({
+    method: 'get',
+    path: '/organization/:org_id/agent',
+    reply: dataReplies.agents,
+    handler: ({ req, be }) => {
+      const orgId = req.params[0]!;
+      requireOrg(be, orgId);
+      const page = parsePage(req);
+      const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
+      return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
+    },
   });
 
-  r.route('get', '/organization/:org_id/agent/:public_key', (req, be) => {
-    const [orgId, pk] = req.params as [string, string];
-    const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-    if (agent === undefined) throw new HttpError(404, `Agent ${pk} of organization ${orgId} not found`);
-    return ok(agentJson(be, agent));
+  r.route({
+    method: 'get',
+    path: '/organization/:org_id/agent/:public_key',
+    reply: dataReplies.agent,
+    handler: ({ req, be }) => {
+      const [orgId, pk] = req.params as [string, string];
+      const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
+      if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
+      return ok(agentJson(be, agent));
+    },
   });
 
   // Upstream's flat read paths, for clients written against it.
-  r.route('get', '/agent', (req, be) => {
-    const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<AgentRecord>('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
+  r.route({
+    method: 'get',
+    path: '/agent',
+    reply: dataReplies.agents,
+    handler: ({ req, be }) => {
+      const page = parsePage(req);
+      return ok(listBody(req, page, be.rm.page<AgentRecord>('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
+    },
   });
 
-  r.route('get', '/agent/:public_key', (req, be) => {
-    const pk = req.params[0]!;
-    const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
-    const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
-    if (agent === undefined) throw new HttpError(404, `Agent ${pk} not found`);
-    return ok(agentJson(be, agent));
+  r.route({
+    method: 'get',
+    path: '/agent/:public_key',
+    reply: dataReplies.agent,
+    handler: ({ req, be }) => {
+      const pk = req.params[0]!;
+      const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
+      const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
+      if (agent === undefined) throw new ApiError(404, `Agent ${pk} not found`);
+      return ok(agentJson(be, agent));
+    },
   });
 
-  r.route('post', '/organization/:org_id/agent', (req, be) => {
-    const orgId = req.params[0]!;
-    const items = dataItems(req);
-    requireOrg(be, orgId);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const o = checkShape(item, CREATE, path);
-      samePath(o, 'org_id', orgId, path);
-      sameService(be, o.service_id, at(path, 'service_id'));
-      const pk = o.public_key as string;
-      if (!PUBLIC_KEY_RE.test(pk)) throw bad(`\`${path}.public_key\` must be a compressed secp256k1 public key (66 lower-case hex characters)`);
-      uniqueIn(seen, pk, `${path}.public_key`);
-      const existing = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
-      if (existing !== undefined) throw bad(`\`${path}.public_key\`: agent ${pk} already exists`);
-      return { action: agentAction(be, o, orgId, path, 'create_agent', true), path };
-    });
-    return submitActions(req, be, signer, planned);
+  r.route({
+    method: 'post',
+    path: '/organization/:org_id/agent',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const orgId = req.params[0]!;
+      const items = dataItems(req);
+      requireOrg(be, orgId);
+      const signer = be.signers.pick(req);
+      const seen = new Set<string>();
+      const planned = items.map((item, i) => {
+        const path = `data[${i}]`;
+        const o = checkShape(item, CREATE, path);
+        samePath(o, 'org_id', orgId, path);
+        sameService(be, o.service_id, at(path, 'service_id'));
+        const pk = o.public_key as string;
+        if (!PUBLIC_KEY_RE.test(pk)) throw bad(`\`${path}.public_key\` must be a compressed secp256k1 public key (66 lower-case hex characters)`);
+        uniqueIn(seen, pk, `${path}.public_key`);
+        const existing = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
+        if (existing !== undefined) throw bad(`\`${path}.public_key\`: agent ${pk} already exists`);
+        return { action: agentAction(be, o, orgId, path, 'create_agent', true), path };
+      });
+      return submitActions(req, be, signer, planned);
+    },
   });
 
-  r.route('put', '/organization/:org_id/agent/:public_key', (req, be) => {
-    const [orgId, pk] = req.params as [string, string];
-    const o = checkShape(objectBody(req), UPDATE, '');
-    samePath(o, 'org_id', orgId, '');
-    samePath(o, 'public_key', pk, '');
-    sameService(be, o.service_id, 'service_id');
-    const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-    if (agent === undefined) throw new HttpError(404, `Agent ${pk} of organization ${orgId} not found`);
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' }]);
+  r.route({
+    method: 'put',
+    path: '/organization/:org_id/agent/:public_key',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const [orgId, pk] = req.params as [string, string];
+      const o = checkShape(objectBody(req), UPDATE, '');
+      samePath(o, 'org_id', orgId, '');
+      samePath(o, 'public_key', pk, '');
+      sameService(be, o.service_id, 'service_id');
+      const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
+      if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' }]);
+    },
   });
 }

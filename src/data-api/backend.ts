@@ -6,7 +6,7 @@
  * and event store.
  */
 import type { RootDatabase } from 'lmdb';
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { EventStore } from './events.js';
 import { ReadModel } from './read-model/reader.js';
@@ -57,10 +57,10 @@ export class Backends {
     let target = this.#default;
     if (serviceId !== undefined) {
       if (!SERVICE_ID_RE.test(serviceId)) {
-        throw new HttpError(400, 'Must provide a fully-qualified service_id: <circuit_id>::<service_id>');
+        throw new ApiError(400, 'Must provide a fully-qualified service_id: <circuit_id>::<service_id>');
       }
       const found = this.#resolve?.(serviceId);
-      if (found === undefined) throw new HttpError(404, `Service ${serviceId} not found`);
+      if (found === undefined) throw new ApiError(404, `Service ${serviceId} not found`);
       target = found;
     }
     return { serviceId, ledger: target.ledger, ...this.#storesOf(target.db), signers: this.#signers };

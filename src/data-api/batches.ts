@@ -1,23 +1,24 @@
 /**
- * POST /batches on interface B: a client-signed protobuf BatchList (what upstream Grid
+ * POST /batches on the data API: a client-signed protobuf BatchList (what upstream Grid
  * clients send: plain family or Sabre-wrapped transactions), handed to the ledger exactly
- * as interface C does (signature checks, back-pressure). Answers B's link shape,
+ * as the ledger gateway does (signature checks, back-pressure). Answers the data API's link shape,
  * `{"link": {"batch_id": "<id>[,<id>...]", "event_id"}}` (202; `wait` as for every
  * mutation), with one event id for the whole BatchList.
  */
-import { HttpError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
+import type { Answer } from '../http/route.js';
 import type { DataBackend } from './backend.js';
 import { linkReply } from './submit.js';
 
 const SUBMIT_STATUS = { EMPTY: 400, UNDECODABLE: 400, INVALID: 400, QUEUE_FULL: 429, UNAVAILABLE: 503 } as const;
 
-export async function postBatches(req: Req, be: DataBackend): Promise<Reply> {
+export async function postBatches(req: Req, be: DataBackend): Promise<Answer> {
   const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   // Upstream's CLI sends no content type; JSON or form bodies are clearly something else.
   if (ct !== '' && ct !== 'application/octet-stream') {
-    throw new HttpError(415, 'POST /batches takes a protobuf BatchList (Content-Type: application/octet-stream)');
+    throw new ApiError(415, 'POST /batches takes a protobuf BatchList (Content-Type: application/octet-stream)');
   }
-  if (req.body.length === 0) throw new HttpError(400, 'The BatchList is empty: submit at least one batch');
+  if (req.body.length === 0) throw new ApiError(400, 'The BatchList is empty: submit at least one batch');
   const r = await be.ledger.submit(req.body);
   if (!r.ok) {
     const message =
@@ -28,7 +29,7 @@ export async function postBatches(req: Req, be: DataBackend): Promise<Reply> {
           : r.code === 'EMPTY'
             ? 'The BatchList is empty: submit at least one batch'
             : `The submitted BatchList was rejected: it is poorly formed or has an invalid signature (${r.message})`;
-    throw new HttpError(SUBMIT_STATUS[r.code], message);
+    throw new ApiError(SUBMIT_STATUS[r.code], message);
   }
   const eventId = await be.events.record(r.ids);
   return linkReply(req, be, r.ids, eventId);

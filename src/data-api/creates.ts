@@ -4,7 +4,8 @@
  * within the request and not taken yet; then all records go into ONE batch signed by the
  * chosen key. Each resource supplies only what differs: the id check and the action.
  */
-import type { Reply, Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import type { Answer } from '../http/route.js';
 import type { GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
@@ -25,7 +26,7 @@ export interface CreateSpec {
   action(o: Obj, id: string, path: string): GridActionInput;
 }
 
-export function submitCreates(req: Req, be: DataBackend, spec: CreateSpec): Promise<Reply> {
+export function submitCreates(req: Req, be: DataBackend, spec: CreateSpec): Promise<Answer> {
   const items = dataItems(req);
   const signer = be.signers.pick(req);
   const seen = new Set<string>();

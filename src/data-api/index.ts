@@ -1,5 +1,5 @@
 /**
- * Interface B, the supply-chain data API (docs/data-api.md): JSON records read from the
+ * The supply-chain data API (docs/data-api.md): JSON records read from the
  * read model the committer keeps, JSON mutations built into supply-chain transactions
  * and signed by the node (or a chosen agent key), client-signed BatchLists at
  * POST /batches, and batch statuses by batch id or event id.
@@ -20,7 +20,9 @@ import { registerPoVersions } from './po-versions.js';
 import { registerProducts } from './products.js';
 import { registerPurchaseOrders } from './purchase-orders.js';
 import { registerRoles } from './roles.js';
-import { DataRouter } from './router.js';
+import { dataBinding, DataRouter, type DataRoute } from './router.js';
+import { dataReplies } from './replies.js';
+import { mount } from '../http/route.js';
 import { registerSchemas } from './schemas.js';
 import { Signers } from './signers.js';
 import { batchStatuses } from './statuses.js';
@@ -49,7 +51,14 @@ export interface DataApi {
   close(): Promise<void>;
 }
 
-export function registerDataApi(server: HttpServer, ctx: DataApiContext): DataApi {
+export interface DataRoutes {
+  routes: DataRoute[];
+  backends: Backends;
+  auth: DataAuth | null;
+}
+
+/** The route table of the data API (its handlers can be called without a server). */
+export function dataApiRoutes(ctx: DataApiContext): DataRoutes {
   const signers = new Signers(ctx.nodeSigner, ctx.config.dataDir);
   const backends = new Backends({ ledger: ctx.ledger, db: ctx.db }, ctx.services, signers);
   let auth: DataAuth | null = null;
@@ -57,11 +66,21 @@ export function registerDataApi(server: HttpServer, ctx: DataApiContext): DataAp
     if (!ctx.auth) throw new Error('data API authorization is on but no identities were given');
     auth = new DataAuth(ctx.auth, ctx.nodeSigner.publicKey);
   } else if (!isLoopback(ctx.config.dataBind.host)) {
-    log.warn(`data API (B) on ${ctx.config.dataBind.host} without authorization: anyone who reaches it writes with every key it holds`);
+    log.warn(`data API on ${ctx.config.dataBind.host} without authorization: anyone who reaches it writes with every key it holds`);
   }
-  const r = new DataRouter(server, backends, auth);
-  r.route('post', '/batches', postBatches);
-  r.route('get', '/batch_statuses', batchStatuses);
+  const r = new DataRouter();
+  r.route({
+    method: 'post',
+    path: '/batches',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => postBatches(req, be),
+  });
+  r.route({
+    method: 'get',
+    path: '/batch_statuses',
+    reply: dataReplies.statuses,
+    handler: ({ req, be }) => batchStatuses(req, be),
+  });
   registerOrganizations(r);
   registerAgents(r);
   registerRoles(r);
@@ -70,5 +89,11 @@ export function registerDataApi(server: HttpServer, ctx: DataApiContext): DataAp
   registerLocations(r);
   registerPurchaseOrders(r);
   registerPoVersions(r);
+  return { routes: r.routes, backends, auth };
+}
+
+export function registerDataApi(server: HttpServer, ctx: DataApiContext): DataApi {
+  const { routes, backends, auth } = dataApiRoutes(ctx);
+  mount(server, dataBinding(backends, auth), routes);
   return { close: async () => {} };
 }

@@ -9,12 +9,13 @@ import { submitCreates } from './creates.js';
 import { gridKeys } from './read-model/keys.js';
 import { isValidGln } from '../families/grid/gs1.js';
 import type { AgentRecord, LocationRecord } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
@@ -31,7 +32,7 @@ const UPDATE: Shape = { ...CREATE, location_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): LocationRecord {
   const l = be.rm.get<LocationRecord>('location', gridKeys.location(id));
-  if (l === undefined) throw new HttpError(404, `Location ${id} not found`);
+  if (l === undefined) throw new ApiError(404, `Location ${id} not found`);
   return l;
 }
 
@@ -49,47 +50,71 @@ function ownerOrg(be: DataBackend, owner: unknown, path: string): string {
 }
 
 export function registerLocations(r: DataRouter): void {
-  r.route('get', '/location', (req, be) => {
-    const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<LocationRecord>('location', '', page.offset, page.limit), plainJson(be)));
+  r.route({
+    method: 'get',
+    path: '/location',
+    reply: dataReplies.locations,
+    handler: ({ req, be }) => {
+      const page = parsePage(req);
+      return ok(listBody(req, page, be.rm.page<LocationRecord>('location', '', page.offset, page.limit), plainJson(be)));
+    },
   });
 
-  r.route('get', '/location/:location_id', (req, be) => ok(withService(be, stored(be, req.params[0]!))));
-
-  r.route('post', '/location', (req, be) =>
-    submitCreates(req, be, {
-      shape: CREATE,
-      idField: 'location_id',
-      invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
-      taken: (id) => (be.rm.has('location', gridKeys.location(id)) ? `location ${id} already exists` : undefined),
-      action: (o, id, path) => {
-        const owner = ownerOrg(be, o.owner, `${path}.owner`);
-        const properties = checkPropertyValues(o.properties, `${path}.properties`);
-        return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner, properties };
-      },
-    }),
-  );
-
-  r.route('put', '/location/:location_id', (req, be) => {
-    const id = req.params[0]!;
-    const o = checkShape(objectBody(req), UPDATE, '');
-    samePath(o, 'location_id', id, '');
-    sameService(be, o.service_id, 'service_id');
-    const l = stored(be, id);
-    if (o.owner !== undefined && o.owner !== l.owner && ownerOrg(be, o.owner, 'owner') !== l.owner) {
-      throw bad(`\`owner\` cannot change (the location belongs to ${l.owner})`);
-    }
-    const properties = checkPropertyValues(o.properties, 'properties');
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [
-      { action: { action: 'update_location', location_id: id, location_namespace: o.location_namespace, properties }, path: '' },
-    ]);
+  r.route({
+    method: 'get',
+    path: '/location/:location_id',
+    reply: dataReplies.location,
+    handler: ({ req, be }) => ok(withService(be, stored(be, req.params[0]!))),
   });
 
-  r.route('del', '/location/:location_id', (req, be) => {
-    const id = req.params[0]!;
-    stored(be, id);
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }]);
+  r.route({
+    method: 'post',
+    path: '/location',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) =>
+      submitCreates(req, be, {
+        shape: CREATE,
+        idField: 'location_id',
+        invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
+        taken: (id) => (be.rm.has('location', gridKeys.location(id)) ? `location ${id} already exists` : undefined),
+        action: (o, id, path) => {
+          const owner = ownerOrg(be, o.owner, `${path}.owner`);
+          const properties = checkPropertyValues(o.properties, `${path}.properties`);
+          return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner, properties };
+        },
+      }),
+  });
+
+  r.route({
+    method: 'put',
+    path: '/location/:location_id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const id = req.params[0]!;
+      const o = checkShape(objectBody(req), UPDATE, '');
+      samePath(o, 'location_id', id, '');
+      sameService(be, o.service_id, 'service_id');
+      const l = stored(be, id);
+      if (o.owner !== undefined && o.owner !== l.owner && ownerOrg(be, o.owner, 'owner') !== l.owner) {
+        throw bad(`\`owner\` cannot change (the location belongs to ${l.owner})`);
+      }
+      const properties = checkPropertyValues(o.properties, 'properties');
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [
+        { action: { action: 'update_location', location_id: id, location_namespace: o.location_namespace, properties }, path: '' },
+      ]);
+    },
+  });
+
+  r.route({
+    method: 'del',
+    path: '/location/:location_id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const id = req.params[0]!;
+      stored(be, id);
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }]);
+    },
   });
 }

@@ -6,10 +6,11 @@
  */
 import { gridKeys } from './read-model/keys.js';
 import type { AgentRecord, OrganizationRecord } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { submitActions, type Planned } from './submit.js';
 import { bad, checkId, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
 
@@ -25,47 +26,67 @@ const CREATE: Shape = {
 const UPDATE: Shape = { ...CREATE, id: 'string', name: 'string' };
 
 export function registerOrganizations(r: DataRouter): void {
-  r.route('get', '/organization', (req, be) => {
-    const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<OrganizationRecord>('organization', '', page.offset, page.limit), plainJson(be)));
+  r.route({
+    method: 'get',
+    path: '/organization',
+    reply: dataReplies.organizations,
+    handler: ({ req, be }) => {
+      const page = parsePage(req);
+      return ok(listBody(req, page, be.rm.page<OrganizationRecord>('organization', '', page.offset, page.limit), plainJson(be)));
+    },
   });
 
-  r.route('get', '/organization/:id', (req, be) => {
-    const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(req.params[0]!));
-    if (org === undefined) throw new HttpError(404, `Organization ${req.params[0]} not found`);
-    return ok(withService(be, org));
+  r.route({
+    method: 'get',
+    path: '/organization/:id',
+    reply: dataReplies.organization,
+    handler: ({ req, be }) => {
+      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(req.params[0]!));
+      if (org === undefined) throw new ApiError(404, `Organization ${req.params[0]} not found`);
+      return ok(withService(be, org));
+    },
   });
 
-  r.route('post', '/organization', (req, be) => {
-    const items = dataItems(req);
-    const signer = be.signers.pick(req);
-    if (items.length > 1) {
-      throw bad('`data`: one organization per request: its signer becomes the organization\'s admin agent, and a key is an agent of one organization only');
-    }
-    const o = checkShape(items[0], CREATE, 'data[0]');
-    sameService(be, o.service_id, 'data[0].service_id');
-    const id = o.id as string;
-    checkId(id, 'data[0].id');
-    if (be.rm.has('organization', gridKeys.organization(id))) throw bad(`\`data[0].id\`: organization ${id} already exists`);
-    const agent = be.rm.get<AgentRecord>('agent', be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
-    if (agent !== undefined) {
-      throw bad(`\`signer\`: ${signer.publicKey} is already an agent of organization ${agent.org_id}; create the organization with another signer`);
-    }
-    const planned: Planned[] = [{ action: { ...o, action: 'create_organization' }, path: 'data[0]' }];
-    // Pike creates organizations without locations: set them in the same batch.
-    if (Array.isArray(o.locations) && o.locations.length > 0) {
-      planned.push({ action: { action: 'update_organization', id, locations: o.locations }, path: 'data[0]' });
-    }
-    return submitActions(req, be, signer, planned);
+  r.route({
+    method: 'post',
+    path: '/organization',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const items = dataItems(req);
+      const signer = be.signers.pick(req);
+      if (items.length > 1) {
+        throw bad('`data`: one organization per request: its signer becomes the organization\'s admin agent, and a key is an agent of one organization only');
+      }
+      const o = checkShape(items[0], CREATE, 'data[0]');
+      sameService(be, o.service_id, 'data[0].service_id');
+      const id = o.id as string;
+      checkId(id, 'data[0].id');
+      if (be.rm.has('organization', gridKeys.organization(id))) throw bad(`\`data[0].id\`: organization ${id} already exists`);
+      const agent = be.rm.get<AgentRecord>('agent', be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
+      if (agent !== undefined) {
+        throw bad(`\`signer\`: ${signer.publicKey} is already an agent of organization ${agent.org_id}; create the organization with another signer`);
+      }
+      const planned: Planned[] = [{ action: { ...o, action: 'create_organization' }, path: 'data[0]' }];
+      // Pike creates organizations without locations: set them in the same batch.
+      if (Array.isArray(o.locations) && o.locations.length > 0) {
+        planned.push({ action: { action: 'update_organization', id, locations: o.locations }, path: 'data[0]' });
+      }
+      return submitActions(req, be, signer, planned);
+    },
   });
 
-  r.route('put', '/organization/:id', (req, be) => {
-    const id = req.params[0]!;
-    const o = checkShape(objectBody(req), UPDATE, '');
-    samePath(o, 'id', id, '');
-    sameService(be, o.service_id, 'service_id');
-    if (!be.rm.has('organization', gridKeys.organization(id))) throw new HttpError(404, `Organization ${id} not found`);
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }]);
+  r.route({
+    method: 'put',
+    path: '/organization/:id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const id = req.params[0]!;
+      const o = checkShape(objectBody(req), UPDATE, '');
+      samePath(o, 'id', id, '');
+      sameService(be, o.service_id, 'service_id');
+      if (!be.rm.has('organization', gridKeys.organization(id))) throw new ApiError(404, `Organization ${id} not found`);
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }]);
+    },
   });
 }

@@ -1,12 +1,12 @@
 /**
- * Offset/limit paging of interface B: offset default 0, limit default 100 (1..1000),
+ * Offset/limit paging of the data API: offset default 0, limit default 100 (1..1000),
  * `total` the size of the whole collection, and the spec's paging object: relative links
  * (path and query), `prev`/`next` left out where there is none (upstream Grid sends
  * absolute links and `null`; `next` is always offset + limit, where upstream clamped it
  * to the last page's offset). Links keep the request's other query parameters, then
  * `limit`, `service_id`, `offset`, as upstream orders them.
  */
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 import { baseUrl as forwardedBase } from '../http/forwarded.js';
 import type { Slice } from './read-model/reader.js';
 
@@ -33,7 +33,7 @@ function intParam(req: Req, name: string, dflt: number, min: number, max: number
   const raw = req.query.get(name);
   if (raw === null) return dflt;
   if (!/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new HttpError(400, `\`${name}\` must be an integer from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
+    throw new ApiError(400, `\`${name}\` must be an integer from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
   }
   return Number(raw);
 }
@@ -45,7 +45,7 @@ export function parsePage(req: Req): PageQuery {
   };
 }
 
-/** `<scheme>://<host>` as proxies report it (no path prefix on interface B); for the batch-status link. */
+/** `<scheme>://<host>` as proxies report it (no path prefix on the data API); for the batch-status link. */
 export function baseUrl(req: Req): string {
   return forwardedBase(req, false);
 }

@@ -12,7 +12,7 @@
 import { gridKeys, gridPrefixes } from './read-model/keys.js';
 import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from './read-model/records.js';
 import { WORKFLOW_IDS } from '../families/grid/workflow.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
@@ -48,7 +48,7 @@ export function findPo(be: DataBackend, uidOrAlt: string): PurchaseOrderRecord |
 
 export function requirePo(be: DataBackend, uid: string): PurchaseOrderRecord {
   const po = findPo(be, uid);
-  if (po === undefined) throw new HttpError(404, `Purchase order ${uid} not found`);
+  if (po === undefined) throw new ApiError(404, `Purchase order ${uid} not found`);
   return po;
 }
 

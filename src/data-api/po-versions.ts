@@ -7,19 +7,20 @@
  */
 import { gridKeys, gridPrefixes } from './read-model/keys.js';
 import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from './read-model/records.js';
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';
 import { requirePo, versionCreate, versionUpdate } from './po-common.js';
 import { revisionJson, versionJson } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
 import { show } from '../http/show.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {
   const v = be.rm.get<VersionRecord>('poVersion', gridKeys.poVersion(po.uid, vid));
-  if (v === undefined) throw new HttpError(404, `Purchase order ${po.uid} version ${vid} not found`);
+  if (v === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${vid} not found`);
   return v;
 }
 
@@ -35,68 +36,98 @@ function updateItems(req: Req): { items: unknown[]; path: (i: number) => string 
 }
 
 export function registerPoVersions(r: DataRouter): void {
-  r.route('get', '/purchase_order/:uid/version', (req, be) => {
-    const po = requirePo(be, req.params[0]!);
-    const page = parsePage(req);
-    const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
-    return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
+  r.route({
+    method: 'get',
+    path: '/purchase_order/:uid/version',
+    reply: dataReplies.versions,
+    handler: ({ req, be }) => {
+      const po = requirePo(be, req.params[0]!);
+      const page = parsePage(req);
+      const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
+      return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
+    },
   });
 
-  r.route('post', '/purchase_order/:uid/version', (req, be) => {
-    const items = dataItems(req);
-    const po = requirePo(be, req.params[0]!);
-    const signer = be.signers.pick(req);
-    const seen = new Set<string>();
-    const planned = items.map((item, i) => {
-      const path = `data[${i}]`;
-      const v = versionCreate(be, item, po.uid, path);
-      const vid = v.version_id as string;
-      uniqueIn(seen, vid, `${path}.version_id`);
-      if (po.versions.some((x) => x.version_id === vid)) throw bad(`\`${path}.version_id\`: version ${vid} already exists in purchase order ${po.uid}`);
-      return { action: { ...v, action: 'create_version' }, path };
-    });
-    return submitActions(req, be, signer, planned);
+  r.route({
+    method: 'post',
+    path: '/purchase_order/:uid/version',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const items = dataItems(req);
+      const po = requirePo(be, req.params[0]!);
+      const signer = be.signers.pick(req);
+      const seen = new Set<string>();
+      const planned = items.map((item, i) => {
+        const path = `data[${i}]`;
+        const v = versionCreate(be, item, po.uid, path);
+        const vid = v.version_id as string;
+        uniqueIn(seen, vid, `${path}.version_id`);
+        if (po.versions.some((x) => x.version_id === vid)) throw bad(`\`${path}.version_id\`: version ${vid} already exists in purchase order ${po.uid}`);
+        return { action: { ...v, action: 'create_version' }, path };
+      });
+      return submitActions(req, be, signer, planned);
+    },
   });
 
-  r.route('get', '/purchase_order/:uid/version/:version_id', (req, be) => {
-    const po = requirePo(be, req.params[0]!);
-    const v = requireVersion(be, po, req.params[1]!);
-    const page = parsePage(req);
-    return ok({ data: page.offset === 0 ? [versionJson(be, v)] : [], paging: pagingOf(req, page, 1) });
+  r.route({
+    method: 'get',
+    path: '/purchase_order/:uid/version/:version_id',
+    reply: dataReplies.versions,
+    handler: ({ req, be }) => {
+      const po = requirePo(be, req.params[0]!);
+      const v = requireVersion(be, po, req.params[1]!);
+      const page = parsePage(req);
+      return ok({ data: page.offset === 0 ? [versionJson(be, v)] : [], paging: pagingOf(req, page, 1) });
+    },
   });
 
-  r.route('put', '/purchase_order/:uid/version/:version_id', (req, be) => {
-    const { items, path } = updateItems(req);
-    const po = requirePo(be, req.params[0]!);
-    const vid = req.params[1]!;
-    requireVersion(be, po, vid);
-    const signer = be.signers.pick(req);
-    const planned = items.map((item, i) => {
-      const p = path(i);
-      if (!isObj(item)) throw bad(`\`${p || 'body'}\` must be a version object`);
-      if (item.version_id !== undefined && item.version_id !== vid) throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
-      return { action: { ...versionUpdate(be, po, { ...item, version_id: vid }, p, 'current'), action: 'update_version' }, path: p };
-    });
-    return submitActions(req, be, signer, planned);
+  r.route({
+    method: 'put',
+    path: '/purchase_order/:uid/version/:version_id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const { items, path } = updateItems(req);
+      const po = requirePo(be, req.params[0]!);
+      const vid = req.params[1]!;
+      requireVersion(be, po, vid);
+      const signer = be.signers.pick(req);
+      const planned = items.map((item, i) => {
+        const p = path(i);
+        if (!isObj(item)) throw bad(`\`${p || 'body'}\` must be a version object`);
+        if (item.version_id !== undefined && item.version_id !== vid) throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
+        return { action: { ...versionUpdate(be, po, { ...item, version_id: vid }, p, 'current'), action: 'update_version' }, path: p };
+      });
+      return submitActions(req, be, signer, planned);
+    },
   });
 
-  r.route('get', '/purchase_order/:uid/version/:version_id/revision', (req, be) => {
-    const po = requirePo(be, req.params[0]!);
-    const vid = req.params[1]!;
-    requireVersion(be, po, vid);
-    const page = parsePage(req);
-    const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, vid), page.offset, page.limit);
-    return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
+  r.route({
+    method: 'get',
+    path: '/purchase_order/:uid/version/:version_id/revision',
+    reply: dataReplies.revisions,
+    handler: ({ req, be }) => {
+      const po = requirePo(be, req.params[0]!);
+      const vid = req.params[1]!;
+      requireVersion(be, po, vid);
+      const page = parsePage(req);
+      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, vid), page.offset, page.limit);
+      return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
+    },
   });
 
-  r.route('get', '/purchase_order/:uid/version/:version_id/revision/:revision_number', (req, be) => {
-    const po = requirePo(be, req.params[0]!);
-    const v = requireVersion(be, po, req.params[1]!);
-    const raw = req.params[2]!;
-    if (raw !== 'latest' && !/^\d{1,9}$/.test(raw)) throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
-    const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
-    const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
-    if (rev === undefined) throw new HttpError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);
-    return ok(revisionJson(be, rev));
+  r.route({
+    method: 'get',
+    path: '/purchase_order/:uid/version/:version_id/revision/:revision_number',
+    reply: dataReplies.revision,
+    handler: ({ req, be }) => {
+      const po = requirePo(be, req.params[0]!);
+      const v = requireVersion(be, po, req.params[1]!);
+      const raw = req.params[2]!;
+      if (raw !== 'latest' && !/^\d{1,9}$/.test(raw)) throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
+      const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
+      const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
+      if (rev === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);
+      return ok(revisionJson(be, rev));
+    },
   });
 }

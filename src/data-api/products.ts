@@ -7,12 +7,13 @@ import { submitCreates } from './creates.js';
 import { gridKeys } from './read-model/keys.js';
 import { gtinError } from '../families/grid/gs1.js';
 import type { ProductRecord } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
@@ -29,50 +30,74 @@ const UPDATE: Shape = { ...CREATE, product_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): ProductRecord {
   const p = be.rm.get<ProductRecord>('product', gridKeys.product(id));
-  if (p === undefined) throw new HttpError(404, `Product ${id} not found`);
+  if (p === undefined) throw new ApiError(404, `Product ${id} not found`);
   return p;
 }
 
 export function registerProducts(r: DataRouter): void {
-  r.route('get', '/product', (req, be) => {
-    const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<ProductRecord>('product', '', page.offset, page.limit), plainJson(be)));
+  r.route({
+    method: 'get',
+    path: '/product',
+    reply: dataReplies.products,
+    handler: ({ req, be }) => {
+      const page = parsePage(req);
+      return ok(listBody(req, page, be.rm.page<ProductRecord>('product', '', page.offset, page.limit), plainJson(be)));
+    },
   });
 
-  r.route('get', '/product/:product_id', (req, be) => ok(withService(be, stored(be, req.params[0]!))));
-
-  r.route('post', '/product', (req, be) =>
-    submitCreates(req, be, {
-      shape: CREATE,
-      idField: 'product_id',
-      invalidId: gtinError,
-      taken: (id) => (be.rm.has('product', gridKeys.product(id)) ? `product ${id} already exists` : undefined),
-      action: (o, id, path) => {
-        knownOrg(be, o.owner, `${path}.owner`);
-        const properties = checkPropertyValues(o.properties, `${path}.properties`);
-        return { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties };
-      },
-    }),
-  );
-
-  r.route('put', '/product/:product_id', (req, be) => {
-    const id = req.params[0]!;
-    const o = checkShape(objectBody(req), UPDATE, '');
-    samePath(o, 'product_id', id, '');
-    sameService(be, o.service_id, 'service_id');
-    const p = stored(be, id);
-    if (o.owner !== undefined && o.owner !== p.owner) throw bad(`\`owner\` cannot change (the product belongs to ${p.owner})`);
-    const properties = checkPropertyValues(o.properties, 'properties');
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [
-      { action: { action: 'update_product', product_id: id, product_namespace: o.product_namespace, properties }, path: '' },
-    ]);
+  r.route({
+    method: 'get',
+    path: '/product/:product_id',
+    reply: dataReplies.product,
+    handler: ({ req, be }) => ok(withService(be, stored(be, req.params[0]!))),
   });
 
-  r.route('del', '/product/:product_id', (req, be) => {
-    const id = req.params[0]!;
-    stored(be, id);
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }]);
+  r.route({
+    method: 'post',
+    path: '/product',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) =>
+      submitCreates(req, be, {
+        shape: CREATE,
+        idField: 'product_id',
+        invalidId: gtinError,
+        taken: (id) => (be.rm.has('product', gridKeys.product(id)) ? `product ${id} already exists` : undefined),
+        action: (o, id, path) => {
+          knownOrg(be, o.owner, `${path}.owner`);
+          const properties = checkPropertyValues(o.properties, `${path}.properties`);
+          return { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties };
+        },
+      }),
+  });
+
+  r.route({
+    method: 'put',
+    path: '/product/:product_id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const id = req.params[0]!;
+      const o = checkShape(objectBody(req), UPDATE, '');
+      samePath(o, 'product_id', id, '');
+      sameService(be, o.service_id, 'service_id');
+      const p = stored(be, id);
+      if (o.owner !== undefined && o.owner !== p.owner) throw bad(`\`owner\` cannot change (the product belongs to ${p.owner})`);
+      const properties = checkPropertyValues(o.properties, 'properties');
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [
+        { action: { action: 'update_product', product_id: id, product_namespace: o.product_namespace, properties }, path: '' },
+      ]);
+    },
+  });
+
+  r.route({
+    method: 'del',
+    path: '/product/:product_id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const id = req.params[0]!;
+      stored(be, id);
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }]);
+    },
   });
 }

@@ -17,6 +17,7 @@ import { knownOrg, purchaseOrderJson, sameService } from './records.js';
 import type { Slice } from './read-model/reader.js';
 import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
 import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
 
@@ -69,61 +70,80 @@ function listOrders(req: Req, be: DataBackend, offset: number, limit: number): S
 }
 
 export function registerPurchaseOrders(r: DataRouter): void {
-  r.route('get', '/purchase_order', (req, be) => {
-    const page = parsePage(req);
-    return ok(listBody(req, page, listOrders(req, be, page.offset, page.limit), (po) => purchaseOrderJson(be, po)));
+  r.route({
+    method: 'get',
+    path: '/purchase_order',
+    reply: dataReplies.purchaseOrders,
+    handler: ({ req, be }) => {
+      const page = parsePage(req);
+      return ok(listBody(req, page, listOrders(req, be, page.offset, page.limit), (po) => purchaseOrderJson(be, po)));
+    },
   });
 
-  r.route('get', '/purchase_order/:uid', (req, be) => ok(purchaseOrderJson(be, requirePo(be, req.params[0]!))));
+  r.route({
+    method: 'get',
+    path: '/purchase_order/:uid',
+    reply: dataReplies.purchaseOrder,
+    handler: ({ req, be }) => ok(purchaseOrderJson(be, requirePo(be, req.params[0]!))),
+  });
 
-  r.route('post', '/purchase_order', (req, be) =>
-    submitCreates(req, be, {
-      shape: CREATE,
-      idField: 'uid',
-      taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
-      action: (o, uid, path) => {
-        knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
-        knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
-        checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
-        const version = isObj(o.create_version_payload) ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`) : undefined;
-        return {
-          action: 'create_po',
-          uid,
-          workflow_state: o.workflow_state,
-          buyer_org_id: o.buyer_org_id,
-          seller_org_id: o.seller_org_id,
-          alternate_ids: o.alternate_ids,
-          created_at: o.created_at,
-          workflow_id: o.workflow_id ?? COLLABORATIVE,
-          create_version_payload: version,
-        };
-      },
-    }),
-  );
+  r.route({
+    method: 'post',
+    path: '/purchase_order',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) =>
+      submitCreates(req, be, {
+        shape: CREATE,
+        idField: 'uid',
+        taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
+        action: (o, uid, path) => {
+          knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
+          knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
+          checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
+          const version = isObj(o.create_version_payload) ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`) : undefined;
+          return {
+            action: 'create_po',
+            uid,
+            workflow_state: o.workflow_state,
+            buyer_org_id: o.buyer_org_id,
+            seller_org_id: o.seller_org_id,
+            alternate_ids: o.alternate_ids,
+            created_at: o.created_at,
+            workflow_id: o.workflow_id ?? COLLABORATIVE,
+            create_version_payload: version,
+          };
+        },
+      }),
+  });
 
-  r.route('put', '/purchase_order/:uid', (req, be) => {
-    const o = checkShape(objectBody(req), UPDATE, '');
-    const po = requirePo(be, req.params[0]!);
-    samePath(o, 'po_uid', po.uid, '');
-    samePath(o, 'uid', po.uid, '');
-    sameService(be, o.service_id, 'service_id');
-    const seen = new Set<string>();
-    const versionUpdates = ((o.version_updates as unknown[] | undefined) ?? []).map((v, i) => {
-      const path = `version_updates[${i}]`;
-      const u = versionUpdate(be, po, v, path, 'latest');
-      uniqueIn(seen, u.version_id as string, `${path}.version_id`);
-      return u;
-    });
-    const signer = be.signers.pick(req);
-    const action = {
-      action: 'update_po',
-      po_uid: po.uid,
-      workflow_state: o.workflow_state,
-      is_closed: o.is_closed ?? po.is_closed,
-      accepted_version_number: o.accepted_version_number ?? po.accepted_version_number ?? '',
-      alternate_ids: o.alternate_ids ?? po.alternate_ids.map((a) => `${a.id_type}:${a.id}`),
-      version_updates: versionUpdates,
-    };
-    return submitActions(req, be, signer, [{ action, path: '' }]);
+  r.route({
+    method: 'put',
+    path: '/purchase_order/:uid',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const o = checkShape(objectBody(req), UPDATE, '');
+      const po = requirePo(be, req.params[0]!);
+      samePath(o, 'po_uid', po.uid, '');
+      samePath(o, 'uid', po.uid, '');
+      sameService(be, o.service_id, 'service_id');
+      const seen = new Set<string>();
+      const versionUpdates = ((o.version_updates as unknown[] | undefined) ?? []).map((v, i) => {
+        const path = `version_updates[${i}]`;
+        const u = versionUpdate(be, po, v, path, 'latest');
+        uniqueIn(seen, u.version_id as string, `${path}.version_id`);
+        return u;
+      });
+      const signer = be.signers.pick(req);
+      const action = {
+        action: 'update_po',
+        po_uid: po.uid,
+        workflow_state: o.workflow_state,
+        is_closed: o.is_closed ?? po.is_closed,
+        accepted_version_number: o.accepted_version_number ?? po.accepted_version_number ?? '',
+        alternate_ids: o.alternate_ids ?? po.alternate_ids.map((a) => `${a.id_type}:${a.id}`),
+        version_updates: versionUpdates,
+      };
+      return submitActions(req, be, signer, [{ action, path: '' }]);
+    },
   });
 }

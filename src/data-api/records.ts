@@ -1,5 +1,5 @@
 /**
- * Read-model records as interface B answers them. Records are stored in the spec's
+ * Read-model records as the data API answers them. Records are stored in the spec's
  * shapes already; here `service_id` is added (only when the request named one: upstream
  * omits it for the node's own ledger), agent role names become Role objects, and
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.
@@ -12,7 +12,7 @@ import type {
   RoleRecord,
   VersionRecord,
 } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 
@@ -70,7 +70,7 @@ export function purchaseOrderJson(be: DataBackend, po: PurchaseOrderRecord): obj
 
 /** 404 unless the organization a path names exists. */
 export function requireOrg(be: DataBackend, orgId: string): void {
-  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw new HttpError(404, `Organization ${orgId} not found`);
+  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw new ApiError(404, `Organization ${orgId} not found`);
 }
 
 /** 400 unless `orgId` names an organization of the read model. */

@@ -6,10 +6,11 @@
 import { submitCreates } from './creates.js';
 import { gridKeys, gridPrefixes } from './read-model/keys.js';
 import type { RoleRecord } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
 import { checkShape, dataItems, objectBody, reqString, samePath, type Obj, type Shape } from './validate.js';
 
@@ -40,49 +41,74 @@ function roleAction(o: Obj, orgId: string, name: string, action: string): Obj & 
 }
 
 export function registerRoles(r: DataRouter): void {
-  r.route('get', '/role/:org_id', (req, be) => {
-    const orgId = req.params[0]!;
-    requireOrg(be, orgId);
-    const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
+  r.route({
+    method: 'get',
+    path: '/role/:org_id',
+    reply: dataReplies.roles,
+    handler: ({ req, be }) => {
+      const orgId = req.params[0]!;
+      requireOrg(be, orgId);
+      const page = parsePage(req);
+      return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
+    },
   });
 
-  r.route('get', '/role/:org_id/:role_name', (req, be) => {
-    const [orgId, name] = req.params as [string, string];
-    const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
-    if (role === undefined) throw new HttpError(404, `Role ${name} for ${orgId} not found`);
-    const page = parsePage(req);
-    return ok({ data: page.offset === 0 ? [withService(be, role)] : [], paging: pagingOf(req, page, 1) });
+  r.route({
+    method: 'get',
+    path: '/role/:org_id/:role_name',
+    reply: dataReplies.roles,
+    handler: ({ req, be }) => {
+      const [orgId, name] = req.params as [string, string];
+      const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
+      if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
+      const page = parsePage(req);
+      return ok({ data: page.offset === 0 ? [withService(be, role)] : [], paging: pagingOf(req, page, 1) });
+    },
   });
 
-  r.route('post', '/role/:org_id', (req, be) => {
-    const orgId = req.params[0]!;
-    dataItems(req);
-    requireOrg(be, orgId);
-    return submitCreates(req, be, {
-      shape: CREATE,
-      idField: 'name',
-      pathFields: { org_id: orgId },
-      taken: (name) => (be.rm.has('role', gridKeys.role(orgId, name)) ? `role ${name} already exists in organization ${orgId}` : undefined),
-      action: (o, name) => roleAction(o, orgId, name, 'create_role'),
-    });
+  r.route({
+    method: 'post',
+    path: '/role/:org_id',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const orgId = req.params[0]!;
+      dataItems(req);
+      requireOrg(be, orgId);
+      return submitCreates(req, be, {
+        shape: CREATE,
+        idField: 'name',
+        pathFields: { org_id: orgId },
+        taken: (name) => (be.rm.has('role', gridKeys.role(orgId, name)) ? `role ${name} already exists in organization ${orgId}` : undefined),
+        action: (o, name) => roleAction(o, orgId, name, 'create_role'),
+      });
+    },
   });
 
-  r.route('put', '/role/:org_id/:role_name', (req, be) => {
-    const [orgId, name] = req.params as [string, string];
-    const o = checkShape(objectBody(req), UPDATE, '');
-    samePath(o, 'org_id', orgId, '');
-    samePath(o, 'name', name, '');
-    sameService(be, o.service_id, 'service_id');
-    requireOrg(be, orgId);
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: roleAction(o, orgId, name, 'update_role'), path: '' }]);
+  r.route({
+    method: 'put',
+    path: '/role/:org_id/:role_name',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const [orgId, name] = req.params as [string, string];
+      const o = checkShape(objectBody(req), UPDATE, '');
+      samePath(o, 'org_id', orgId, '');
+      samePath(o, 'name', name, '');
+      sameService(be, o.service_id, 'service_id');
+      requireOrg(be, orgId);
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: roleAction(o, orgId, name, 'update_role'), path: '' }]);
+    },
   });
 
-  r.route('del', '/role/:org_id/:role_name', (req, be) => {
-    const [orgId, name] = req.params as [string, string];
-    if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new HttpError(404, `Role ${name} for ${orgId} not found`);
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);
+  r.route({
+    method: 'del',
+    path: '/role/:org_id/:role_name',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const [orgId, name] = req.params as [string, string];
+      if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);
+    },
   });
 }

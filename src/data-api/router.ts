@@ -1,32 +1,45 @@
-/** Routes of interface B: each handler gets the request and the ledger it names. */
-import type { HttpServer, Method, Reply, Req } from '../http/server.js';
+/**
+ * Routes of the data API: each handler gets, besides the request, the caller (when
+ * authorization is on) and the backend (ledger, read model) the request names.
+ */
+import type { Req } from '../http/server.js';
+import { answer, type Answer, type ApiBinding, type Request, type RouteSpec } from '../http/route.js';
+import type { Identity } from '../node-api/identity.js';
 import type { Backends, DataBackend } from './backend.js';
 import type { DataAuth } from './auth.js';
 
-export type DataHandler = (req: Req, be: DataBackend) => Reply | Promise<Reply>;
+/** What the data API adds to a request. */
+export interface DataCaller {
+  /** The caller, when authorization is on (else null). */
+  identity: Identity | null;
+  be: DataBackend;
+}
 
+export type DataRequest = Request<DataCaller>;
+
+/** No per-route permission: reads need `data.read`, writes `data.write` (src/data-api/auth.ts). */
+export type DataRoute = RouteSpec<DataCaller, never>;
+
+/** The data API's hook: authorization (when on), then the backend the request names. */
+export function dataBinding(backends: Backends, auth: DataAuth | null): ApiBinding<DataCaller, DataRoute> {
+  return {
+    async enter(req: Req) {
+      const identity = auth === null ? null : await auth.check(req);
+      return { identity, be: backends.forRequest(req) };
+    },
+  };
+}
+
+/** The data API's route table, filled by the route modules and mounted by index.ts. */
 export class DataRouter {
-  constructor(
-    private readonly server: HttpServer,
-    private readonly backends: Backends,
-    /** Checks credentials and permissions before every handler; null when authorization is off. */
-    private readonly auth: DataAuth | null = null,
-  ) {}
+  readonly routes: DataRoute[] = [];
 
-  route(method: Method, pattern: string, handler: DataHandler): this {
-    const auth = this.auth;
-    if (auth === null) {
-      this.server.route(method, pattern, (req) => handler(req, this.backends.forRequest(req)));
-    } else {
-      this.server.route(method, pattern, async (req) => {
-        await auth.check(req);
-        return handler(req, this.backends.forRequest(req));
-      });
-    }
+  route(...routes: DataRoute[]): this {
+    this.routes.push(...routes);
     return this;
   }
 }
 
-export function ok(body: unknown, status = 200): Reply {
-  return { status, body: JSON.stringify(body) };
+export function ok<T>(body: T, status = 200): Answer<T> {
+  return answer(body, status);
 }

@@ -6,11 +6,12 @@
 import { submitCreates } from './creates.js';
 import { gridKeys } from './read-model/keys.js';
 import type { SchemaRecord } from './read-model/records.js';
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
+import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
@@ -25,42 +26,61 @@ const CREATE: Shape = {
 const UPDATE: Shape = { ...CREATE, name: 'string', owner: 'string' };
 
 export function registerSchemas(r: DataRouter): void {
-  r.route('get', '/schema', (req, be) => {
-    const page = parsePage(req);
-    return ok(listBody(req, page, be.rm.page<SchemaRecord>('schema', '', page.offset, page.limit), plainJson(be)));
+  r.route({
+    method: 'get',
+    path: '/schema',
+    reply: dataReplies.schemas,
+    handler: ({ req, be }) => {
+      const page = parsePage(req);
+      return ok(listBody(req, page, be.rm.page<SchemaRecord>('schema', '', page.offset, page.limit), plainJson(be)));
+    },
   });
 
-  r.route('get', '/schema/:schema_name', (req, be) => {
-    const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(req.params[0]!));
-    if (s === undefined) throw new HttpError(404, `Schema ${req.params[0]} not found`);
-    return ok(withService(be, s));
+  r.route({
+    method: 'get',
+    path: '/schema/:schema_name',
+    reply: dataReplies.schema,
+    handler: ({ req, be }) => {
+      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(req.params[0]!));
+      if (s === undefined) throw new ApiError(404, `Schema ${req.params[0]} not found`);
+      return ok(withService(be, s));
+    },
   });
 
-  r.route('post', '/schema', (req, be) =>
-    submitCreates(req, be, {
-      shape: CREATE,
-      idField: 'name',
-      taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
-      action: (o, name, path) => {
-        knownOrg(be, o.owner, `${path}.owner`);
-        const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
-        if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
-        return { action: 'create_schema', name, description: o.description, owner: o.owner, properties };
-      },
-    }),
-  );
+  r.route({
+    method: 'post',
+    path: '/schema',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) =>
+      submitCreates(req, be, {
+        shape: CREATE,
+        idField: 'name',
+        taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
+        action: (o, name, path) => {
+          knownOrg(be, o.owner, `${path}.owner`);
+          const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
+          if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
+          return { action: 'create_schema', name, description: o.description, owner: o.owner, properties };
+        },
+      }),
+  });
 
-  r.route('put', '/schema/:schema_name', (req, be) => {
-    const name = req.params[0]!;
-    const o = checkShape(objectBody(req), UPDATE, '');
-    samePath(o, 'name', name, '');
-    sameService(be, o.service_id, 'service_id');
-    const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));
-    if (stored === undefined) throw new HttpError(404, `Schema ${name} not found`);
-    if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
-    const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
-    if (properties.length === 0) throw bad('`properties` adds no new property definition to the schema');
-    const signer = be.signers.pick(req);
-    return submitActions(req, be, signer, [{ action: { action: 'update_schema', name, owner: stored.owner, properties }, path: '' }]);
+  r.route({
+    method: 'put',
+    path: '/schema/:schema_name',
+    reply: dataReplies.submitted,
+    handler: ({ req, be }) => {
+      const name = req.params[0]!;
+      const o = checkShape(objectBody(req), UPDATE, '');
+      samePath(o, 'name', name, '');
+      sameService(be, o.service_id, 'service_id');
+      const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));
+      if (stored === undefined) throw new ApiError(404, `Schema ${name} not found`);
+      if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
+      const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
+      if (properties.length === 0) throw bad('`properties` adds no new property definition to the schema');
+      const signer = be.signers.pick(req);
+      return submitActions(req, be, signer, [{ action: { action: 'update_schema', name, owner: stored.owner, properties }, path: '' }]);
+    },
   });
 }

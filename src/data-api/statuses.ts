@@ -4,9 +4,10 @@
  * `{"data": [{batch_id, event_id, status, invalid_transactions}], "link"}` (upstream's
  * envelope; not paged), after waiting as asked until none of the batches is PENDING.
  * An entry leaves out `batch_id` for an unknown event id and `event_id` for a batch
- * submitted elsewhere (interface C).
+ * submitted elsewhere (through the ledger gateway).
  */
-import type { Reply, Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import { answer, type Answer } from '../http/route.js';
 import type { DataBackend } from './backend.js';
 import { EVENT_ID_RE } from './events.js';
 import { baseUrl } from './paging.js';
@@ -16,7 +17,7 @@ import { bad } from './validate.js';
 const BATCH_ID_RE = /^[0-9a-f]{128}$/;
 const MAX_IDS = 1000;
 
-export async function batchStatuses(req: Req, be: DataBackend): Promise<Reply> {
+export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> {
   const raw = req.query.get('id');
   if (raw === null || raw.trim() === '') throw bad('`id` is required: comma-separated batch ids or event ids');
   const ids = raw.split(',').map((s) => s.trim());
@@ -40,5 +41,5 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Reply> {
     b === null ? { event_id: e as string, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
   );
   const link = `${baseUrl(req)}${req.path}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
-  return { status: 200, body: JSON.stringify({ data, link }) };
+  return answer({ data, link });
 }

@@ -7,7 +7,8 @@
  * or N seconds pass, then say which: `status` (and `invalid_transactions`) next to
  * `link`, 200 once the batch is COMMITTED or INVALID, 202 while it is still PENDING.
  */
-import { HttpError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
+import { answer, type Answer } from '../http/route.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { buildBatch, buildTransaction } from '../ledger/build.js';
 import { LedgerUnavailable, type BatchStatus } from '../ledger/ledger.js';
@@ -16,7 +17,7 @@ import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 import { parseWaitQuery } from '../http/wait.js';
 
-/** Seconds to wait (src/http/wait.ts, shared with interface C). */
+/** Seconds to wait (src/http/wait.ts, shared with the ledger gateway). */
 export function parseWait(req: Req): number {
   return parseWaitQuery(req.query.get('wait'));
 }
@@ -56,15 +57,15 @@ function overall(entries: StatusJson[]): BatchStatus {
  * request asked for. Several batches (a client BatchList) are listed comma-joined in
  * `batch_id`, the form `/batch_statuses?id=` takes.
  */
-export async function linkReply(req: Req, be: DataBackend, batchIds: string[], eventId: string): Promise<Reply> {
+export async function linkReply(req: Req, be: DataBackend, batchIds: string[], eventId: string): Promise<Answer> {
   const link = { batch_id: batchIds.join(','), event_id: eventId };
   const wait = parseWait(req);
-  if (wait === 0) return { status: 202, body: JSON.stringify({ link }) };
+  if (wait === 0) return answer({ link }, 202);
   await be.ledger.waitFor(batchIds, wait * 1000);
   const entries = batchIds.map((id) => statusJson(be, id, eventId));
   const status = overall(entries);
   const body = { link, status, invalid_transactions: entries.flatMap((e) => e.invalid_transactions) };
-  return { status: status === 'PENDING' ? 202 : 200, body: JSON.stringify(body) };
+  return answer(body, status === 'PENDING' ? 202 : 200);
 }
 
 export interface Planned {
@@ -74,9 +75,9 @@ export interface Planned {
 }
 
 /** Builds, signs (one batch), records and submits the request's actions. */
-export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Reply> {
+export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Answer> {
   // A node that stopped on a fault acknowledges nothing more, its own writes included.
-  if (be.ledger.fault !== null) throw new HttpError(503, `The node stopped accepting writes and is restarting: ${be.ledger.fault}`);
+  if (be.ledger.fault !== null) throw new ApiError(503, `The node stopped accepting writes and is restarting: ${be.ledger.fault}`);
   const timestamp = Math.floor(Date.now() / 1000);
   const txns = planned.map(({ action, path }) => {
     try {
@@ -91,7 +92,7 @@ export async function submitActions(req: Req, be: DataBackend, signer: Signer, p
   try {
     [eventId] = await Promise.all([be.events.record([batch.id]), be.ledger.submitTrusted([{ id: batch.id, bytes: batch.bytes }])]);
   } catch (err) {
-    if (err instanceof LedgerUnavailable) throw new HttpError(503, err.message);
+    if (err instanceof LedgerUnavailable) throw new ApiError(503, err.message);
     throw err;
   }
   return linkReply(req, be, [batch.id], eventId);

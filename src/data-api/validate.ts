@@ -1,16 +1,16 @@
 /**
- * Request bodies of interface B: JSON parsing and declarative shape checks. Every
+ * Request bodies of the data API: JSON parsing and declarative shape checks. Every
  * failure is a 400 whose message names the field by its path (`data[2].owner`), so bad
  * input is refused before anything is built or submitted.
  */
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 import { idFits, MAX_ID_BYTES } from '../http/ids.js';
 import { show } from '../http/show.js';
 
 export type Obj = Record<string, unknown>;
 
-export function bad(message: string): HttpError {
-  return new HttpError(400, message);
+export function bad(message: string): ApiError {
+  return new ApiError(400, message);
 }
 
 export function isObj(v: unknown): v is Obj {

@@ -13,6 +13,7 @@ import uws from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
 import { log } from '../log.js';
 import { idFits } from './ids.js';
+import { ApiError } from './api-error.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'options';
 
@@ -41,18 +42,8 @@ export interface Reply {
 
 export type Handler = (req: Req) => Reply | Promise<Reply>;
 
-/** An error a handler throws to answer with a given status and the interface's error body. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** Interface-specific detail (e.g. the Sawtooth error code). */
-    readonly detail?: unknown,
-    readonly headers?: Record<string, string>,
-  ) {
-    super(message);
-  }
-}
+/** Former name of ApiError (src/http/api-error.ts), kept so that older call sites still compile. */
+export { ApiError, ApiError as HttpError } from './api-error.js';
 
 /**
  * Request-target and header limits answered from JS (414 / 431). uWS closes the
@@ -84,8 +75,8 @@ export interface ServerOptions {
    * ids themselves).
    */
   boundParams?: boolean;
-  /** Builds the body of an error reply in this interface's shape. */
-  errorReply(status: number, message: string, detail?: unknown): Reply;
+  /** Builds the body of an error reply in this interface's shape (`code`: the interface's own error code, if any). */
+  errorReply(status: number, message: string, code?: number): Reply;
   /** Extra headers on every reply (e.g. CORS when enabled). */
   commonHeaders?: Record<string, string>;
 }
@@ -364,8 +355,8 @@ export class HttpServer {
 
   #errorToReply(err: unknown, method: string, path: string): Reply {
     try {
-      if (err instanceof HttpError) {
-        const r = this.#opts.errorReply(err.status, err.message, err.detail);
+      if (err instanceof ApiError) {
+        const r = this.#opts.errorReply(err.status, err.message, err.code);
         return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
       }
       log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}`, err);

@@ -5,11 +5,13 @@
  * block order; `reverse` flips the whole list. Only the blocks a page needs are read: a
  * `start` id is located through the batch / transaction index instead of a scan.
  */
-import type { HttpServer, Reply, Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import { answer, type Answer, type ReplySchema } from '../http/route.js';
+import type { LedgerRoute } from './route.js';
 import type { BatchPos, TxnPos } from '../store/ledger-stores.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
-import { serialize } from './schemas.js';
+import { replies } from './schemas.js';
 import { checkIds, filterIds, parsePaging, parseReverse } from './params.js';
 import { pageList, pagingEnvelope, takePage, type Page } from './paging.js';
 import { checkHead, type ChainBlock, type ChainReader } from './chain.js';
@@ -22,39 +24,39 @@ interface Position {
 
 interface Kind<T> {
   path: string;
-  notFound: 71 | 72;
+  notFound: LedgerErrorCode;
   itemsOf(b: ChainBlock): T[];
   id(t: T): string;
   /** Block number and index in `itemsOf` of a committed item, or undefined. */
   locate(chain: ChainReader, id: string): Position | undefined;
-  list(body: { data: T[]; head: string; link: string; paging: object }): string;
-  one(body: { data: T; link: string }): string;
+  listReply: ReplySchema;
+  oneReply: ReplySchema;
 }
 
 const BATCHES: Kind<BatchJson> = {
   path: '/batches',
-  notFound: 71,
+  notFound: LedgerErrorCode.BatchNotFound,
   itemsOf: (b) => b.json.batches,
   id: (t) => t.header_signature,
   locate: (chain, id) => {
     const p: BatchPos | undefined = chain.batchPos(id);
     return p && { num: p[0], idx: p[1] };
   },
-  list: (b) => serialize.batchList(b),
-  one: (b) => serialize.batch(b),
+  listReply: replies.batchList,
+  oneReply: replies.batch,
 };
 
 const TRANSACTIONS: Kind<TxnJson> = {
   path: '/transactions',
-  notFound: 72,
+  notFound: LedgerErrorCode.TransactionNotFound,
   itemsOf: (b) => b.txns(),
   id: (t) => t.header_signature,
   locate: (chain, id) => {
     const p: TxnPos | undefined = chain.txnPos(id);
     return p && { num: p[0], idx: chain.txnOffset(p) };
   },
-  list: (b) => serialize.txnList(b),
-  one: (b) => serialize.txn(b),
+  listReply: replies.txnList,
+  oneReply: replies.txn,
 };
 
 /** Items of the chain ending at block `headNum`, in list order, from position `from` (inclusive). */
@@ -76,14 +78,14 @@ function* walk<T>(chain: ChainReader, kind: Kind<T>, headNum: number, reverse: b
   }
 }
 
-function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Reply {
+function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
   const paging = parsePaging(req);
   const headParam = req.query.get('head');
   checkHead(headParam, false);
   const ids = filterIds(req);
-  const head = chain.resolveHead(headParam, 50);
+  const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
   const reverse = parseReverse(req, 'default');
-  const notInList = (): Error => ledgerError(54, `: ${paging.start} is not in this list`);
+  const notInList = (): Error => ledgerError(LedgerErrorCode.InvalidPagingQuery, `: ${paging.start} is not in this list`);
   let page: Page<T>;
   if (ids !== undefined) {
     // Picked by id: in the order given, those not on this chain left out.
@@ -101,20 +103,22 @@ function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Reply {
     }
     page = takePage(walk(chain, kind, head.num, reverse, from), kind.id, paging.limit);
   }
-  return { status: 200, body: kind.list({ data: page.items, ...pagingEnvelope(req, kind.path, head.id, paging, page) }) };
+  return answer({ data: page.items, ...pagingEnvelope(req, kind.path, head.id, paging, page) });
 }
 
-function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Reply {
+function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
   const id = req.params[0]!;
   checkIds([id]);
   const p = kind.locate(chain, id);
   if (!p) throw ledgerError(kind.notFound, `: ${id}`);
-  return { status: 200, body: kind.one({ data: kind.itemsOf(chain.at(p.num))[p.idx]!, link: selfUrl(req) }) };
+  return answer({ data: kind.itemsOf(chain.at(p.num))[p.idx]!, link: selfUrl(req) });
 }
 
-export function registerBatches(server: HttpServer, chain: ChainReader): void {
-  server.route('get', '/batches', (req) => list(chain, BATCHES, req));
-  server.route('get', '/batches/:batch_id', (req) => fetchOne(chain, BATCHES, req));
-  server.route('get', '/transactions', (req) => list(chain, TRANSACTIONS, req));
-  server.route('get', '/transactions/:transaction_id', (req) => fetchOne(chain, TRANSACTIONS, req));
+export function batchRoutes(chain: ChainReader): LedgerRoute[] {
+  return [
+    { method: 'get', path: '/batches', reply: BATCHES.listReply, handler: ({ req }) => list(chain, BATCHES, req) },
+    { method: 'get', path: '/batches/:batch_id', reply: BATCHES.oneReply, handler: ({ req }) => fetchOne(chain, BATCHES, req) },
+    { method: 'get', path: '/transactions', reply: TRANSACTIONS.listReply, handler: ({ req }) => list(chain, TRANSACTIONS, req) },
+    { method: 'get', path: '/transactions/:transaction_id', reply: TRANSACTIONS.oneReply, handler: ({ req }) => fetchOne(chain, TRANSACTIONS, req) },
+  ];
 }

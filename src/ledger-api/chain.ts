@@ -5,7 +5,7 @@
 import type { Ledger } from '../ledger/ledger.js';
 import type { BatchPos, TxnPos } from '../store/ledger-stores.js';
 import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ID_RE } from './params.js';
 
 export interface ChainBlock {
@@ -132,5 +132,5 @@ export function checkHead(head: string | null, emptyIsCurrent: boolean): 'curren
   if (head === null || head === 'latest' || (head === '' && emptyIsCurrent)) return 'current';
   if (ID_RE.test(head)) return head;
   if (/^\d{1,15}$/.test(head)) return Number(head);
-  throw ledgerError(60, head);
+  throw ledgerError(LedgerErrorCode.InvalidResourceId, head);
 }

@@ -1,10 +1,10 @@
 /**
- * Interface C error table: upstream Sawtooth REST codes, HTTP statuses and titles.
+ * The ledger gateway's error table: upstream Sawtooth REST codes, HTTP statuses and titles.
  * Body: {"error": {"code", "message", "title"}} and nothing else. Errors the upstream
  * gateway answers in plain text (unknown path, wrong method, oversized body, crash)
  * use the same shape here, with the HTTP status as the code.
  */
-import { HttpError, type Reply } from '../http/server.js';
+import { ApiError, type Reply } from '../http/server.js';
 
 export interface ErrorDef {
   status: number;
@@ -45,7 +45,41 @@ export const LEDGER_ERRORS = {
   83: { status: 400, title: 'Id Query Invalid or Missing', message: "The 'id' query is required: a comma-separated list of transaction ids" },
 } as const satisfies Record<number, ErrorDef>;
 
-export type LedgerErrorCode = keyof typeof LEDGER_ERRORS;
+/** The codes by name, for call sites: `throw ledgerError(LedgerErrorCode.BlockNotFound, ...)`. */
+export const LedgerErrorCode = {
+  UnknownValidatorError: 10,
+  ValidatorNotReady: 15,
+  ValidatorTimedOut: 17,
+  ValidatorDisconnected: 18,
+  SendTimedOut: 19,
+  InvalidValidatorResponse: 20,
+  InvalidResourceHeader: 21,
+  UnableToFetchStatuses: 27,
+  SubmittedBatchesInvalid: 30,
+  UnableToAcceptBatches: 31,
+  NoBatchesSubmitted: 34,
+  ProtobufNotDecodable: 35,
+  WrongContentTypeBatches: 42,
+  WrongContentTypeStatuses: 43,
+  BadStatusRequest: 46,
+  HeadNotFound: 50,
+  InvalidCountQuery: 53,
+  InvalidPagingQuery: 54,
+  InvalidSortQuery: 57,
+  InvalidResourceId: 60,
+  InvalidStateAddress: 62,
+  StatusIdQueryInvalid: 66,
+  BlockNotFound: 70,
+  BatchNotFound: 71,
+  TransactionNotFound: 72,
+  StateNotFound: 75,
+  ReceiptNotFound: 80,
+  WrongContentTypeReceipts: 81,
+  BadReceiptsRequest: 82,
+  ReceiptIdQueryInvalid: 83,
+} as const satisfies Record<string, keyof typeof LEDGER_ERRORS>;
+
+export type LedgerErrorCode = (typeof LedgerErrorCode)[keyof typeof LedgerErrorCode];
 
 const GENERIC_TITLES: Record<number, string> = {
   400: 'Bad Request',
@@ -56,22 +90,22 @@ const GENERIC_TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-/** Throws an interface C error; `extra` is appended to (or replaces) the message. */
-export function ledgerError(code: LedgerErrorCode, extra?: string, replace = false): HttpError {
+/** A ledger gateway error by code; `extra` is appended to (or replaces) the message. */
+export function ledgerError(code: LedgerErrorCode, extra?: string, replace = false): ApiError {
   const def = LEDGER_ERRORS[code];
   const message = extra === undefined ? def.message : replace ? extra : `${def.message}${extra}`;
-  return new HttpError(def.status, message, code);
+  return new ApiError(def.status, message, code);
 }
 
 function errorBody(code: number, message: string, title: string): string {
   return JSON.stringify({ error: { code, message, title } });
 }
 
-export function ledgerErrorReplyFactory(): (status: number, message: string, detail?: unknown) => Reply {
-  return (status, message, detail) => {
-    if (typeof detail === 'number' && detail in LEDGER_ERRORS) {
-      const def = LEDGER_ERRORS[detail as LedgerErrorCode];
-      return { status: def.status, body: errorBody(detail, message, def.title) };
+export function ledgerErrorReplyFactory(): (status: number, message: string, code?: number) => Reply {
+  return (status, message, code) => {
+    if (code !== undefined && Object.hasOwn(LEDGER_ERRORS, code)) {
+      const def = LEDGER_ERRORS[code as keyof typeof LEDGER_ERRORS];
+      return { status: def.status, body: errorBody(code, message, def.title) };
     }
     return { status, body: errorBody(status, message, GENERIC_TITLES[status] ?? 'Error') };
   };

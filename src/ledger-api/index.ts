@@ -1,18 +1,20 @@
-/** Interface C, the ledger gateway: Sawtooth 1.2 REST API routes and the state-delta websocket. */
-import { HttpError, type HttpServer, type Req } from '../http/server.js';
+/** The ledger gateway: Sawtooth 1.2 REST API routes and the state-delta websocket. */
+import type { HttpServer } from '../http/server.js';
+import { answer, mount } from '../http/route.js';
 import type { Config } from '../config.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { registerSubmit } from './submit.js';
-import { registerBlocks } from './blocks.js';
-import { registerBatches } from './batches.js';
-import { registerState } from './state.js';
-import { registerReceipts } from './receipts.js';
+import { submitRoutes } from './submit.js';
+import { blockRoutes } from './blocks.js';
+import { batchRoutes } from './batches.js';
+import { stateRoutes } from './state.js';
+import { receiptRoutes } from './receipts.js';
 import { ChainReader } from './chain.js';
 import { CommitWaits } from './waits.js';
 import { Subscriptions } from './subscriptions.js';
 import { selfUrl } from './links.js';
-import { serialize } from './schemas.js';
-import { ledgerError } from './errors.js';
+import { replies } from './schemas.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
+import { ledgerBinding, type LedgerRoute } from './route.js';
 
 export interface LedgerApiContext {
   config: Config;
@@ -23,34 +25,54 @@ export interface LedgerApi {
   close(): void;
 }
 
-function registerNetwork(server: HttpServer, config: Config, ledger: Ledger): void {
-  // Configured peers: a single node has none.
-  server.route('get', '/peers', (req: Req) => ({ status: 200, body: serialize.peers({ data: config.peers, link: selfUrl(req) }) }));
-  server.route('get', '/status', (req: Req) => {
-    // A node that stopped on a fault is not a healthy validator: 503 code 18 with the reason,
-    // so that health checks and load balancers take it out until it has restarted.
-    if (ledger.fault !== null) throw ledgerError(18, `The validator stopped and is restarting: ${ledger.fault}`, true);
-    return {
-      status: 200,
-      body: serialize.status({
-        data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
-        link: selfUrl(req),
-      }),
-    };
-  });
+function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
+  return [
+    // Configured peers: a single node has none.
+    { method: 'get', path: '/peers', reply: replies.peers, handler: ({ req }) => answer({ data: config.peers, link: selfUrl(req) }) },
+    {
+      method: 'get',
+      path: '/status',
+      reply: replies.status,
+      handler: ({ req }) => {
+        // A node that stopped on a fault is not a healthy validator: 503 code 18 with the reason,
+        // so that health checks and load balancers take it out until it has restarted.
+        if (ledger.fault !== null) throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator stopped and is restarting: ${ledger.fault}`, true);
+        return answer({
+          data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
+          link: selfUrl(req),
+        });
+      },
+    },
+  ];
 }
 
-export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): LedgerApi {
+export interface LedgerRoutes {
+  routes: LedgerRoute[];
+  chain: ChainReader;
+  waits: CommitWaits;
+}
+
+/** The route table of the ledger gateway (its handlers can be called without a server). */
+export function ledgerApiRoutes(ctx: LedgerApiContext): LedgerRoutes {
   const { ledger, config } = ctx;
   const chain = new ChainReader(ledger);
   const waits = new CommitWaits(ledger);
   // Read routes first, so that a 405's Allow header lists GET before POST.
-  registerBatches(server, chain);
-  registerSubmit(server, ledger);
-  registerBlocks(server, chain);
-  registerState(server, chain);
-  registerReceipts(server, ledger, waits);
-  registerNetwork(server, config, ledger);
+  const routes = [
+    ...batchRoutes(chain),
+    ...submitRoutes(ledger),
+    ...blockRoutes(chain),
+    ...stateRoutes(chain),
+    ...receiptRoutes(ledger, waits),
+    ...networkRoutes(config, ledger),
+  ];
+  return { routes, chain, waits };
+}
+
+export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): LedgerApi {
+  const { config } = ctx;
+  const { routes, chain, waits } = ledgerApiRoutes(ctx);
+  mount(server, ledgerBinding, routes);
   const subscriptions = new Subscriptions(server, chain, { maxSockets: config.wsMaxSockets, maxBufferedBytes: config.wsMaxBufferedBytes });
   return {
     close: () => {

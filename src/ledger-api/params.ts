@@ -1,7 +1,7 @@
-/** Parsing and validation of interface C query parameters. */
+/** Parsing and validation of the ledger gateway's query parameters. */
 import type { Req } from '../http/server.js';
 import { parseWaitQuery } from '../http/wait.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 
 export const ID_RE = /^[0-9a-f]{128}$/;
 /** A state address or address prefix: whole bytes of lowercase hex, at most 35 of them. */
@@ -11,11 +11,11 @@ export const DEFAULT_LIMIT = 1000;
 const INT32_MAX = 2 ** 31 - 1;
 
 export function checkIds(ids: string[]): string[] {
-  for (const id of ids) if (!ID_RE.test(id)) throw ledgerError(60, id);
+  for (const id of ids) if (!ID_RE.test(id)) throw ledgerError(LedgerErrorCode.InvalidResourceId, id);
   return ids;
 }
 
-/** Seconds to wait (src/http/wait.ts, shared with interface B). */
+/** Seconds to wait (src/http/wait.ts, shared with the data API). */
 export function parseWait(req: Req): number {
   return parseWaitQuery(req.query.get('wait'));
 }
@@ -45,7 +45,7 @@ export function parsePaging(req: Req): Paging {
   let clientLimit: number | null = null;
   if (l !== null) {
     const n = parseIntLike(l);
-    if (n === null || n <= 0 || n > INT32_MAX) throw ledgerError(53, `: got "${l}"`);
+    if (n === null || n <= 0 || n > INT32_MAX) throw ledgerError(LedgerErrorCode.InvalidCountQuery, `: got "${l}"`);
     clientLimit = n;
   }
   const start = req.query.get('start');
@@ -65,7 +65,7 @@ export function parseReverse(req: Req, sortKey: 'block_num' | 'default'): boolea
   const r = req.query.get('reverse');
   if (r === null || r.toLowerCase() === 'false') return false;
   if (r === '' || r === sortKey) return true;
-  throw ledgerError(57, `: got "${r}"`);
+  throw ledgerError(LedgerErrorCode.InvalidSortQuery, `: got "${r}"`);
 }
 
 /** The `id` filter of the list routes: undefined when absent, else every id checked (400 code 60). */
@@ -75,7 +75,7 @@ export function filterIds(req: Req): string[] | undefined {
 }
 
 /** A POST body of ids: Content-Type application/json (else `wrongType`), a non-empty JSON array of strings (else `bad`). */
-export function idArrayBody(req: Req, wrongType: 43 | 81, bad: 46 | 82): string[] {
+export function idArrayBody(req: Req, wrongType: LedgerErrorCode, bad: LedgerErrorCode): string[] {
   const ct = req.headers['content-type'] ?? '';
   if (ct.split(';')[0]!.trim() !== 'application/json') throw ledgerError(wrongType);
   let v: unknown;
@@ -89,7 +89,7 @@ export function idArrayBody(req: Req, wrongType: 43 | 81, bad: 46 | 82): string[
 }
 
 /** The `id` query of /batch_statuses and /receipts: required (else `missing`), comma-separated. */
-export function idQuery(req: Req, missing: 66 | 83): string[] {
+export function idQuery(req: Req, missing: LedgerErrorCode): string[] {
   const id = req.query.get('id');
   if (id === null) throw ledgerError(missing);
   return id.split(',');

@@ -3,29 +3,45 @@
  * any id has no receipt the whole request is 404 code 80, as upstream. With `wait`, the
  * answer waits (woken by commits) until every receipt exists or the time is up.
  */
-import type { HttpServer, Reply, Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import { answer, type Answer } from '../http/route.js';
+import type { LedgerRoute } from './route.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { receiptJson } from './json.js';
-import { serialize } from './schemas.js';
+import { replies } from './schemas.js';
 import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
 import type { CommitWaits } from './waits.js';
 
-async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: string[], withLink: boolean): Promise<Reply> {
+async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: string[], withLink: boolean): Promise<Answer> {
   checkIds(ids);
   const query = ledger.query;
   const wait = parseWait(req);
   if (wait > 0) await waits.until(() => ids.every((id) => query.isTxnCommitted(id)), wait * 1000);
   const data = ids.map((id) => {
     const bytes = query.receipt(id);
-    if (bytes === undefined) throw ledgerError(80, `: ${id}`);
+    if (bytes === undefined) throw ledgerError(LedgerErrorCode.ReceiptNotFound, `: ${id}`);
     return receiptJson(bytes);
   });
-  return { status: 200, body: serialize.receipts(withLink ? { data, link: selfUrl(req) } : { data }) };
+  return answer(withLink ? { data, link: selfUrl(req) } : { data });
 }
 
-export function registerReceipts(server: HttpServer, ledger: Ledger, waits: CommitWaits): void {
-  server.route('get', '/receipts', (req) => receipts(ledger, waits, req, idQuery(req, 83), true));
-  server.route('post', '/receipts', (req) => receipts(ledger, waits, req, idArrayBody(req, 81, 82), false));
+export function receiptRoutes(ledger: Ledger, waits: CommitWaits): LedgerRoute[] {
+  return [
+    {
+      method: 'get',
+      path: '/receipts',
+      query: (req) => idQuery(req, LedgerErrorCode.ReceiptIdQueryInvalid),
+      reply: replies.receipts,
+      handler: ({ req, query }) => receipts(ledger, waits, req, query, true),
+    },
+    {
+      method: 'post',
+      path: '/receipts',
+      body: (req) => idArrayBody(req, LedgerErrorCode.WrongContentTypeReceipts, LedgerErrorCode.BadReceiptsRequest),
+      reply: replies.receipts,
+      handler: ({ req, body }) => receipts(ledger, waits, req, body, false),
+    },
+  ];
 }

@@ -1,8 +1,9 @@
 /**
- * Precompiled fast-json-stringify serialisers of the interface C response bodies: compact
- * JSON, keys in alphabetical order at every level (schema properties are listed sorted).
+ * Reply schemas of the ledger gateway (compiled by fast-json-stringify when the routes
+ * are mounted): compact JSON, keys in alphabetical order at every level (schema
+ * properties are listed sorted).
  */
-import fastJson from 'fast-json-stringify';
+import type { ReplySchema } from '../http/route.js';
 
 const str = { type: 'string' } as const;
 const strArr = { type: 'array', items: str } as const;
@@ -103,32 +104,30 @@ const statusSchema = {
   },
 } as const;
 
-const list = (items: object): object => ({
+const list = (items: object): ReplySchema => ({
   type: 'object',
   properties: { data: { type: 'array', items }, head: str, link: str, paging: pagingSchema },
 });
-const one = (data: object, withHead = false): object => ({
+const one = (data: object, withHead = false): ReplySchema => ({
   type: 'object',
   properties: withHead ? { data, head: str, link: str } : { data, link: str },
 });
 
-export const serialize = {
-  blockList: fastJson(list(blockSchema)),
-  block: fastJson(one(blockSchema)),
-  batchList: fastJson(list(batchSchema)),
-  batch: fastJson(one(batchSchema)),
-  txnList: fastJson(list(txnSchema)),
-  txn: fastJson(one(txnSchema)),
-  stateList: fastJson(list(stateEntrySchema)),
-  stateOne: fastJson(one(str, true)),
-  statuses: fastJson({ type: 'object', properties: { data: { type: 'array', items: statusSchema }, link: str } }),
-  receipts: fastJson({ type: 'object', properties: { data: { type: 'array', items: receiptSchema }, link: str } }),
-  link: fastJson({ type: 'object', properties: { link: str } }),
-  peers: fastJson(one(strArr)),
-  status: fastJson(
-    one({
-      type: 'object',
-      properties: { endpoint: str, peers: { type: 'array', items: { type: 'object', properties: { endpoint: str } } } },
-    }),
-  ),
-};
+export const replies = {
+  blockList: list(blockSchema),
+  block: one(blockSchema),
+  batchList: list(batchSchema),
+  batch: one(batchSchema),
+  txnList: list(txnSchema),
+  txn: one(txnSchema),
+  stateList: list(stateEntrySchema),
+  stateOne: one(str, true),
+  statuses: { type: 'object', properties: { data: { type: 'array', items: statusSchema }, link: str } },
+  receipts: { type: 'object', properties: { data: { type: 'array', items: receiptSchema }, link: str } },
+  link: { type: 'object', properties: { link: str } },
+  peers: one(strArr),
+  status: one({
+    type: 'object',
+    properties: { endpoint: str, peers: { type: 'array', items: { type: 'object', properties: { endpoint: str } } } },
+  }),
+} satisfies Record<string, ReplySchema>;

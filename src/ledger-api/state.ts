@@ -1,10 +1,12 @@
 /** GET /state (leaves under an address prefix, paged by address) and GET /state/{address}. */
-import { HttpError, type HttpServer, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
+import { answer, type Answer } from '../http/route.js';
+import type { LedgerRoute } from './route.js';
 import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { b64 } from './json.js';
-import { serialize } from './schemas.js';
+import { replies } from './schemas.js';
 import { ADDRESS_PREFIX_RE, parsePaging, parseReverse } from './params.js';
 import { EMPTY_PAGE, pagingEnvelope, takePage, type Page } from './paging.js';
 import type { ChainReader } from './chain.js';
@@ -20,30 +22,30 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
   try {
     return f();
   } catch (err) {
-    if (err instanceof UnknownRootError) throw ledgerError(50, `: state root ${err.root} is not available`);
+    if (err instanceof UnknownRootError) throw ledgerError(LedgerErrorCode.HeadNotFound, `: state root ${err.root} is not available`);
     if (err instanceof CorruptStateError) {
       chain.ledger.markFaulty(`state read failed its integrity check: ${err.message}`);
-      throw new HttpError(503, 'The stored state failed its integrity check and is not served; the node needs an operator (see the Durability section of the README)');
+      throw new ApiError(503, 'The stored state failed its integrity check and is not served; the node needs an operator (see the Durability section of the README)');
     }
     throw err;
   }
 }
 
-function fetchState(chain: ChainReader, req: Req): Reply {
-  const head = chain.resolveHead(req.query.get('head'), 70);
+function fetchState(chain: ChainReader, req: Req): Answer {
+  const head = chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
   const address = req.params[0]!;
-  if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(62, `: got "${address}"`);
+  if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(LedgerErrorCode.InvalidStateAddress, `: got "${address}"`);
   // Only a full address can hold a leaf; a shorter well-formed one names an interior node.
   const value = address.length === 70 ? withRoot(chain, () => chain.ledger.query.state.get(head.stateRoot, address)) : undefined;
-  if (value === undefined) throw ledgerError(75, `: ${address}`);
-  return { status: 200, body: serialize.stateOne({ data: b64(value), head: head.id, link: selfUrl(req, { head: head.id }) }) };
+  if (value === undefined) throw ledgerError(LedgerErrorCode.StateNotFound, `: ${address}`);
+  return answer({ data: b64(value), head: head.id, link: selfUrl(req, { head: head.id }) });
 }
 
-function listState(chain: ChainReader, req: Req): Reply {
+function listState(chain: ChainReader, req: Req): Answer {
   const paging = parsePaging(req);
-  const head = chain.resolveHead(req.query.get('head'), 70);
+  const head = chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
   const prefix = req.query.get('address') ?? '';
-  if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(62, `: got "${prefix}"`);
+  if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(LedgerErrorCode.InvalidStateAddress, `: got "${prefix}"`);
   const reverse = parseReverse(req, 'default');
   const tree = chain.ledger.query.state;
   const page: Page<Leaf> = withRoot(chain, () => {
@@ -58,13 +60,15 @@ function listState(chain: ChainReader, req: Req): Reply {
     }
     // A start that names no leaf of a non-empty list is an error; an empty list is just empty.
     if (tree.entries(head.stateRoot, prefix).next().done) return EMPTY_PAGE;
-    throw ledgerError(54, `: no leaf at ${start} in this list`);
+    throw ledgerError(LedgerErrorCode.InvalidPagingQuery, `: no leaf at ${start} in this list`);
   });
   const data = page.items.map((e) => ({ address: e.address, data: b64(e.value) }));
-  return { status: 200, body: serialize.stateList({ data, ...pagingEnvelope(req, '/state', head.id, paging, page) }) };
+  return answer({ data, ...pagingEnvelope(req, '/state', head.id, paging, page) });
 }
 
-export function registerState(server: HttpServer, chain: ChainReader): void {
-  server.route('get', '/state', (req) => listState(chain, req));
-  server.route('get', '/state/:address', (req) => fetchState(chain, req));
+export function stateRoutes(chain: ChainReader): LedgerRoute[] {
+  return [
+    { method: 'get', path: '/state', reply: replies.stateList, handler: ({ req }) => listState(chain, req) },
+    { method: 'get', path: '/state/:address', reply: replies.stateOne, handler: ({ req }) => fetchState(chain, req) },
+  ];
 }

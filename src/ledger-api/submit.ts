@@ -1,9 +1,11 @@
 /** POST /batches and GET/POST /batch_statuses. */
-import type { HttpServer, Reply, Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import { answer, type Answer } from '../http/route.js';
+import type { LedgerRoute } from './route.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { ledgerError } from './errors.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 import { buildUrl, selfUrl } from './links.js';
-import { serialize } from './schemas.js';
+import { replies } from './schemas.js';
 import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
 
 /**
@@ -12,17 +14,23 @@ import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
  * behind it went away mid-request, which clients already treat as "retry later"; the
  * message says why.
  */
-const SUBMIT_ERRORS = { EMPTY: 34, UNDECODABLE: 35, INVALID: 30, QUEUE_FULL: 31, UNAVAILABLE: 18 } as const;
+const SUBMIT_ERRORS = {
+  EMPTY: LedgerErrorCode.NoBatchesSubmitted,
+  UNDECODABLE: LedgerErrorCode.ProtobufNotDecodable,
+  INVALID: LedgerErrorCode.SubmittedBatchesInvalid,
+  QUEUE_FULL: LedgerErrorCode.UnableToAcceptBatches,
+  UNAVAILABLE: LedgerErrorCode.ValidatorDisconnected,
+} as const;
 
-async function submitBatches(ledger: Ledger, req: Req): Promise<Reply> {
-  if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(42);
-  if (req.body.length === 0) throw ledgerError(34);
+async function submitBatches(ledger: Ledger, req: Req): Promise<Answer> {
+  if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(LedgerErrorCode.WrongContentTypeBatches);
+  if (req.body.length === 0) throw ledgerError(LedgerErrorCode.NoBatchesSubmitted);
   const r = await ledger.submit(req.body);
   if (!r.ok) {
     const code = SUBMIT_ERRORS[r.code];
-    throw code === 31 ? ledgerError(31) : ledgerError(code, r.message, true);
+    throw code === LedgerErrorCode.UnableToAcceptBatches ? ledgerError(code) : ledgerError(code, r.message, true);
   }
-  return { status: 202, body: serialize.link({ link: buildUrl(req, '/batch_statuses', { id: r.ids.join(',') }) }) };
+  return answer({ link: buildUrl(req, '/batch_statuses', { id: r.ids.join(',') }) }, 202);
 }
 
 function statusEntries(ledger: Ledger, ids: string[]): object[] {
@@ -41,16 +49,30 @@ function statusEntries(ledger: Ledger, ids: string[]): object[] {
   });
 }
 
-async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boolean): Promise<Reply> {
+async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boolean): Promise<Answer> {
   checkIds(ids);
   const wait = parseWait(req);
   if (wait > 0) await ledger.waitFor(ids, wait * 1000);
   const data = statusEntries(ledger, ids);
-  return { status: 200, body: serialize.statuses(withLink ? { data, link: selfUrl(req) } : { data }) };
+  return answer(withLink ? { data, link: selfUrl(req) } : { data });
 }
 
-export function registerSubmit(server: HttpServer, ledger: Ledger): void {
-  server.route('post', '/batches', (req) => submitBatches(ledger, req));
-  server.route('get', '/batch_statuses', (req) => statuses(ledger, req, idQuery(req, 66), true));
-  server.route('post', '/batch_statuses', (req) => statuses(ledger, req, idArrayBody(req, 43, 46), false));
+export function submitRoutes(ledger: Ledger): LedgerRoute[] {
+  return [
+    { method: 'post', path: '/batches', reply: replies.link, handler: ({ req }) => submitBatches(ledger, req) },
+    {
+      method: 'get',
+      path: '/batch_statuses',
+      query: (req) => idQuery(req, LedgerErrorCode.StatusIdQueryInvalid),
+      reply: replies.statuses,
+      handler: ({ req, query }) => statuses(ledger, req, query, true),
+    },
+    {
+      method: 'post',
+      path: '/batch_statuses',
+      body: (req) => idArrayBody(req, LedgerErrorCode.WrongContentTypeStatuses, LedgerErrorCode.BadStatusRequest),
+      reply: replies.statuses,
+      handler: ({ req, body }) => statuses(ledger, req, body, false),
+    },
+  ];
 }

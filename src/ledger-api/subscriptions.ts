@@ -13,7 +13,7 @@
  * prefixes) sends nothing.
  */
 import type { WebSocket } from '@trufflesuite/uws-js-unofficial';
-import { HttpError, type HttpServer } from '../http/server.js';
+import { ApiError, type HttpServer } from '../http/server.js';
 import type { BlockEvent } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import type { ChainReader } from './chain.js';
@@ -57,7 +57,7 @@ export class Subscriptions {
       upgrade: (res, req, context) => {
         // uWS opens the socket within res.upgrade, so the count is exact here.
         if (this.#sockets.size >= limits.maxSockets) {
-          throw new HttpError(503, `Too many open subscriptions (${limits.maxSockets}); try again later`, undefined, { 'retry-after': '5' });
+          throw new ApiError(503, `Too many open subscriptions (${limits.maxSockets}); try again later`, undefined, { 'retry-after': '5' });
         }
         res.upgrade<SocketState>(
           { prefixes: null, lastSent: null },
@@ -73,7 +73,7 @@ export class Subscriptions {
     });
     // A plain GET (no upgrade) falls through the websocket route to here.
     server.route('get', '/subscriptions', () => {
-      throw new HttpError(400, 'GET /subscriptions is a websocket endpoint: send an Upgrade: websocket request');
+      throw new ApiError(400, 'GET /subscriptions is a websocket endpoint: send an Upgrade: websocket request');
     });
     this.#off = chain.ledger.onBlock((e) => {
       // Called from the committer's message handler: a throw here would end the process.

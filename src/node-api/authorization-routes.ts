@@ -3,11 +3,12 @@
  * `/authorization/assignments[/{identity_type}/{identity}]` (shapes of research
  * splinter.md §2.7–2.8). Role permissions must be names from the catalogue.
  */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { isPermission, permissionList } from './permissions.js';
 import { json, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 import type { Rbac } from './rbac.js';
 import type { IdentityType } from './stores.js';
 
@@ -46,74 +47,138 @@ function checkIdentity(type: IdentityType, identity: string, userExists: (id: st
     throw bad(`Invalid assignment payload: identity ${JSON.stringify(identity.slice(0, 80))} is not a public key (66 lower-case hex characters, starting 02 or 03)`);
   }
   if (type === 'user' && !userExists(identity)) {
-    throw new HttpError(404, `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`);
+    throw new ApiError(404, `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`);
   }
 }
 
 export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (userId: string) => boolean): void {
-  r.secured('get', '/authorization/permissions', 'authorization.permissions.read', () => json({ data: permissionList() }));
-
-  r.secured('get', '/authorization/roles', 'authorization.rbac.read', ({ req }) =>
-    json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
-  );
-
-  r.secured('post', '/authorization/roles', 'authorization.rbac.write', async ({ req }) => {
-    const b = objectBody(req);
-    const role = { role_id: reqString(b, 'role_id', ID_RULE), display_name: reqString(b, 'display_name', ID_RULE), permissions: permissionsOf(b) };
-    await rbac.addRole(role);
-    return json({ message: 'Role created successfully' });
+  r.add({
+    method: 'get',
+    path: '/authorization/permissions',
+    permission: 'authorization.permissions.read',
+    reply: nodeReplies.permissions,
+    handler: () => json({ data: permissionList() }),
   });
 
-  r.secured('get', '/authorization/roles/:role_id', 'authorization.rbac.read', ({ req }) => {
-    const role = rbac.getRole(req.params[0]!);
-    if (!role) throw new HttpError(404, 'Role not found');
-    return json({ data: role });
+  r.add({
+    method: 'get',
+    path: '/authorization/roles',
+    permission: 'authorization.rbac.read',
+    reply: nodeReplies.roles,
+    handler: ({ req }) =>
+      json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
   });
 
-  r.secured('patch', '/authorization/roles/:role_id', 'authorization.rbac.write', async ({ req }) => {
-    const b = objectBody(req);
-    const patch: { display_name?: string; permissions?: string[] } = {};
-    const name = optString(b, 'display_name', ID_RULE);
-    if (name !== undefined) patch.display_name = name;
-    if (b.permissions !== undefined) patch.permissions = permissionsOf(b);
-    await rbac.updateRole(req.params[0]!, patch);
-    return json({ message: 'Role updated successfully' });
+  r.add({
+    method: 'post',
+    path: '/authorization/roles',
+    permission: 'authorization.rbac.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const b = objectBody(req);
+      const role = { role_id: reqString(b, 'role_id', ID_RULE), display_name: reqString(b, 'display_name', ID_RULE), permissions: permissionsOf(b) };
+      await rbac.addRole(role);
+      return json({ message: 'Role created successfully' });
+    },
   });
 
-  r.secured('del', '/authorization/roles/:role_id', 'authorization.rbac.write', async ({ req }) => {
-    if (!(await rbac.removeRole(req.params[0]!))) throw new HttpError(404, 'Role not found');
-    return json({ message: 'Role deleted successfully' });
+  r.add({
+    method: 'get',
+    path: '/authorization/roles/:role_id',
+    permission: 'authorization.rbac.read',
+    reply: nodeReplies.role,
+    handler: ({ req }) => {
+      const role = rbac.getRole(req.params[0]!);
+      if (!role) throw new ApiError(404, 'Role not found');
+      return json({ data: role });
+    },
   });
 
-  r.secured('get', '/authorization/assignments', 'authorization.rbac.read', ({ req }) =>
-    json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
-  );
+  r.add({
+    method: 'patch',
+    path: '/authorization/roles/:role_id',
+    permission: 'authorization.rbac.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const b = objectBody(req);
+      const patch: { display_name?: string; permissions?: string[] } = {};
+      const name = optString(b, 'display_name', ID_RULE);
+      if (name !== undefined) patch.display_name = name;
+      if (b.permissions !== undefined) patch.permissions = permissionsOf(b);
+      await rbac.updateRole(req.params[0]!, patch);
+      return json({ message: 'Role updated successfully' });
+    },
+  });
 
-  r.secured('post', '/authorization/assignments', 'authorization.rbac.write', async ({ req }) => {
-    const b = objectBody(req);
-    const a = { identity_type: identityType(reqString(b, 'identity_type', { max: 16 })), identity: reqString(b, 'identity', ID_RULE), roles: rolesOf(b) };
-    checkIdentity(a.identity_type, a.identity, userExists);
-    await rbac.putAssignment(a, false);
-    return json({ message: 'Assignment created successfully' });
+  r.add({
+    method: 'del',
+    path: '/authorization/roles/:role_id',
+    permission: 'authorization.rbac.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      if (!(await rbac.removeRole(req.params[0]!))) throw new ApiError(404, 'Role not found');
+      return json({ message: 'Role deleted successfully' });
+    },
+  });
+
+  r.add({
+    method: 'get',
+    path: '/authorization/assignments',
+    permission: 'authorization.rbac.read',
+    reply: nodeReplies.assignments,
+    handler: ({ req }) =>
+      json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
+  });
+
+  r.add({
+    method: 'post',
+    path: '/authorization/assignments',
+    permission: 'authorization.rbac.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const b = objectBody(req);
+      const a = { identity_type: identityType(reqString(b, 'identity_type', { max: 16 })), identity: reqString(b, 'identity', ID_RULE), roles: rolesOf(b) };
+      checkIdentity(a.identity_type, a.identity, userExists);
+      await rbac.putAssignment(a, false);
+      return json({ message: 'Assignment created successfully' });
+    },
   });
 
   const path = '/authorization/assignments/:identity_type/:identity';
-  r.secured('get', path, 'authorization.rbac.read', ({ req }) => {
-    const a = rbac.getAssignment(identityType(req.params[0]!), req.params[1]!);
-    if (!a) throw new HttpError(404, 'Assignment not found');
-    return json({ data: a });
+  r.add({
+    method: 'get',
+    path: path,
+    permission: 'authorization.rbac.read',
+    reply: nodeReplies.assignment,
+    handler: ({ req }) => {
+      const a = rbac.getAssignment(identityType(req.params[0]!), req.params[1]!);
+      if (!a) throw new ApiError(404, 'Assignment not found');
+      return json({ data: a });
+    },
   });
 
-  r.secured('patch', path, 'authorization.rbac.write', async ({ req }) => {
-    const type = identityType(req.params[0]!);
-    const b = objectBody(req);
-    await rbac.putAssignment({ identity_type: type, identity: req.params[1]!, roles: rolesOf(b) }, true);
-    return json({ message: 'Assignment updated successfully' });
+  r.add({
+    method: 'patch',
+    path: path,
+    permission: 'authorization.rbac.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const type = identityType(req.params[0]!);
+      const b = objectBody(req);
+      await rbac.putAssignment({ identity_type: type, identity: req.params[1]!, roles: rolesOf(b) }, true);
+      return json({ message: 'Assignment updated successfully' });
+    },
   });
 
-  r.secured('del', path, 'authorization.rbac.write', async ({ req }) => {
-    const type = identityType(req.params[0]!);
-    if (!(await rbac.removeAssignment(type, req.params[1]!))) throw new HttpError(404, 'Assignment not found');
-    return json({ message: 'Assignment deleted successfully' });
+  r.add({
+    method: 'del',
+    path: path,
+    permission: 'authorization.rbac.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const type = identityType(req.params[0]!);
+      if (!(await rbac.removeAssignment(type, req.params[1]!))) throw new ApiError(404, 'Assignment not found');
+      return json({ message: 'Assignment deleted successfully' });
+    },
   });
 }

@@ -1,13 +1,13 @@
 /**
- * Request body parsing for interface A: JSON only, with a 400 `{message}` that names the
+ * Request body parsing for the node API: JSON only, with a 400 `{message}` that names the
  * offending field for malformed JSON, wrong types and missing fields.
  */
-import { HttpError, type Req } from '../http/server.js';
+import { ApiError, type Req } from '../http/server.js';
 
 export type JsonObject = Record<string, unknown>;
 
-export function bad(message: string): HttpError {
-  return new HttpError(400, message);
+export function bad(message: string): ApiError {
+  return new ApiError(400, message);
 }
 
 /** Parses the body as JSON; empty or malformed bodies are a 400. */

@@ -2,10 +2,12 @@
  * Credentials: register, log in, log out, refresh, verify
  * (`/biome/register|login|logout|token|verify`).
  */
-import { HttpError, type Reply } from '../http/server.js';
+import { ApiError } from '../http/server.js';
+import type { Answer } from '../http/route.js';
 import { log } from '../log.js';
 import { objectBody, optString, PRINTABLE, reqString, type JsonObject } from './body.js';
 import { json, requireUser, type AuthedCall, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
 import type { TokenService } from './tokens.js';
 
@@ -17,54 +19,90 @@ export function credentialsBody(b: JsonObject): { username: string; password: st
 }
 
 export function registerCredentialRoutes(r: Router, users: UserStore, tokens: TokenService): void {
-  r.public('post', '/biome/register', async ({ req }) => {
-    const { username, password } = credentialsBody(objectBody(req));
-    const u = await users.create(username, password);
-    log.info(`user ${u.user_id} created`);
-    return json({ message: 'User created successfully', data: { user_id: u.user_id, username: u.username } });
+  r.add({
+    method: 'post',
+    path: '/biome/register',
+    permission: 'public',
+    reply: nodeReplies.registered,
+    handler: async ({ req }) => {
+      const { username, password } = credentialsBody(objectBody(req));
+      const u = await users.create(username, password);
+      log.info(`user ${u.user_id} created`);
+      return json({ message: 'User created successfully', data: { user_id: u.user_id, username: u.username } });
+    },
   });
 
-  r.public('post', '/biome/login', async ({ req }) => {
-    const { username, password } = credentialsBody(objectBody(req));
-    const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
-      if (err instanceof HttpError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
-      if (err instanceof HttpError && (err.status === 429 || err.status === 503)) log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
-      throw err;
-    });
-    const claims = { userId: u.user_id, gen: u.token_gen };
-    return json({
-      message: 'Successful login',
-      user_id: u.user_id,
-      token: await tokens.issueAccess(claims),
-      refresh_token: await tokens.issueRefresh(claims),
-    });
+  r.add({
+    method: 'post',
+    path: '/biome/login',
+    permission: 'public',
+    reply: nodeReplies.login,
+    handler: async ({ req }) => {
+      const { username, password } = credentialsBody(objectBody(req));
+      const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
+        if (err instanceof ApiError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
+        if (err instanceof ApiError && (err.status === 429 || err.status === 503)) log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
+        throw err;
+      });
+      const claims = { userId: u.user_id, gen: u.token_gen };
+      return json({
+        message: 'Successful login',
+        user_id: u.user_id,
+        token: await tokens.issueAccess(claims),
+        refresh_token: await tokens.issueRefresh(claims),
+      });
+    },
   });
 
-  const logout = async (c: AuthedCall): Promise<Reply> => {
+  const logout = async (c: AuthedCall): Promise<Answer> => {
     const userId = requireUser(c);
     if (c.identity.kind !== 'user' || c.identity.via !== 'biome') {
-      throw new HttpError(403, 'Log out needs a Biome token; OAuth sessions end with /oauth/logout');
+      throw new ApiError(403, 'Log out needs a Biome token; OAuth sessions end with /oauth/logout');
     }
     await users.logout(userId);
     return json({ message: 'User successfully logged out' });
   };
-  r.secured('patch', '/biome/logout', 'authenticated', logout);
-  r.secured('post', '/biome/logout', 'authenticated', logout);
-
-  r.public('post', '/biome/token', async ({ req }) => {
-    const b = objectBody(req);
-    const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
-    if (jwt === undefined) throw new HttpError(400, 'Missing field "refresh_token"');
-    const claims = await tokens.verifyRefresh(jwt);
-    const u = claims ? users.get(claims.userId) : undefined;
-    if (!claims || !u || u.token_gen !== claims.gen) throw new HttpError(401, 'Invalid refresh token');
-    return json({ token: await tokens.issueAccess({ userId: u.user_id, gen: u.token_gen }) });
+  r.add({
+    method: 'patch',
+    path: '/biome/logout',
+    permission: 'authenticated',
+    reply: nodeReplies.message,
+    handler: logout,
+  });
+  r.add({
+    method: 'post',
+    path: '/biome/logout',
+    permission: 'authenticated',
+    reply: nodeReplies.message,
+    handler: logout,
   });
 
-  r.secured('post', '/biome/verify', 'authenticated', async (c) => {
-    const userId = requireUser(c);
-    const { username, password } = credentialsBody(objectBody(c.req));
-    const u = await users.checkPassword(username, password, userId, c.req.remoteAddress);
-    return json({ message: 'Successful verification', user_id: u.user_id });
+  r.add({
+    method: 'post',
+    path: '/biome/token',
+    permission: 'public',
+    reply: nodeReplies.token,
+    handler: async ({ req }) => {
+      const b = objectBody(req);
+      const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
+      if (jwt === undefined) throw new ApiError(400, 'Missing field "refresh_token"');
+      const claims = await tokens.verifyRefresh(jwt);
+      const u = claims ? users.get(claims.userId) : undefined;
+      if (!claims || !u || u.token_gen !== claims.gen) throw new ApiError(401, 'Invalid refresh token');
+      return json({ token: await tokens.issueAccess({ userId: u.user_id, gen: u.token_gen }) });
+    },
+  });
+
+  r.add({
+    method: 'post',
+    path: '/biome/verify',
+    permission: 'authenticated',
+    reply: nodeReplies.verified,
+    handler: async (c) => {
+      const userId = requireUser(c);
+      const { username, password } = credentialsBody(objectBody(c.req));
+      const u = await users.checkPassword(username, password, userId, c.req.remoteAddress);
+      return json({ message: 'Successful verification', user_id: u.user_id });
+    },
   });
 }

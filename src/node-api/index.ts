@@ -1,5 +1,5 @@
 /**
- * Interface A, part 1 (the node API): users and credentials, keys, profiles, OAuth,
+ * The node API: users and credentials, keys, profiles, OAuth,
  * permissions and grants, node status and the node registry. This module only wires
  * the stores, services and route tables together.
  */
@@ -21,7 +21,8 @@ import { OAuthSessions } from './oauth-sessions.js';
 import { KeyStore } from './keys-store.js';
 import { UserStore } from './users-store.js';
 import { Registry } from './registry-store.js';
-import { Router } from './router.js';
+import { nodeBinding, Router, type NodeRoute } from './router.js';
+import { mount } from '../http/route.js';
 import { registerCredentialRoutes } from './credentials-routes.js';
 import { registerUserRoutes } from './users-routes.js';
 import { registerKeyRoutes } from './keys-routes.js';
@@ -42,7 +43,7 @@ export interface NodeApiContext {
 }
 
 export interface NodeApi {
-  /** Identities and grants, shared with interface B's authorization. */
+  /** Identities and grants, shared with the data API's authorization. */
   auth: { authn: Authenticator; access: Access };
   close(): Promise<void>;
 }
@@ -56,7 +57,14 @@ function oidcClient(config: Config): OidcClient | null {
   return new OidcClient({ issuer, clientId, clientSecret, scope: 'openid profile email' });
 }
 
-export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeApi {
+export interface NodeRoutes {
+  routes: NodeRoute[];
+  /** Identities and grants, shared with the data API's authorization. */
+  auth: { authn: Authenticator; access: Access };
+}
+
+/** The route table of the node API (its handlers can be called without a server). */
+export function nodeApiRoutes(ctx: NodeApiContext): NodeRoutes {
   const { config } = ctx;
   const stores = openStores(ctx.db);
   const tokens = new TokenService({ dataDir: config.dataDir, accessTtlSec: config.accessTokenTtlSec, refreshTtlSec: config.refreshTokenTtlSec });
@@ -65,7 +73,7 @@ export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeAp
   const rbac = new Rbac(stores);
   const access = new Access(new AdminKeys(config.adminKeysFile), rbac);
   const authn = new Authenticator(tokens, stores, sessions);
-  const router = new Router(server, authn, access);
+  const router = new Router();
   const keys = new KeyStore(stores);
   const hasher = new PasswordHasher(config.bcryptCost, { concurrency: config.passwordChecks, queue: config.passwordQueue });
   const byAddress = new LoginBackoff(config.loginBackoffMs, { lockAfter: config.loginAddressFailures, resetOnSuccess: false, what: 'client address' });
@@ -84,9 +92,14 @@ export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeAp
   registerAuthorizationRoutes(router, rbac, (id) => stores.profiles.get(id) !== undefined || stores.users.get(id) !== undefined);
   registerRegistryRoutes(router, new Registry(stores));
   registerStatusRoute(router, config, ctx.version, identity);
+  return { routes: router.routes, auth: { authn, access } };
+}
 
+export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeApi {
+  const { routes, auth } = nodeApiRoutes(ctx);
+  mount(server, nodeBinding(auth.authn, auth.access), routes);
   return {
-    auth: { authn, access },
+    auth,
     async close(): Promise<void> {
       // Sub-databases close with the environment (owned by src/node.ts).
     },

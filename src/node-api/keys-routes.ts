@@ -2,65 +2,104 @@
  * The caller's own keys (`/biome/keys`): list, replace all (v2), rename, add, fetch,
  * delete; and protocol version 1's delete form `/biome/users/{user_id}/keys/{public_key}`.
  */
-import { HttpError, type Reply } from '../http/server.js';
+import { ApiError } from '../http/server.js';
+import type { Answer } from '../http/route.js';
 import { objectBody, parseJson, reqString } from './body.js';
 import { keyInput, keyJson, type KeyStore } from './keys-store.js';
 import { json, requireUser, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 
 export function registerKeyRoutes(r: Router, keys: KeyStore): void {
-  r.secured('get', '/biome/keys', 'authenticated', (c) => json(keys.list(requireUser(c)).map(keyJson)));
+  r.add({
+    method: 'get',
+    path: '/biome/keys',
+    permission: 'authenticated',
+    reply: nodeReplies.keys,
+    handler: (c) => json(keys.list(requireUser(c)).map(keyJson)),
+  });
 
-  r.secured(
-    'put',
-    '/biome/keys',
-    'authenticated',
-    async (c) => {
+  r.add({
+    method: 'put',
+    path: '/biome/keys',
+    permission: 'authenticated',
+    minVersion: 2,
+    reply: nodeReplies.message,
+    handler: async (c) => {
       const userId = requireUser(c);
       const body = parseJson(c.req);
-      if (!Array.isArray(body)) throw new HttpError(400, 'Request body must be a JSON array of keys');
-      if (body.length > 1000) throw new HttpError(400, 'At most 1000 keys can be stored per user');
+      if (!Array.isArray(body)) throw new ApiError(400, 'Request body must be a JSON array of keys');
+      if (body.length > 1000) throw new ApiError(400, 'At most 1000 keys can be stored per user');
       await keys.replaceAll(userId, body.map((k, i) => keyInput(k, `[${i}].`)));
       return json({ message: 'Keys replaced successfully' });
     },
-    2,
-  );
-
-  r.secured('patch', '/biome/keys', 'authenticated', async (c) => {
-    const userId = requireUser(c);
-    const b = objectBody(c.req);
-    const pk = reqString(b, 'public_key', { max: 520 });
-    const name = reqString(b, 'new_display_name', { max: 256, empty: true });
-    if (!(await keys.rename(userId, pk, name))) throw new HttpError(404, `Key with public key ${pk} and user ID ${userId} not found`);
-    return json({ message: 'Key updated successfully' });
   });
 
-  r.secured('post', '/biome/keys', 'authenticated', async (c) => {
-    const userId = requireUser(c);
-    const added = await keys.add(userId, keyInput(objectBody(c.req)));
-    return json({ message: 'Key added successfully', data: keyJson(added) });
+  r.add({
+    method: 'patch',
+    path: '/biome/keys',
+    permission: 'authenticated',
+    reply: nodeReplies.message,
+    handler: async (c) => {
+      const userId = requireUser(c);
+      const b = objectBody(c.req);
+      const pk = reqString(b, 'public_key', { max: 520 });
+      const name = reqString(b, 'new_display_name', { max: 256, empty: true });
+      if (!(await keys.rename(userId, pk, name))) throw new ApiError(404, `Key with public key ${pk} and user ID ${userId} not found`);
+      return json({ message: 'Key updated successfully' });
+    },
   });
 
-  r.secured('get', '/biome/keys/:public_key', 'authenticated', (c) => {
-    const userId = requireUser(c);
-    const k = keys.get(userId, c.req.params[0]!);
-    if (!k) throw new HttpError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
-    return json({ data: keyJson(k) });
+  r.add({
+    method: 'post',
+    path: '/biome/keys',
+    permission: 'authenticated',
+    reply: nodeReplies.messageKey,
+    handler: async (c) => {
+      const userId = requireUser(c);
+      const added = await keys.add(userId, keyInput(objectBody(c.req)));
+      return json({ message: 'Key added successfully', data: keyJson(added) });
+    },
   });
 
-  const remove = async (userId: string, pk: string): Promise<Reply> => {
+  r.add({
+    method: 'get',
+    path: '/biome/keys/:public_key',
+    permission: 'authenticated',
+    reply: nodeReplies.key,
+    handler: (c) => {
+      const userId = requireUser(c);
+      const k = keys.get(userId, c.req.params[0]!);
+      if (!k) throw new ApiError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
+      return json({ data: keyJson(k) });
+    },
+  });
+
+  const remove = async (userId: string, pk: string): Promise<Answer> => {
     const k = await keys.remove(userId, pk);
-    if (!k) throw new HttpError(404, `Failed to find key with public key: ${pk} and user id: ${userId}`);
+    if (!k) throw new ApiError(404, `Failed to find key with public key: ${pk} and user id: ${userId}`);
     return json({ message: 'Key successfully deleted', data: keyJson(k) });
   };
 
-  r.secured('del', '/biome/keys/:public_key', 'authenticated', (c) => remove(requireUser(c), c.req.params[0]!));
+  r.add({
+    method: 'del',
+    path: '/biome/keys/:public_key',
+    permission: 'authenticated',
+    reply: nodeReplies.messageKey,
+    handler: (c) => remove(requireUser(c), c.req.params[0]!),
+  });
 
   // The spec's version 1 form names the user in the path. The rule is version 2's: a user
   // deletes only its own keys, so another user's id is refused.
-  r.secured('del', '/biome/users/:user_id/keys/:public_key', 'authenticated', (c) => {
-    const userId = requireUser(c);
-    const [pathUser, pk] = c.req.params as [string, string];
-    if (pathUser !== userId) throw new HttpError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
-    return remove(userId, pk);
+  r.add({
+    method: 'del',
+    path: '/biome/users/:user_id/keys/:public_key',
+    permission: 'authenticated',
+    reply: nodeReplies.messageKey,
+    handler: (c) => {
+      const userId = requireUser(c);
+      const [pathUser, pk] = c.req.params as [string, string];
+      if (pathUser !== userId) throw new ApiError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
+      return remove(userId, pk);
+    },
   });
 }

@@ -6,7 +6,7 @@
  * `access_token=OAuth2:<token>&display_name=<name>`.
  */
 import * as oidc from 'openid-client';
-import { HttpError, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Reply, type Req } from '../http/server.js';
 import { log } from '../log.js';
 import type { Config } from '../config.js';
 import type { OidcClient } from './oauth-client.js';
@@ -16,6 +16,8 @@ import { PendingLogins } from './oauth-pending.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { linkOAuthLogin, listOAuthUsers } from './oauth-users.js';
 import { json, requireUser, type Router } from './router.js';
+import { ANY_JSON } from '../http/route.js';
+import { nodeReplies } from './replies.js';
 import type { Stores } from './stores.js';
 
 export interface OAuthDeps {
@@ -39,65 +41,93 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
   const policy = new RedirectPolicy(d.config.oauth.allowedRedirects, d.config.oauth.redirectUrl);
   const pending = new PendingLogins();
   const client = (): OidcClient => {
-    if (!d.client) throw new HttpError(404, 'OAuth is not configured on this node');
+    if (!d.client) throw new ApiError(404, 'OAuth is not configured on this node');
     return d.client;
   };
 
-  r.public('get', '/oauth/login', async ({ req }) => {
-    const c = client();
-    const target = req.query.get('redirect_url') ?? req.headers.referer;
-    if (!target) throw new HttpError(400, 'No valid redirect URL supplied');
-    const clientRedirect = policy.check(target);
-    if (!clientRedirect) throw new HttpError(400, 'The redirect URL is not an allowed client address (see CAIRN_OAUTH_ALLOWED_REDIRECTS)');
-    const state = oidc.randomState();
-    const verifier = oidc.randomPKCECodeVerifier();
-    const redirectUri = callbackUri(d.config, req);
-    const url = await c.authorizationUrl(redirectUri, state, verifier).catch(() => {
-      throw new HttpError(502, 'The OAuth provider is not reachable');
-    });
-    pending.add(state, { verifier, redirectUri, clientRedirect: clientRedirect.href });
-    return redirect(url.href);
-  }, 2);
+  r.add({
+    method: 'get',
+    path: '/oauth/login',
+    permission: 'public',
+    minVersion: 2,
+    reply: ANY_JSON,
+    handler: async ({ req }) => {
+      const c = client();
+      const target = req.query.get('redirect_url') ?? req.headers.referer;
+      if (!target) throw new ApiError(400, 'No valid redirect URL supplied');
+      const clientRedirect = policy.check(target);
+      if (!clientRedirect) throw new ApiError(400, 'The redirect URL is not an allowed client address (see CAIRN_OAUTH_ALLOWED_REDIRECTS)');
+      const state = oidc.randomState();
+      const verifier = oidc.randomPKCECodeVerifier();
+      const redirectUri = callbackUri(d.config, req);
+      const url = await c.authorizationUrl(redirectUri, state, verifier).catch(() => {
+        throw new ApiError(502, 'The OAuth provider is not reachable');
+      });
+      pending.add(state, { verifier, redirectUri, clientRedirect: clientRedirect.href });
+      return redirect(url.href);
+    },
+  });
 
-  r.public('get', '/oauth/callback', async ({ req }) => {
-    const c = client();
-    const state = req.query.get('state');
-    const p = state ? pending.take(state) : undefined;
-    if (!state || !p) throw new HttpError(400, 'Unknown or expired OAuth state; start again at /oauth/login');
-    const err = req.query.get('error');
-    if (err) throw new HttpError(400, `The OAuth provider refused the login: ${err.slice(0, 100)}`);
-    const url = new URL(p.redirectUri);
-    url.search = req.rawQuery;
-    const login = await c.exchange(url, state, p.verifier).catch((e: unknown) => {
-      log.warn('OAuth code exchange failed', e);
-      throw new HttpError(400, 'The OAuth provider did not accept the authorization code');
-    });
-    const userId = await linkOAuthLogin(d.stores, login.subject, login.claims);
-    const token = await d.sessions.create({
-      user_id: userId,
-      subject: login.subject,
-      provider_access_token: login.accessToken,
-      provider_refresh_token: login.refreshToken,
-      last_authenticated: Date.now(),
-    });
-    log.info(`OAuth login of user ${userId}`);
-    const back = new URL(p.clientRedirect);
-    back.searchParams.set('access_token', `OAuth2:${token}`);
-    const name = login.claims.name;
-    back.searchParams.set('display_name', typeof name === 'string' ? name : login.subject);
-    return redirect(back.href);
-  }, 2);
+  r.add({
+    method: 'get',
+    path: '/oauth/callback',
+    permission: 'public',
+    minVersion: 2,
+    reply: ANY_JSON,
+    handler: async ({ req }) => {
+      const c = client();
+      const state = req.query.get('state');
+      const p = state ? pending.take(state) : undefined;
+      if (!state || !p) throw new ApiError(400, 'Unknown or expired OAuth state; start again at /oauth/login');
+      const err = req.query.get('error');
+      if (err) throw new ApiError(400, `The OAuth provider refused the login: ${err.slice(0, 100)}`);
+      const url = new URL(p.redirectUri);
+      url.search = req.rawQuery;
+      const login = await c.exchange(url, state, p.verifier).catch((e: unknown) => {
+        log.warn('OAuth code exchange failed', e);
+        throw new ApiError(400, 'The OAuth provider did not accept the authorization code');
+      });
+      const userId = await linkOAuthLogin(d.stores, login.subject, login.claims);
+      const token = await d.sessions.create({
+        user_id: userId,
+        subject: login.subject,
+        provider_access_token: login.accessToken,
+        provider_refresh_token: login.refreshToken,
+        last_authenticated: Date.now(),
+      });
+      log.info(`OAuth login of user ${userId}`);
+      const back = new URL(p.clientRedirect);
+      back.searchParams.set('access_token', `OAuth2:${token}`);
+      const name = login.claims.name;
+      back.searchParams.set('display_name', typeof name === 'string' ? name : login.subject);
+      return redirect(back.href);
+    },
+  });
 
-  r.secured('get', '/oauth/logout', 'authenticated', async (c) => {
-    requireUser(c);
-    if (c.identity.kind !== 'user' || c.identity.via !== 'oauth') throw new HttpError(403, 'OAuth log out needs an OAuth2 token');
-    await d.sessions.removeAllOfUser(c.identity.userId);
-    return json({ message: 'User successfully logged out' });
-  }, 2);
+  r.add({
+    method: 'get',
+    path: '/oauth/logout',
+    permission: 'authenticated',
+    minVersion: 2,
+    reply: nodeReplies.message,
+    handler: async (c) => {
+      requireUser(c);
+      if (c.identity.kind !== 'user' || c.identity.via !== 'oauth') throw new ApiError(403, 'OAuth log out needs an OAuth2 token');
+      await d.sessions.removeAllOfUser(c.identity.userId);
+      return json({ message: 'User successfully logged out' });
+    },
+  });
 
-  r.secured('get', '/oauth/users', 'oauth.user.read', ({ req }) => {
-    const page = parsePageQuery(req.query);
-    const all = listOAuthUsers(d.stores);
-    return json(pageOf(all, `${req.path}?`, page));
-  }, 2);
+  r.add({
+    method: 'get',
+    path: '/oauth/users',
+    permission: 'oauth.user.read',
+    minVersion: 2,
+    reply: nodeReplies.oauthUsers,
+    handler: ({ req }) => {
+      const page = parsePageQuery(req.query);
+      const all = listOAuthUsers(d.stores);
+      return json(pageOf(all, `${req.path}?`, page));
+    },
+  });
 }

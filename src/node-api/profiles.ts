@@ -3,8 +3,9 @@
  * profile is created with the account (subject = username, other fields null); an OAuth
  * user's profile is filled from the provider's claims at every login.
  */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { json, requireUser, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 import type { ProfileRecord, Stores } from './stores.js';
 
 export function profileJson(p: ProfileRecord): ProfileRecord {
@@ -35,30 +36,39 @@ export function profileFromClaims(userId: string, subject: string, c: Record<str
 }
 
 export function registerProfileRoutes(r: Router, stores: Stores): void {
-  r.secured('get', '/biome/profiles', 'identity.profile.read', () => json(Array.from(stores.profiles.getRange({}).map(({ value }) => profileJson(value)))), 2);
+  r.add({
+    method: 'get',
+    path: '/biome/profiles',
+    permission: 'identity.profile.read',
+    minVersion: 2,
+    reply: nodeReplies.profiles,
+    handler: () => json(Array.from(stores.profiles.getRange({}).map(({ value }) => profileJson(value)))),
+  });
 
-  r.secured(
-    'get',
-    '/biome/profiles/:user_id',
-    'identity.profile.read',
-    ({ req }) => {
+  r.add({
+    method: 'get',
+    path: '/biome/profiles/:user_id',
+    permission: 'identity.profile.read',
+    minVersion: 2,
+    reply: nodeReplies.profile,
+    handler: ({ req }) => {
       const p = stores.profiles.get(req.params[0]!);
-      if (!p) throw new HttpError(404, `User ID not found: ${req.params[0]}`);
+      if (!p) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
       return json(profileJson(p));
     },
-    2,
-  );
+  });
 
-  r.secured(
-    'get',
-    '/biome/profile',
-    'authenticated',
-    (c) => {
+  r.add({
+    method: 'get',
+    path: '/biome/profile',
+    permission: 'authenticated',
+    minVersion: 2,
+    reply: nodeReplies.profile,
+    handler: (c) => {
       const userId = requireUser(c);
       const p = stores.profiles.get(userId);
-      if (!p) throw new HttpError(404, `No profile for user ${userId}`);
+      if (!p) throw new ApiError(404, `No profile for user ${userId}`);
       return json(profileJson(p));
     },
-    2,
-  );
+  });
 }

@@ -1,43 +1,74 @@
 /** The node registry (`/registry/nodes[/{identity}]`). */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { objectBody } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { matches, parseFilter } from './registry-filter.js';
 import { nodeFromBody, nodeJson, type Registry } from './registry-store.js';
 import { json, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 
 export function registerRegistryRoutes(r: Router, registry: Registry): void {
-  r.secured('get', '/registry/nodes', 'registry.read', ({ req }) => {
-    const page = parsePageQuery(req.query);
-    const rawFilter = req.query.get('filter');
-    const preds = rawFilter === null ? [] : parseFilter(rawFilter);
-    const nodes = registry.list().filter((n) => matches(preds, n.metadata)).map(nodeJson);
-    const base = rawFilter === null ? '/registry/nodes?' : `/registry/nodes?filter=${encodeURIComponent(rawFilter)}&`;
-    return json(pageOf(nodes, base, page));
+  r.add({
+    method: 'get',
+    path: '/registry/nodes',
+    permission: 'registry.read',
+    reply: nodeReplies.registryNodes,
+    handler: ({ req }) => {
+      const page = parsePageQuery(req.query);
+      const rawFilter = req.query.get('filter');
+      const preds = rawFilter === null ? [] : parseFilter(rawFilter);
+      const nodes = registry.list().filter((n) => matches(preds, n.metadata)).map(nodeJson);
+      const base = rawFilter === null ? '/registry/nodes?' : `/registry/nodes?filter=${encodeURIComponent(rawFilter)}&`;
+      return json(pageOf(nodes, base, page));
+    },
   });
 
-  r.secured('post', '/registry/nodes', 'registry.write', async ({ req }) => {
-    const n = nodeFromBody(objectBody(req));
-    await registry.put(n, false);
-    return json({ message: `Node ${n.identity} added to the registry` });
+  r.add({
+    method: 'post',
+    path: '/registry/nodes',
+    permission: 'registry.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const n = nodeFromBody(objectBody(req));
+      await registry.put(n, false);
+      return json({ message: `Node ${n.identity} added to the registry` });
+    },
   });
 
-  r.secured('get', '/registry/nodes/:identity', 'registry.read', ({ req }) => {
-    const n = registry.get(req.params[0]!);
-    if (!n) throw new HttpError(404, 'Node not found');
-    return json({ data: nodeJson(n) });
+  r.add({
+    method: 'get',
+    path: '/registry/nodes/:identity',
+    permission: 'registry.read',
+    reply: nodeReplies.registryNode,
+    handler: ({ req }) => {
+      const n = registry.get(req.params[0]!);
+      if (!n) throw new ApiError(404, 'Node not found');
+      return json({ data: nodeJson(n) });
+    },
   });
 
-  r.secured('put', '/registry/nodes/:identity', 'registry.write', async ({ req }) => {
-    const identity = req.params[0]!;
-    const n = nodeFromBody(objectBody(req));
-    if (n.identity !== identity) throw new HttpError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
-    const created = await registry.put(n, true);
-    return json({ message: `Node ${identity} ${created ? 'added to' : 'replaced in'} the registry` });
+  r.add({
+    method: 'put',
+    path: '/registry/nodes/:identity',
+    permission: 'registry.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const identity = req.params[0]!;
+      const n = nodeFromBody(objectBody(req));
+      if (n.identity !== identity) throw new ApiError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
+      const created = await registry.put(n, true);
+      return json({ message: `Node ${identity} ${created ? 'added to' : 'replaced in'} the registry` });
+    },
   });
 
-  r.secured('del', '/registry/nodes/:identity', 'registry.write', async ({ req }) => {
-    if (!(await registry.remove(req.params[0]!))) throw new HttpError(404, 'Node not found');
-    return json({ message: `Node ${req.params[0]} removed from the registry` });
+  r.add({
+    method: 'del',
+    path: '/registry/nodes/:identity',
+    permission: 'registry.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      if (!(await registry.remove(req.params[0]!))) throw new ApiError(404, 'Node not found');
+      return json({ message: `Node ${req.params[0]} removed from the registry` });
+    },
   });
 }

@@ -1,10 +1,11 @@
 /**
- * Route registration for interface A. Every operation declares who may call it
- * (public, any authenticated identity, or a permission) and the protocol versions it
- * exists in. Order of checks: credentials (401), permission (403), then the
+ * Routes of the node API. Every route declares who may call it (`permission`: public,
+ * any authenticated identity, or a permission) and the protocol versions it exists in
+ * (`minVersion`). Order of checks: credentials (401), permission (403), then the
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
-import { HttpError, type HttpServer, type Method, type Reply, type Req } from '../http/server.js';
+import { ApiError, type Method, type Reply, type Req } from '../http/server.js';
+import { answer, ANY_JSON, type Answer, type ApiBinding, type Outcome, type Request, type RouteSpec } from '../http/route.js';
 import type { Authenticator, Identity } from './identity.js';
 import type { Access } from './access.js';
 import type { Permission } from './permissions.js';
@@ -13,20 +14,37 @@ import { log } from '../log.js';
 export type Version = 1 | 2;
 export const LATEST_VERSION: Version = 2;
 
-export interface Call {
-  req: Req;
-  version: Version;
+/** What the node API adds to a request: the caller (null on public routes) and the protocol version. */
+export interface Caller {
   identity: Identity | null;
+  version: Version;
 }
 
-export interface AuthedCall extends Call {
-  identity: Identity;
-}
+export type Call = Request<Caller>;
+export type AuthedCall = Request<Caller & { identity: Identity }>;
 
 export type Guard = 'public' | 'authenticated' | Permission;
 
-export function json(body: unknown, status = 200, headers?: Record<string, string>): Reply {
-  return { status, body: JSON.stringify(body), headers };
+interface Versioned {
+  /** Lowest protocol version the route exists in (default 1). */
+  minVersion?: Version;
+}
+
+export interface PublicRoute extends RouteSpec<Caller, 'public'>, Versioned {
+  permission: 'public';
+  handler(c: Call): Outcome | Promise<Outcome>;
+}
+
+export interface SecuredRoute extends RouteSpec<Caller, Exclude<Guard, 'public'>>, Versioned {
+  permission: Exclude<Guard, 'public'>;
+  handler(c: AuthedCall): Outcome | Promise<Outcome>;
+}
+
+export type NodeRoute = PublicRoute | SecuredRoute;
+
+/** A JSON answer (written by the route's reply schema). */
+export function json<T>(body: T, status = 200, headers?: Record<string, string>): Answer<T> {
+  return answer(body, status, headers);
 }
 
 export function protocolVersion(req: Req): Version {
@@ -35,47 +53,45 @@ export function protocolVersion(req: Req): Version {
   const raw = a ?? b;
   if (raw === undefined) return LATEST_VERSION;
   if (a !== undefined && b !== undefined && a.trim() !== b.trim()) {
-    throw new HttpError(400, 'NodeProtocolVersion and SplinterProtocolVersion headers disagree');
+    throw new ApiError(400, 'NodeProtocolVersion and SplinterProtocolVersion headers disagree');
   }
   const v = raw.trim();
   if (v === '1' || v === '2') return Number(v) as Version;
-  throw new HttpError(400, `Unsupported NodeProtocolVersion: ${JSON.stringify(v.slice(0, 20))}; this node supports 1 and 2`);
+  throw new ApiError(400, `Unsupported NodeProtocolVersion: ${JSON.stringify(v.slice(0, 20))}; this node supports 1 and 2`);
 }
 
-export class Router {
-  readonly #server: HttpServer;
-  readonly #authn: Authenticator;
-  readonly #access: Access;
-
-  constructor(server: HttpServer, authn: Authenticator, access: Access) {
-    this.#server = server;
-    this.#authn = authn;
-    this.#access = access;
-  }
-
-  /** A route any caller may use. */
-  public(method: Method, path: string, handler: (c: Call) => Reply | Promise<Reply>, minVersion: Version = 1): void {
-    this.#add(method, path, 'public', minVersion, handler);
-  }
-
-  /** A route that needs credentials and, unless `guard` is 'authenticated', a permission. */
-  secured(method: Method, path: string, guard: Exclude<Guard, 'public'>, handler: (c: AuthedCall) => Reply | Promise<Reply>, minVersion: Version = 1): void {
-    this.#add(method, path, guard, minVersion, (c) => handler(c as AuthedCall));
-  }
-
-  #add(method: Method, path: string, guard: Guard, minVersion: Version, handler: (c: Call) => Reply | Promise<Reply>): void {
-    this.#server.route(method, path, async (req) => {
+/** The node API's hook: credentials and permission, then the protocol version. */
+export function nodeBinding(authn: Authenticator, access: Access): ApiBinding<Caller, NodeRoute> {
+  return {
+    async enter(req, route) {
       let identity: Identity | null = null;
-      if (guard !== 'public') {
-        identity = await authorize(this.#authn, this.#access, req, guard, 'node');
-
-      }
+      if (route.permission !== 'public') identity = await authorize(authn, access, req, route.permission, 'node');
       const version = protocolVersion(req);
+      const minVersion = route.minVersion ?? 1;
       if (version < minVersion) {
-        throw new HttpError(400, `This operation needs protocol version ${minVersion} or greater; the request asked for ${version}`);
+        throw new ApiError(400, `This operation needs protocol version ${minVersion} or greater; the request asked for ${version}`);
       }
-      return handler({ req, version, identity });
-    });
+      return { identity, version };
+    },
+  };
+}
+
+/** The node API's route table, filled by the route modules and mounted by index.ts. */
+export class Router {
+  readonly routes: NodeRoute[] = [];
+
+  add(...routes: NodeRoute[]): void {
+    this.routes.push(...routes);
+  }
+
+  /** Shorthand of `add` for a public route whose reply is any JSON (prefer `add` with a reply schema). */
+  public(method: Method, path: string, handler: (c: Call) => Reply | Answer | Promise<Reply | Answer>, minVersion: Version = 1): void {
+    this.add({ method, path, permission: 'public', reply: ANY_JSON, handler, minVersion });
+  }
+
+  /** Shorthand of `add` for a secured route whose reply is any JSON (prefer `add` with a reply schema). */
+  secured(method: Method, path: string, guard: Exclude<Guard, 'public'>, handler: (c: AuthedCall) => Reply | Answer | Promise<Reply | Answer>, minVersion: Version = 1): void {
+    this.add({ method, path, permission: guard, reply: ANY_JSON, handler, minVersion });
   }
 }
 
@@ -85,23 +101,23 @@ function who(id: Identity): string {
 
 /**
  * Credentials (401 with a message that says what is expected) then the permission (403).
- * Shared by interfaces A and B. Each refusal is logged with the reason, never the token.
+ * Shared by the node API and the data API. Each refusal is logged with the reason, never the token.
  */
 export async function authorize(authn: Authenticator, access: Access, req: Req, guard: Exclude<Guard, 'public'>, api: string): Promise<Identity> {
   const r = await authn.authenticateOrExplain(req);
   if ('problem' in r) {
     log.info(`${api}: 401 on ${req.method} ${req.path}: ${r.problem.split(';')[0]}`);
-    throw new HttpError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
+    throw new ApiError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
   }
   if (guard !== 'authenticated' && !access.allowed(r.identity, guard)) {
     log.info(`${api}: 403 on ${req.method} ${req.path}: ${who(r.identity)} lacks ${guard}`);
-    throw new HttpError(403, `Client lacks the permission ${guard}`);
+    throw new ApiError(403, `Client lacks the permission ${guard}`);
   }
   return r.identity;
 }
 
 /** The caller as a user, or 403 when it is a key (Cylinder) identity. */
 export function requireUser(c: AuthedCall): string {
-  if (c.identity.kind !== 'user') throw new HttpError(403, 'This operation needs a user identity (a Biome or OAuth2 token)');
+  if (c.identity.kind !== 'user') throw new ApiError(403, 'This operation needs a user identity (a Biome or OAuth2 token)');
   return c.identity.userId;
 }

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.js';
 import { json, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 import type { Stores } from './stores.js';
 
 export interface NodeIdentity {
@@ -25,18 +26,24 @@ export async function resolveNodeIdentity(config: Config, stores: Stores): Promi
 
 export function registerStatusRoute(r: Router, config: Config, version: string, identity: Promise<NodeIdentity>): void {
   const endpoints = config.endpoint ? [config.endpoint] : [];
-  r.secured('get', '/status', 'status.read', async ({ req }) => {
-    const id = await identity;
-    const { host, port } = config.nodeBind;
-    const wildcard = host === '0.0.0.0' || host === '::';
-    const service = port !== 0 && !wildcard ? `http://${host.includes(':') ? `[${host}]` : host}:${port}` : `http://${req.headers.host ?? host}`;
-    return json({
-      version,
-      node_id: id.nodeId,
-      display_name: id.displayName,
-      service_endpoint: service,
-      network_endpoints: endpoints,
-      advertised_endpoints: endpoints,
-    });
+  r.add({
+    method: 'get',
+    path: '/status',
+    permission: 'status.read',
+    reply: nodeReplies.status,
+    handler: async ({ req }) => {
+      const id = await identity;
+      const { host, port } = config.nodeBind;
+      const wildcard = host === '0.0.0.0' || host === '::';
+      const service = port !== 0 && !wildcard ? `http://${host.includes(':') ? `[${host}]` : host}:${port}` : `http://${req.headers.host ?? host}`;
+      return json({
+        version,
+        node_id: id.nodeId,
+        display_name: id.displayName,
+        service_endpoint: service,
+        network_endpoints: endpoints,
+        advertised_endpoints: endpoints,
+      });
+    },
   });
 }

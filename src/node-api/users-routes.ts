@@ -1,10 +1,11 @@
 /** User administration: list, fetch, update (password, new keys), delete (`/biome/users`). */
-import { HttpError } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 import { log } from '../log.js';
 import { objectBody, optString, type JsonObject } from './body.js';
 import { credentialsBody, PASSWORD_RULE } from './credentials-routes.js';
 import { keyInput, keyJson, type KeyInput } from './keys-store.js';
 import { json, type Router } from './router.js';
+import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
 import type { UserRecord } from './stores.js';
 
@@ -13,37 +14,61 @@ const userJson = (u: UserRecord): { username: string; user_id: string } => ({ us
 function newKeys(b: JsonObject): KeyInput[] {
   const v = b.new_key_pairs;
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw new HttpError(400, 'Field "new_key_pairs" must be an array');
-  if (v.length > 1000) throw new HttpError(400, 'Field "new_key_pairs" has more than 1000 entries');
+  if (!Array.isArray(v)) throw new ApiError(400, 'Field "new_key_pairs" must be an array');
+  if (v.length > 1000) throw new ApiError(400, 'Field "new_key_pairs" has more than 1000 entries');
   return v.map((k, i) => keyInput(k, `new_key_pairs[${i}].`));
 }
 
 export function registerUserRoutes(r: Router, users: UserStore): void {
-  r.secured('get', '/biome/users', 'identity.user.read', () => json(users.list().map(userJson)));
-
-  r.secured('get', '/biome/users/:user_id', 'identity.user.read', ({ req }) => {
-    const u = users.get(req.params[0]!);
-    if (!u) throw new HttpError(404, `User ID not found: ${req.params[0]}`);
-    return json(userJson(u));
+  r.add({
+    method: 'get',
+    path: '/biome/users',
+    permission: 'identity.user.read',
+    reply: nodeReplies.users,
+    handler: () => json(users.list().map(userJson)),
   });
 
-  r.secured('put', '/biome/users/:user_id', 'identity.user.write', async ({ req }) => {
-    const userId = req.params[0]!;
-    const b = objectBody(req);
-    const { username, password } = credentialsBody(b);
-    const newPassword = optString(b, 'new_password', PASSWORD_RULE);
-    const keys = newKeys(b);
-    if (!users.get(userId)) throw new HttpError(404, `User ID not found: ${userId}`);
-    await users.checkPassword(username, password, userId);
-    const added = await users.update(userId, newPassword, keys);
-    log.info(`user ${userId} updated (${newPassword === undefined ? 'password kept' : 'password changed'}, ${added.length} key(s) added)`);
-    return json({ message: 'Credentials and key updated successfully', data: added.map(keyJson) });
+  r.add({
+    method: 'get',
+    path: '/biome/users/:user_id',
+    permission: 'identity.user.read',
+    reply: nodeReplies.user,
+    handler: ({ req }) => {
+      const u = users.get(req.params[0]!);
+      if (!u) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
+      return json(userJson(u));
+    },
   });
 
-  r.secured('del', '/biome/users/:user_id', 'identity.user.write', async ({ req }) => {
-    const userId = req.params[0]!;
-    if (!(await users.remove(userId))) throw new HttpError(404, `User ID not found: ${userId}`);
-    log.info(`user ${userId} deleted`);
-    return json({ message: 'User deleted successfully' });
+  r.add({
+    method: 'put',
+    path: '/biome/users/:user_id',
+    permission: 'identity.user.write',
+    reply: nodeReplies.messageKeys,
+    handler: async ({ req }) => {
+      const userId = req.params[0]!;
+      const b = objectBody(req);
+      const { username, password } = credentialsBody(b);
+      const newPassword = optString(b, 'new_password', PASSWORD_RULE);
+      const keys = newKeys(b);
+      if (!users.get(userId)) throw new ApiError(404, `User ID not found: ${userId}`);
+      await users.checkPassword(username, password, userId);
+      const added = await users.update(userId, newPassword, keys);
+      log.info(`user ${userId} updated (${newPassword === undefined ? 'password kept' : 'password changed'}, ${added.length} key(s) added)`);
+      return json({ message: 'Credentials and key updated successfully', data: added.map(keyJson) });
+    },
+  });
+
+  r.add({
+    method: 'del',
+    path: '/biome/users/:user_id',
+    permission: 'identity.user.write',
+    reply: nodeReplies.message,
+    handler: async ({ req }) => {
+      const userId = req.params[0]!;
+      if (!(await users.remove(userId))) throw new ApiError(404, `User ID not found: ${userId}`);
+      log.info(`user ${userId} deleted`);
+      return json({ message: 'User deleted successfully' });
+    },
   });
 }

@@ -8,8 +8,11 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { startNode, type RunningNode } from '../../src/node.js';
 import { log } from '../../src/log.js';
+import { setReplyCheck } from '../../src/http/route.js';
 
 log.setLevel(process.env.CAIRN_LOG_LEVEL === 'debug' ? 'debug' : 'warn');
+// Every reply a test provokes is also checked against its reply schema (src/http/route.ts).
+setReplyCheck(true);
 
 export interface TestNode {
   node: RunningNode;

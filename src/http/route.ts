@@ -1,0 +1,169 @@
+/**
+ * One way to declare a route, for the three interfaces (ledger gateway, node API, data
+ * API). A route is data: method, path, the permission it needs (in the interface's own
+ * terms), parsers for its query and body, the JSON schema of its reply, and a handler.
+ *
+ * A handler is a plain function: it takes a typed request (the request snapshot, named
+ * path parameters, the parsed query and body, and what the interface's `enter` hook
+ * made of the caller: identity, protocol version, backend) and returns a typed answer
+ * (`{status, value}`) or, for what is not JSON (redirects), a ready `Reply`. Errors are
+ * thrown as `ApiError`. So handlers can be called without a server (test/handlers.test.ts),
+ * and the interface supplies only what differs: its caller hook and its error shape
+ * (ServerOptions.errorReply).
+ *
+ * Replies are written by fast-json-stringify serialisers compiled once, when the routes
+ * are mounted (at start). A reply schema lists the fields a reply has; a record with
+ * open-ended members (JSON metadata) says so with `additionalProperties: true` or an
+ * empty schema `{}` (written with JSON.stringify). `setReplyCheck(true)` (the tests turn
+ * it on) compares every serialised reply with JSON.stringify of the same value, so a
+ * schema that drops or retypes a field fails the test that exercises it.
+ */
+import fastJson from 'fast-json-stringify';
+import type { HttpServer, Method, Reply, Req } from './server.js';
+
+/** A JSON schema as fast-json-stringify takes it. */
+export type ReplySchema = Record<string, unknown>;
+
+/** Any JSON: written with JSON.stringify (open-ended values, or replies that are never JSON). */
+export const ANY_JSON: ReplySchema = {};
+
+/** What a handler answers: a value its route's reply schema writes, with a status (200 by default). */
+export interface Answer<T = unknown> {
+  status?: number;
+  value: T;
+  headers?: Record<string, string>;
+}
+
+/** An answer, or a ready reply for what is not JSON (a redirect, protobuf bytes). */
+export type Outcome<T = unknown> = Answer<T> | Reply;
+
+/** `{status, value}`: the answer of a JSON route. */
+export function answer<T>(value: T, status = 200, headers?: Record<string, string>): Answer<T> {
+  return headers ? { status, value, headers } : { status, value };
+}
+
+/**
+ * The request a handler sees: `C` is what the interface's `enter` hook adds (e.g. the
+ * caller's identity), `Q` and `B` what the route's query and body parsers return.
+ */
+export type Request<C extends object = object, Q = URLSearchParams, B = Buffer> = C & {
+  /** The request snapshot: headers, path, raw query, raw body (links and forwarding use it). */
+  req: Req;
+  /** Path parameters by their names in the route's path (`/blocks/:block_id` → `block_id`). */
+  params: Record<string, string>;
+  query: Q;
+  body: B;
+};
+
+export interface RouteSpec<C extends object = object, P = never> {
+  method: Method;
+  /** uWS pattern, e.g. `/blocks/:block_id`. */
+  path: string;
+  /** What the caller needs, in the interface's terms; checked by the interface's `enter` hook. */
+  permission?: P;
+  /** Parses (and checks) the query; throws ApiError. Default: the URLSearchParams. */
+  query?(req: Req): unknown;
+  /** Parses (and checks) the body; throws ApiError. Default: the raw bytes. */
+  body?(req: Req): unknown;
+  /** fast-json-stringify schema of the answer's value. */
+  reply: ReplySchema;
+  // Method syntax: a route declared with narrower query/body types still fits a route table.
+  handler(r: Request<C, any, any>): Outcome | Promise<Outcome>;
+}
+
+/** What an interface supplies to mount its routes. */
+export interface ApiBinding<C extends object, S extends RouteSpec<C, unknown>> {
+  /**
+   * Runs before the route's parsers and handler: authenticates and authorizes the caller
+   * (throwing ApiError 401/403) and returns what the handler gets besides the request.
+   */
+  enter(req: Req, route: S): C | Promise<C>;
+}
+
+let checkReplies = false;
+
+/**
+ * Compare every serialised reply with JSON.stringify of the same value (order of keys
+ * aside); a difference is a 500 and an error in the log. For tests: it doubles the work.
+ */
+export function setReplyCheck(on: boolean): void {
+  checkReplies = on;
+}
+
+const compiled = new WeakMap<ReplySchema, (v: unknown) => string>();
+
+/** The serialiser of a schema, compiled once however many routes share the schema. */
+export function serializer(schema: ReplySchema): (v: unknown) => string {
+  let s = compiled.get(schema);
+  if (!s) {
+    s = schema === ANY_JSON ? (v: unknown) => JSON.stringify(v) : (fastJson(schema) as (v: unknown) => string);
+    compiled.set(schema, s);
+  }
+  return s;
+}
+
+/** Names of the `:name` segments of a uWS pattern, in order. */
+export function paramNames(path: string): string[] {
+  return path.split('/').flatMap((seg) => (seg.startsWith(':') ? [seg.slice(1)] : []));
+}
+
+/** The named path parameters of a request, as a map without a prototype. */
+function namedParams(names: string[], values: string[]): Record<string, string> {
+  const out = Object.create(null) as Record<string, string>;
+  names.forEach((n, i) => {
+    const v = values[i];
+    if (v !== undefined) out[n] = v;
+  });
+  return out;
+}
+
+function isAnswer(o: Outcome): o is Answer {
+  return Object.hasOwn(o, 'value');
+}
+
+/** Sorts object keys at every level, for an order-blind comparison. */
+function canonical(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(canonical);
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return Object.fromEntries(Object.keys(o).sort().map((k) => [k, canonical(o[k])]));
+  }
+  return v;
+}
+
+function checkReply(route: RouteSpec<object, unknown>, value: unknown, written: string): void {
+  const expected = JSON.stringify(canonical(JSON.parse(JSON.stringify(value) ?? 'null')));
+  const got = JSON.stringify(canonical(JSON.parse(written)));
+  if (expected !== got) {
+    throw new Error(`the reply schema of ${route.method.toUpperCase()} ${route.path} changes the reply: ${got.slice(0, 400)} instead of ${expected.slice(0, 400)}`);
+  }
+}
+
+/** Writes a handler's outcome as a reply, with the route's compiled serialiser. */
+export function toReply(route: RouteSpec<object, unknown>, write: (v: unknown) => string, out: Outcome): Reply {
+  if (!isAnswer(out)) return out;
+  const body = write(out.value);
+  if (checkReplies) checkReply(route, out.value, body);
+  return { status: out.status ?? 200, body, headers: out.headers };
+}
+
+/** Runs a route for a request snapshot: the interface's hook, the parsers, the handler. */
+export async function runRoute<C extends object, S extends RouteSpec<C, unknown>>(binding: ApiBinding<C, S>, route: S, req: Req): Promise<Outcome> {
+  const ctx = await binding.enter(req, route);
+  const r = {
+    ...ctx,
+    req,
+    params: namedParams(paramNames(route.path), req.params),
+    query: route.query ? route.query(req) : req.query,
+    body: route.body ? route.body(req) : req.body,
+  } as Request<C, unknown, unknown>;
+  return route.handler(r);
+}
+
+/** Registers `routes` on `server`, compiling each reply schema once, now. */
+export function mount<C extends object, S extends RouteSpec<C, unknown>>(server: HttpServer, binding: ApiBinding<C, S>, routes: readonly S[]): void {
+  for (const route of routes) {
+    const write = serializer(route.reply);
+    server.route(route.method, route.path, async (req) => toReply(route, write, await runRoute(binding, route, req)));
+  }
+}
