@@ -29,7 +29,7 @@ import { registerProfileRoutes } from './profiles.js';
 import { registerOAuthRoutes } from './oauth-routes.js';
 import { registerAuthorizationRoutes } from './authorization-routes.js';
 import { registerRegistryRoutes } from './registry-routes.js';
-import { registerStatusRoute, resolveNodeIdentity } from './status.js';
+import { registerStatusRoute, resolveNodeIdentity, type NetworkEndpoints, type NodeIdentity } from './status.js';
 
 export interface NodeApiContext {
   config: Config;
@@ -44,6 +44,12 @@ export interface NodeApiContext {
 export interface NodeApi {
   /** Identities and grants, shared with interface B's authorization. */
   auth: { authn: Authenticator; access: Access };
+  /** For the circuit routes (src/circuits), declared in the same style. */
+  router: Router;
+  registry: Registry;
+  identity: Promise<NodeIdentity>;
+  /** The peer network endpoints /status shows, known once the network listens. */
+  network: NetworkEndpoints;
   close(): Promise<void>;
 }
 
@@ -82,11 +88,17 @@ export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeAp
   registerProfileRoutes(router, stores);
   registerOAuthRoutes(router, { config, stores, client, sessions });
   registerAuthorizationRoutes(router, rbac, (id) => stores.profiles.get(id) !== undefined || stores.users.get(id) !== undefined);
-  registerRegistryRoutes(router, new Registry(stores));
-  registerStatusRoute(router, config, ctx.version, identity);
+  const registry = new Registry(stores);
+  registerRegistryRoutes(router, registry);
+  const network: NetworkEndpoints = { network: [], advertised: [] };
+  registerStatusRoute(router, config, ctx.version, identity, network);
 
   return {
     auth: { authn, access },
+    router,
+    registry,
+    identity,
+    network,
     async close(): Promise<void> {
       // Sub-databases close with the environment (owned by src/node.ts).
     },
