@@ -5,6 +5,10 @@
  * restarted mid-proposal, disband, abandon, purge and event replay with `last`.
  */
 import t from 'tap';
+import { connect, type Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { frame } from '../src/circuits/frame.js';
+import { AuthChallengeSubmitRequest, AuthorizationMessage, AuthProtocolRequest, NetworkMessage, encode } from '../src/circuits/proto.js';
 import { createPayload, idPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
 import { startCircuitNodes, submit, EventClient, type CircuitNode } from './helpers/circuits.js';
 
@@ -219,4 +223,69 @@ t.test('event replay with last', async (t) => {
   await new Promise((r) => setTimeout(r, 300));
   t.equal(other.frames.length, 1, 'only the registration result for a type without events');
   other.close();
+});
+
+/** Opens a raw TCP connection to a node's peer port and collects what it answers. */
+async function raw(n: CircuitNode): Promise<{ sock: Socket; got: () => Buffer; closed: Promise<void> }> {
+  const sock = connect({ host: '127.0.0.1', port: n.child.ports.network });
+  let buf = Buffer.alloc(0);
+  sock.on('data', (d: Buffer) => (buf = Buffer.concat([buf, d])));
+  sock.on('error', () => {});
+  const closed = new Promise<void>((r) => sock.once('close', () => r()));
+  await new Promise<void>((r) => sock.once('connect', () => r()));
+  return { sock, got: () => buf, closed };
+}
+
+const within = (p: Promise<void>, ms: number): Promise<boolean> => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+const authMsg = (type: number, payload: Uint8Array): Buffer =>
+  frame(encode(NetworkMessage, { messageType: 101, payload: encode(AuthorizationMessage, { messageType: type, payload }) }));
+const VERSIONS_1 = Buffer.from([0, 1, 0, 1]);
+
+t.test('garbage on the peer port drops that connection only', async (t) => {
+  const before = await getAll('/admin/circuits?status=disbanded');
+
+  const r1 = await raw(A);
+  r1.sock.write(randomBytes(64));
+  t.ok(await within(r1.closed, 10_000), 'random bytes: connection dropped');
+
+  const r2 = await raw(A);
+  const bad = frame(Buffer.from('x'));
+  bad[6] ^= 0xff;
+  r2.sock.write(Buffer.concat([VERSIONS_1, bad]));
+  t.ok(await within(r2.closed, 10_000), 'bad checksum: connection dropped');
+
+  const r3 = await raw(A);
+  r3.sock.write(Buffer.concat([VERSIONS_1, Buffer.from([0, 2, 0, 0, 0, 0, 0xfd])]));
+  t.ok(await within(r3.closed, 10_000), 'unknown frame version: connection dropped');
+
+  const r4 = await raw(A);
+  r4.sock.write(Buffer.concat([VERSIONS_1, frame(encode(NetworkMessage, { messageType: 100, payload: Buffer.from('hi') }))]));
+  t.ok(await within(r4.closed, 10_000), 'a circuit message before the handshake: connection dropped');
+
+  const r5 = await raw(A);
+  r5.sock.write(Buffer.concat([VERSIONS_1, frame(Buffer.from([0xff, 0xff, 0xff, 0xff]))]));
+  t.ok(await within(r5.closed, 10_000), 'undecodable message: connection dropped');
+
+  // A challenge handshake whose signature does not verify.
+  const r6 = await raw(A);
+  r6.sock.write(Buffer.concat([VERSIONS_1, authMsg(101, encode(AuthProtocolRequest, { authProtocolMin: 1, authProtocolMax: 1 })), authMsg(120, new Uint8Array(0))]));
+  const until = Date.now() + 10_000;
+  while (!r6.got().includes(Buffer.from([0x08, 0x79])) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  const sig = Buffer.alloc(64, 7);
+  r6.sock.write(authMsg(122, encode(AuthChallengeSubmitRequest, { submitRequests: [{ publicKey: Buffer.from(B.peering, 'hex'), signature: sig }] })));
+  t.ok(await within(r6.closed, 10_000), 'bad challenge signature: connection dropped');
+
+  t.match(A.child.log(), /protocol error: frame header checksum mismatch/);
+  t.match(A.child.log(), /authorization refused: challenge signature is invalid/);
+  const after = await getAll('/admin/circuits?status=disbanded');
+  t.same(after.map((x) => x.text), before.map((x) => x.text), 'circuits intact');
+  for (const n of nodes) t.equal((await n.call('GET', '/status', { auth: n.auth })).status, 200, `${n.id} serves`);
+  await createAndAccept(t, 'after-00001', 'trust');
+});
+
+t.test('status shows the node id and the advertised endpoint', async (t) => {
+  const s = (await A.call('GET', '/status', { auth: A.auth })).body as { node_id: string; network_endpoints: string[]; advertised_endpoints: string[] };
+  t.equal(s.node_id, 'alpha');
+  t.same(s.network_endpoints, [A.endpoint]);
+  t.same(s.advertised_endpoints, [A.endpoint]);
 });
