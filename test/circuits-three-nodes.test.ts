@@ -4,8 +4,10 @@
  * events on every member, a rejection, a duplicate, wrong voters, a member killed and
  * restarted mid-proposal, disband, abandon, purge and event replay with `last`.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { runToExit } from './helpers/child.js';
 import { randomBytes } from 'node:crypto';
 import { frame } from '../src/circuits/frame.js';
 import { AuthChallengeSubmitRequest, AuthorizationMessage, AuthProtocolRequest, NetworkMessage, encode } from '../src/circuits/proto.js';
@@ -17,6 +19,7 @@ const [A, B, C] = nodes as [CircuitNode, CircuitNode, CircuitNode];
 const clients = new Map<string, EventClient>();
 const ws = (n: CircuitNode): EventClient => clients.get(n.id)!;
 t.teardown(async () => {
+  if (process.env.CIRCUIT_TEST_LOGS) for (const n of nodes) (await import('node:fs')).writeFileSync(`${process.env.CIRCUIT_TEST_LOGS}-${n.id}.log`, n.child.log());
   for (const c of clients.values()) c.close();
   await stop();
 });
@@ -55,7 +58,7 @@ async function waitAll(type: string, id: string, also = ''): Promise<void> {
   await Promise.all(nodes.map((n) => ws(n).waitFor(type, id, also)));
 }
 
-async function createAndAccept(t: Tap.Test, id: string, auth: 'trust' | 'challenge'): Promise<void> {
+async function createAndAccept(t: Test, id: string, auth: 'trust' | 'challenge'): Promise<void> {
   const r = await submit(A, createPayload(A.admin, 'alpha', spec(id, auth)));
   t.equal(r.status, 202, `create answered 202 (${r.text})`);
   await waitAll('ProposalSubmitted', id);
@@ -288,4 +291,25 @@ t.test('status shows the node id and the advertised endpoint', async (t) => {
   t.equal(s.node_id, 'alpha');
   t.same(s.network_endpoints, [A.endpoint]);
   t.same(s.advertised_endpoints, [A.endpoint]);
+});
+
+t.test('the circuit command builds, signs and submits payloads', async (t) => {
+  const cli = async (n: CircuitNode, args: string[]): Promise<{ code: number | null; log: string }> =>
+    runToExit(['src/cli/circuit.ts', ...args, '--url', n.url, '--key', join(n.dir, 'keys', 'admin.priv')], { ...process.env });
+  const id = 'clicl-00001';
+  const members = nodes.flatMap((n) => ['--member', `${n.id}=${n.endpoint}`]);
+  const services = nodes.flatMap((n, i) => ['--service', `s${'ABC'[i]}01::${n.id}`]);
+  const p = await cli(A, ['propose', '--node-id', 'alpha', '--circuit-id', id, '--management-type', 'test', ...members, ...services, '--peer-services', '--service-arg', `*::admin_keys=${A.admin.publicKey}`]);
+  t.equal(p.code, 0, p.log);
+  t.match(p.log, /^202/m);
+  await waitAll('ProposalSubmitted', id);
+  t.equal((await cli(B, ['vote', '--node-id', 'beta', '--circuit-id', id, '--accept'])).code, 0);
+  await waitAll('ProposalVote', id);
+  t.equal((await cli(C, ['vote', '--node-id', 'gamma', '--circuit-id', id, '--accept'])).code, 0);
+  await waitAll('CircuitReady', id);
+  const list = await cli(C, ['list', 'circuits']);
+  t.match(list.log, new RegExp(`^200 .*"id":"${id}"`, 'm'));
+  const refused = await cli(B, ['vote', '--node-id', 'beta', '--circuit-id', id, '--accept']);
+  t.equal(refused.code, 1, 'a vote on a circuit that is no longer proposed');
+  t.match(refused.log, /^404/m);
 });

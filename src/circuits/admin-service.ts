@@ -60,9 +60,19 @@ interface Change {
   proposal: ProposalMsg;
   kind: 'create' | 'vote' | 'disband';
   members: string[];
+  /** Rounds this node already ran for it without a commit. */
+  attempts?: number;
 }
 
+/**
+ * Own changes whose round ended without a commit (a member was down or a message was lost)
+ * are proposed again, up to this many rounds in all, while they still validate here.
+ * Upstream drops them after the first round; the client saw 202 either way.
+ */
+const MAX_ROUNDS = 5;
+
 interface Round {
+  committed?: boolean;
   id: string;
   env: Envelope;
   expected: string;
@@ -100,7 +110,7 @@ export class AdminService {
   /** `${remote}|${local}` of peers that agreed on admin protocol 2 */
   readonly #agreed = new Set<string>();
   readonly #queue: Change[] = [];
-  #ownInFlight: string | null = null;
+  #ownInFlight: { id: string; change: Change } | null = null;
   readonly #rounds = new Map<string, Round>();
   readonly #requests = new Map<string, string>();
   #current: Current | null = null;
@@ -441,7 +451,7 @@ export class AdminService {
     };
     if (change.kind === 'create') this.#ensureRefs(circuit);
     for (const n of verifiers) if (n !== this.#o.nodeId) this.#sendNode(n, proposed);
-    this.#ownInFlight = id;
+    this.#ownInFlight = { id, change: { ...change, attempts: (next.attempts ?? 0) + 1 } };
     this.#addRound(id, change.env, expected, verifiers);
   }
 
@@ -543,6 +553,7 @@ export class AdminService {
       return this.#finish(r.id);
     }
     const ts = Math.max(Date.now(), this.store.lastTs + 2);
+    r.committed = true;
     await this.#commit(change, ts);
     this.#broadcastResult(r, TwoPhase.APPLY, ts);
     this.#finish(r.id);
@@ -572,6 +583,12 @@ export class AdminService {
         const r = this.#rounds.get(id);
         if (r && r.coordinator !== from) return;
         this.#requests.set(id, from);
+        if (r && this.#current?.id === id && this.#current.role === 'participant') {
+          // The coordinator asks again (a new round of the same change): answer again.
+          clearTimeout(this.#current.timer);
+          this.#current = null;
+          return this.#evaluate(r);
+        }
         return this.#tick();
       }
       case TwoPhase.VERIFICATION_RESPONSE: {
@@ -598,6 +615,7 @@ export class AdminService {
             log.error(`circuits: coordinator ${from} applied proposal ${id.slice(0, 12)}…, which this node cannot apply`);
             return this.#finish(id);
           }
+          r.committed = true;
           void this.#commit(change, m.commitTimeMs || Math.max(Date.now(), this.store.lastTs + 2)).then(() => this.#finish(id));
           return;
         }
@@ -622,7 +640,14 @@ export class AdminService {
       // A create that did not commit leaves nothing that needs these peers.
       if (!this.store.proposal(cid) && !this.store.circuit(cid)) this.#holdThenDrop(cid);
     }
-    if (this.#ownInFlight === id) this.#ownInFlight = null;
+    if (this.#ownInFlight?.id === id) {
+      const own = this.#ownInFlight.change;
+      this.#ownInFlight = null;
+      if (r && !r.committed && (own.attempts ?? 0) < MAX_ROUNDS) {
+        log.warn(`circuits: round for ${own.proposal.circuitId} ended without a commit; proposing it again (round ${(own.attempts ?? 0) + 1} of ${MAX_ROUNDS})`);
+        this.#queue.unshift(own);
+      }
+    }
     this.#tick();
     this.#pump();
   }
