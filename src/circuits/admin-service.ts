@@ -70,6 +70,7 @@ interface Change {
  * Upstream drops them after the first round; the client saw 202 either way.
  */
 const MAX_ROUNDS = 5;
+const RETRY_PAUSE_MS = 200;
 
 interface Round {
   committed?: boolean;
@@ -644,8 +645,14 @@ export class AdminService {
       const own = this.#ownInFlight.change;
       this.#ownInFlight = null;
       if (r && !r.committed && (own.attempts ?? 0) < MAX_ROUNDS) {
-        log.warn(`circuits: round for ${own.proposal.circuitId} ended without a commit; proposing it again (round ${(own.attempts ?? 0) + 1} of ${MAX_ROUNDS})`);
-        this.#queue.unshift(own);
+        // After a pause: a concurrent change (e.g. another member's vote) may still be landing here.
+        const delay = RETRY_PAUSE_MS * 2 ** ((own.attempts ?? 1) - 1);
+        log.warn(`circuits: round for ${own.proposal.circuitId} ended without a commit; proposing it again in ${delay} ms (round ${(own.attempts ?? 0) + 1} of ${MAX_ROUNDS})`);
+        setTimeout(() => {
+          if (this.#closed) return;
+          this.#queue.unshift(own);
+          this.#pump();
+        }, delay).unref();
       }
     }
     this.#tick();
