@@ -43,6 +43,12 @@ export interface Config {
   /** Verification workers in the piscina pool. */
   poolThreads: number;
   maxBodyBytes: number;
+  /** Request-body bytes all three interfaces hold at once; over it a request gets 503. */
+  maxInflightBodyBytes: number;
+  /** Open websockets on interface C's /subscriptions; upgrades over it are refused (503). */
+  wsMaxSockets: number;
+  /** Bytes the node buffers for one websocket that does not read; over it the socket is closed. */
+  wsMaxBufferedBytes: number;
   /** Node identity shown by interface A; generated once and kept when unset. */
   nodeId: string | undefined;
   displayName: string | undefined;
@@ -120,6 +126,9 @@ export const OPTIONS: Record<string, OptionSpec> = {
   ackDurability: { flag: 'ack-durability', env: 'CAIRN_ACK_DURABILITY', help: "202 after 'flush' (fsync, default) or 'commit'" },
   poolThreads: { flag: 'pool-threads', env: 'CAIRN_POOL_THREADS', help: 'verification workers (default: cores)' },
   maxBodyBytes: { flag: 'max-body-bytes', env: 'CAIRN_MAX_BODY_BYTES', help: 'request body limit (default 10485760)' },
+  maxInflightBodyBytes: { flag: 'max-inflight-body-bytes', env: 'CAIRN_MAX_INFLIGHT_BODY_BYTES', help: 'request-body bytes held at once, all interfaces (default 268435456)' },
+  wsMaxSockets: { flag: 'ws-max-sockets', env: 'CAIRN_WS_MAX_SOCKETS', help: 'open /subscriptions websockets (default 1000)' },
+  wsMaxBufferedBytes: { flag: 'ws-max-buffered-bytes', env: 'CAIRN_WS_MAX_BUFFERED_BYTES', help: 'bytes buffered per websocket before it is closed (default 1048576)' },
   nodeId: { flag: 'node-id', env: 'CAIRN_NODE_ID', help: 'node id (default generated once)' },
   displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
   peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
@@ -225,6 +234,9 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
     maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),
+    maxInflightBodyBytes: int(get('maxInflightBodyBytes') ?? String(256 * 1024 * 1024), 'max inflight body bytes', 1024),
+    wsMaxSockets: int(get('wsMaxSockets') ?? '1000', 'ws max sockets', 1),
+    wsMaxBufferedBytes: int(get('wsMaxBufferedBytes') ?? String(1024 * 1024), 'ws max buffered bytes', 1024),
     nodeId: get('nodeId'),
     displayName: get('displayName'),
     peers: (get('peers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),

@@ -14,7 +14,7 @@ import { preflight } from './store/preflight.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
 import type { Signer } from './crypto/secp256k1.js';
-import { HttpServer, type Reply } from './http/server.js';
+import { BodyBudget, HttpServer, type Reply } from './http/server.js';
 import { ledgerErrorReplyFactory } from './ledger-api/errors.js';
 import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
@@ -83,9 +83,14 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     throw err;
   }
 
+  // One bound on request bodies held at once, across the three interfaces.
+  const bodyBudget = new BodyBudget(config.maxInflightBodyBytes);
   const ledgerServer = new HttpServer({
     name: 'ledger',
     maxBodyBytes: config.maxBodyBytes,
+    bodyBudget,
+    // Interface C validates its ids itself (400 code 60/62, as upstream).
+    boundParams: false,
     errorReply: ledgerErrorReplyFactory(),
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
   });
@@ -93,6 +98,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const nodeServer = new HttpServer({
     name: 'node',
     maxBodyBytes: config.maxBodyBytes,
+    bodyBudget,
     errorReply: messageErrorReply,
   });
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
@@ -111,6 +117,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const dataServer = new HttpServer({
     name: 'data',
     maxBodyBytes: config.maxBodyBytes,
+    bodyBudget,
     errorReply: messageErrorReply,
   });
   const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner, auth: nodeApi.auth });

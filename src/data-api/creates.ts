@@ -9,7 +9,7 @@ import type { GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkShape, dataItems, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+import { at, bad, checkId, checkShape, dataItems, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
 
 export interface CreateSpec {
   shape: Shape;
@@ -36,6 +36,7 @@ export function submitCreates(req: Req, be: DataBackend, spec: CreateSpec): Prom
     sameService(be, o.service_id, at(path, 'service_id'));
     const id = o[spec.idField] as string;
     const idPath = `${path}.${spec.idField}`;
+    checkId(id, idPath);
     const invalid = spec.invalidId?.(id);
     if (invalid !== undefined) throw bad(`\`${idPath}\`: ${invalid}`);
     uniqueIn(seen, id, idPath);

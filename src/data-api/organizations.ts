@@ -11,7 +11,7 @@ import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions, type Planned } from './submit.js';
-import { bad, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkId, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   id: reqString,
@@ -45,6 +45,7 @@ export function registerOrganizations(r: DataRouter): void {
     const o = checkShape(items[0], CREATE, 'data[0]');
     sameService(be, o.service_id, 'data[0].service_id');
     const id = o.id as string;
+    checkId(id, 'data[0].id');
     if (be.rm.has('organization', gridKeys.organization(id))) throw bad(`\`data[0].id\`: organization ${id} already exists`);
     const agent = be.rm.get<AgentRecord>('agent', be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
     if (agent !== undefined) {

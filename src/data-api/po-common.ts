@@ -15,7 +15,8 @@ import { WORKFLOW_IDS } from '../families/grid/workflow.js';
 import { HttpError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
-import { at, bad, checkShape, reqString, type Obj, type Shape } from './validate.js';
+import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
+import { show } from '../http/show.js';
 
 const REVISION: Shape = {
   revision_number: 'integer',
@@ -53,7 +54,7 @@ export function requirePo(be: DataBackend, uid: string): PurchaseOrderRecord {
 
 export function checkWorkflowId(v: unknown, path: string): void {
   if (v !== undefined && !(WORKFLOW_IDS as readonly unknown[]).includes(v)) {
-    throw bad(`\`${path}\`: unknown workflow ${String(v)} (known: ${WORKFLOW_IDS.join(', ')})`);
+    throw bad(`\`${path}\`: unknown workflow ${show(v)} (known: ${WORKFLOW_IDS.join(', ')})`);
   }
 }
 
@@ -66,9 +67,10 @@ function checkRevision(be: DataBackend, v: unknown, path: string): Obj {
 /** The fields of a new version (inside a create, or posted to `.../version`). */
 export function versionCreate(be: DataBackend, v: unknown, uid: string, path: string): Obj {
   const o = checkShape(v, VERSION, path);
-  if (o.po_uid !== undefined && o.po_uid !== uid) throw bad(`\`${at(path, 'po_uid')}\` (${String(o.po_uid)}) does not match the purchase order (${uid})`);
+  if (o.po_uid !== undefined && o.po_uid !== uid) throw bad(`\`${at(path, 'po_uid')}\` (${show(o.po_uid)}) does not match the purchase order (${uid})`);
   sameService(be, o.service_id, at(path, 'service_id'));
   if (o.revision === undefined) throw bad(`\`${at(path, 'revision')}\` is required: the version's first order document`);
+  checkId(o.version_id as string, at(path, 'version_id'));
   return {
     version_id: o.version_id,
     po_uid: uid,
@@ -85,7 +87,7 @@ function fromStored(r: RevisionRecord): Obj {
 /** The fields of an update of an existing version of `po`. */
 export function versionUpdate(be: DataBackend, po: PurchaseOrderRecord, v: unknown, path: string, fallback: 'current' | 'latest'): Obj {
   const o = checkShape(v, { ...VERSION, workflow_state: reqString }, path);
-  if (o.po_uid !== undefined && o.po_uid !== po.uid) throw bad(`\`${at(path, 'po_uid')}\` (${String(o.po_uid)}) does not match the purchase order (${po.uid})`);
+  if (o.po_uid !== undefined && o.po_uid !== po.uid) throw bad(`\`${at(path, 'po_uid')}\` (${show(o.po_uid)}) does not match the purchase order (${po.uid})`);
   sameService(be, o.service_id, at(path, 'service_id'));
   const vid = o.version_id as string;
   const stored = po.versions.find((x) => x.version_id === vid);

@@ -15,6 +15,7 @@ import { revisionJson, versionJson } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { submitActions } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
+import { show } from '../http/show.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {
   const v = be.rm.get<VersionRecord>('poVersion', gridKeys.poVersion(po.uid, vid));
@@ -73,7 +74,7 @@ export function registerPoVersions(r: DataRouter): void {
     const planned = items.map((item, i) => {
       const p = path(i);
       if (!isObj(item)) throw bad(`\`${p || 'body'}\` must be a version object`);
-      if (item.version_id !== undefined && item.version_id !== vid) throw bad(`\`${at(p, 'version_id')}\` (${String(item.version_id)}) does not match the path (${vid})`);
+      if (item.version_id !== undefined && item.version_id !== vid) throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
       return { action: { ...versionUpdate(be, po, { ...item, version_id: vid }, p, 'current'), action: 'update_version' }, path: p };
     });
     return submitActions(req, be, signer, planned);

@@ -14,16 +14,11 @@ import { LedgerUnavailable, type BatchStatus } from '../ledger/ledger.js';
 import { buildGridTransaction, GridBuildError, type GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
+import { parseWaitQuery } from '../http/wait.js';
 
-/** A `wait` without an integer value waits just under the usual 300 s server timeout. */
-export const LONG_WAIT_SECONDS = 285;
-
-/** Seconds to wait: 0 when absent or `false`; the integer given (capped); else the long wait. */
+/** Seconds to wait (src/http/wait.ts, shared with interface C). */
 export function parseWait(req: Req): number {
-  const w = req.query.get('wait');
-  if (w === null || w.toLowerCase() === 'false') return 0;
-  if (/^\d{1,9}$/.test(w)) return Math.min(Number(w), LONG_WAIT_SECONDS);
-  return LONG_WAIT_SECONDS;
+  return parseWaitQuery(req.query.get('wait'));
 }
 
 export interface InvalidTxnJson {

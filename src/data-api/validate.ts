@@ -4,6 +4,8 @@
  * input is refused before anything is built or submitted.
  */
 import { HttpError, type Req } from '../http/server.js';
+import { idFits, MAX_ID_BYTES } from '../http/ids.js';
+import { show } from '../http/show.js';
 
 export type Obj = Record<string, unknown>;
 
@@ -91,15 +93,26 @@ function kindOk(kind: Kind, v: unknown): boolean {
   }
 }
 
+/** A shape as a map without a prototype, so `constructor`, `__proto__` etc. are unknown names. */
+const known = new WeakMap<Shape, Map<string, Kind | Field>>();
+function fieldsOf(shape: Shape): Map<string, Kind | Field> {
+  let m = known.get(shape);
+  if (!m) known.set(shape, (m = new Map(Object.entries(shape))));
+  return m;
+}
+
 /**
  * Checks `v` against `shape`: an object, no unknown fields, required fields present and
  * every field of the right kind. `null` counts as absent. Returns `v` without nulls.
+ * Only own properties count, looked up in a map: a body's `__proto__` or `constructor`
+ * is an unknown field, never a way to reach (or fill a required field from) a prototype.
  */
 export function checkShape(v: unknown, shape: Shape, path: string): Obj {
   if (!isObj(v)) throw bad(path === '' ? 'The request body must be a JSON object' : `\`${path}\` must be an object`);
+  const fields = fieldsOf(shape);
   const out: Obj = {};
   for (const [k, val] of Object.entries(v)) {
-    const spec = shape[k];
+    const spec = fields.get(k);
     if (spec === undefined) throw bad(`\`${at(path, k)}\` is not a known field`);
     if (val === null || val === undefined) continue;
     const f: Field = typeof spec === 'string' ? { kind: spec } : spec;
@@ -107,8 +120,8 @@ export function checkShape(v: unknown, shape: Shape, path: string): Obj {
     if (f.nonEmpty && val === '') throw bad(`\`${at(path, k)}\` must not be empty`);
     out[k] = val;
   }
-  for (const [k, spec] of Object.entries(shape)) {
-    if (typeof spec !== 'string' && spec.required && out[k] === undefined) throw bad(`\`${at(path, k)}\` is required`);
+  for (const [k, spec] of fields) {
+    if (typeof spec !== 'string' && spec.required && !Object.hasOwn(out, k)) throw bad(`\`${at(path, k)}\` is required`);
   }
   return out;
 }
@@ -123,6 +136,11 @@ export function uniqueIn(seen: Set<string>, id: string, path: string): void {
 
 /** A path parameter must agree with the same field in the body when both are given. */
 export function samePath(o: Obj, key: string, pathValue: string, path: string): void {
-  const v = o[key];
-  if (v !== undefined && v !== pathValue) throw bad(`\`${at(path, key)}\` (${String(v)}) does not match the path (${pathValue})`);
+  const v = Object.hasOwn(o, key) ? o[key] : undefined;
+  if (v !== undefined && v !== pathValue) throw bad(`\`${at(path, key)}\` (${show(v)}) does not match the path (${pathValue})`);
+}
+
+/** An id that becomes a read-model key and a path segment: at most MAX_ID_BYTES (src/http/ids.ts). */
+export function checkId(id: string, path: string): void {
+  if (!idFits(id)) throw bad(`\`${path}\` is longer than ${MAX_ID_BYTES} bytes (UTF-8)`);
 }

@@ -1,12 +1,18 @@
 /**
  * A thin layer over uWebSockets.js shared by the three interfaces: a typed route table,
  * request snapshots (uWS request objects die at the first await), bounded body reading,
- * corked replies that never touch an aborted response, and JSON 404/405/413/500 in the
- * interface's own error shape.
+ * bounded request lines and headers, corked replies that never touch an aborted or
+ * finished response, and JSON 404/405/413/414/431/500 in the interface's own error shape.
+ *
+ * An exception thrown inside a uWS callback is not caught by uWS: it ends the process.
+ * So every callback registered here (routes, catch-alls, onData, onAborted, websocket
+ * handlers) runs behind a guard that logs the error and, while the response can still
+ * be written, answers 500.
  */
 import uws from '@trufflesuite/uws-js-unofficial';
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
 import { log } from '../log.js';
+import { idFits } from './ids.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'options';
 
@@ -48,9 +54,36 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * Request-target and header limits answered from JS (414 / 431). uWS closes the
+ * connection itself, before any JS runs, when a request head it cannot buffer arrives:
+ * more than about 4 KiB split over several reads, more than 48 header lines, or
+ * more than its receive buffer in one read. Heads inside those bounds but over these
+ * limits get a readable answer.
+ */
+export const MAX_URL_BYTES = 8192;
+export const MAX_HEADER_BYTES = 16384;
+
+/**
+ * Bytes of request bodies held at once (being received or being handled), shared by the
+ * servers given the same budget: each body is bounded, and this bounds their number.
+ */
+export class BodyBudget {
+  used = 0;
+  constructor(readonly max: number) {}
+}
+
 export interface ServerOptions {
   name: string;
   maxBodyBytes: number;
+  /** Shared bound on request-body bytes held at once; over it a request gets 503. */
+  bodyBudget?: BodyBudget;
+  /**
+   * Path parameters longer than an id may be (MAX_ID_BYTES) name nothing that can exist:
+   * 404 before the handler runs. On unless false (for interfaces whose handlers validate
+   * ids themselves).
+   */
+  boundParams?: boolean;
   /** Builds the body of an error reply in this interface's shape. */
   errorReply(status: number, message: string, detail?: unknown): Reply;
   /** Extra headers on every reply (e.g. CORS when enabled). */
@@ -61,14 +94,22 @@ const STATUS_TEXT: Record<number, string> = {
   200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
   302: '302 Found', 303: '303 See Other', 400: '400 Bad Request', 401: '401 Unauthorized',
   403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 408: '408 Request Timeout',
-  409: '409 Conflict', 413: '413 Payload Too Large', 415: '415 Unsupported Media Type', 429: '429 Too Many Requests',
-  500: '500 Internal Server Error', 503: '503 Service Unavailable',
+  409: '409 Conflict', 413: '413 Payload Too Large', 414: '414 URI Too Long', 415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests', 431: '431 Request Header Fields Too Large', 500: '500 Internal Server Error',
+  503: '503 Service Unavailable',
 };
 /** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the enum is declared but not exported at run time). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 const statusLine = (s: number): string => STATUS_TEXT[s] ?? `${s} Status`;
 
 const METHOD_NAMES: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE', options: 'OPTIONS' };
+
+interface Exchange {
+  /** A reply was sent (or the client went away): the response must not be touched again. */
+  done: boolean;
+  /** Body bytes charged to the body budget, given back when the exchange ends. */
+  held?: number;
+}
 
 export class HttpServer {
   readonly app: TemplatedApp;
@@ -86,11 +127,13 @@ export class HttpServer {
     const methods = this.#allowed.get(pattern);
     if (!methods) {
       this.#allowed.set(pattern, [METHOD_NAMES[method]]);
-      this.app.any(pattern, (res, req) => {
-        const allow = (this.#allowed.get(pattern) ?? []).join(', ');
-        const r = this.#opts.errorReply(405, `Method ${req.getMethod().toUpperCase()} is not allowed on ${req.getUrl()}`);
-        this.#sendNow(res, { ...r, headers: { ...r.headers, allow } });
-      });
+      this.app.any(pattern, (res, req) =>
+        this.#immediate(res, req, () => {
+          const allow = (this.#allowed.get(pattern) ?? []).join(', ');
+          const r = this.#opts.errorReply(405, `Method ${req.getMethod().toUpperCase()} is not allowed on ${req.getUrl()}`);
+          return { ...r, headers: { ...r.headers, allow } };
+        }),
+      );
     } else {
       methods.push(METHOD_NAMES[method]);
     }
@@ -99,16 +142,55 @@ export class HttpServer {
     return this;
   }
 
+  /**
+   * A websocket route. Every handler runs guarded: an exception is logged and, from
+   * `upgrade`, answered 500; from a socket handler, the socket is closed with 1011.
+   */
   ws<T>(pattern: string, behavior: WebSocketBehavior<T>): this {
-    this.app.ws(pattern, behavior);
+    const b: WebSocketBehavior<T> = { ...behavior };
+    const name = this.#opts.name;
+    const { upgrade, open, message, drain, close, ping, pong } = behavior;
+    if (upgrade) {
+      b.upgrade = (res, req, context) => {
+        const state: Exchange = { done: false };
+        res.onAborted(() => void (state.done = true));
+        try {
+          const limit = this.#headLimit(req);
+          if (limit) return this.#finishReply(res, state, limit, false, false);
+          upgrade(res, req, context);
+          state.done = true;
+        } catch (err) {
+          this.#finishReply(res, state, this.#errorToReply(err, 'GET', pattern), false, false);
+        }
+      };
+    }
+    const guard = <A extends unknown[]>(what: string, fn: (ws: WebSocket<T>, ...a: A) => unknown, closeOnError: boolean) =>
+      (ws: WebSocket<T>, ...a: A): void => {
+        try {
+          void fn(ws, ...a);
+        } catch (err) {
+          log.error(`${name}: error in the websocket ${what} handler of ${pattern}`, err);
+          if (!closeOnError) return;
+          try {
+            ws.end(1011, 'Internal error');
+          } catch {
+            // already closed
+          }
+        }
+      };
+    if (open) b.open = guard('open', open, true);
+    if (message) b.message = guard('message', message, true);
+    if (drain) b.drain = guard('drain', drain, true);
+    if (ping) b.ping = guard('ping', ping, true);
+    if (pong) b.pong = guard('pong', pong, true);
+    if (close) b.close = guard('close', close, false);
+    this.app.ws(pattern, b);
     return this;
   }
 
   /** Registers the catch-all 404; call after every route. */
   #finish(): void {
-    this.app.any('/*', (res, req) => {
-      this.#sendNow(res, this.#opts.errorReply(404, `No resource at ${req.getUrl()}`));
-    });
+    this.app.any('/*', (res, req) => this.#immediate(res, req, () => this.#opts.errorReply(404, `No resource at ${req.getUrl()}`)));
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -134,63 +216,118 @@ export class HttpServer {
     (this.app as unknown as { close?: () => void }).close?.();
   }
 
-  #dispatch(res: HttpResponse, ureq: HttpRequest, handler: Handler, withBody: boolean): void {
-    const headers: Record<string, string> = {};
-    ureq.forEach((k, v) => {
-      headers[k] = v;
-    });
-    const rawQuery = ureq.getQuery() ?? '';
-    const params: string[] = [];
-    for (let i = 0; ; i++) {
-      const p = ureq.getParameter(i);
-      if (p === undefined || p === '') break;
-      params.push(decodeURIComponentSafe(p));
+  /** A reply made on the spot (404/405): still behind the head limits and the guard. */
+  #immediate(res: HttpResponse, ureq: HttpRequest, make: () => Reply): void {
+    const state: Exchange = { done: false };
+    try {
+      this.#finishReply(res, state, this.#headLimit(ureq) ?? make(), false, false);
+    } catch (err) {
+      log.error(`${this.#opts.name}: error while answering ${ureq.getMethod().toUpperCase()} ${ureq.getUrl()}`, err);
+      this.#finishReply(res, state, this.#internalError(), false, false);
     }
-    const req: Req = {
-      method: ureq.getMethod().toUpperCase(),
-      path: ureq.getUrl(),
-      rawQuery,
-      query: new URLSearchParams(rawQuery),
-      headers,
-      params,
-      body: EMPTY,
-      aborted: false,
-      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-    };
-    const state = { done: false };
+  }
+
+  /** 414 for a request target over MAX_URL_BYTES, 431 for headers over MAX_HEADER_BYTES, else null. */
+  #headLimit(ureq: HttpRequest): Reply | null {
+    const url = ureq.getUrl().length + (ureq.getQuery() ?? '').length;
+    if (url > MAX_URL_BYTES) return this.#opts.errorReply(414, `The request target exceeds ${MAX_URL_BYTES} bytes`);
+    let size = 0;
+    ureq.forEach((k, v) => {
+      size += k.length + v.length + 4;
+    });
+    if (size > MAX_HEADER_BYTES) return this.#opts.errorReply(431, `The request headers exceed ${MAX_HEADER_BYTES} bytes`);
+    return null;
+  }
+
+  #dispatch(res: HttpResponse, ureq: HttpRequest, handler: Handler, withBody: boolean): void {
+    const state: Exchange = { done: false };
     this.#inflight++;
+    let req: Req | undefined;
     res.onAborted(() => {
-      req.aborted = true;
+      if (req) req.aborted = true;
+      this.#release(state);
       if (!state.done) {
         state.done = true;
         this.#inflight--;
       }
     });
-    if (!withBody) {
-      this.#run(res, req, handler, state);
-      return;
+    try {
+      const limit = this.#headLimit(ureq);
+      if (limit) return this.#finishReply(res, state, limit, withBody);
+      // No prototype: a header named `__proto__` or `constructor` is just a header.
+      const headers: Record<string, string> = Object.create(null) as Record<string, string>;
+      ureq.forEach((k, v) => {
+        headers[k] = v;
+      });
+      const rawQuery = ureq.getQuery() ?? '';
+      const params: string[] = [];
+      for (let i = 0; ; i++) {
+        const p = ureq.getParameter(i);
+        if (p === undefined || p === '') break;
+        params.push(decodeURIComponentSafe(p));
+      }
+      if (this.#opts.boundParams !== false && !params.every(idFits)) {
+        return this.#finishReply(res, state, this.#opts.errorReply(404, `No resource at ${ureq.getUrl().slice(0, 200)}…`), withBody);
+      }
+      req = {
+        method: ureq.getMethod().toUpperCase(),
+        path: ureq.getUrl(),
+        rawQuery,
+        query: new URLSearchParams(rawQuery),
+        headers,
+        params,
+        body: EMPTY,
+        aborted: false,
+        remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+      };
+      if (!withBody) {
+        this.#run(res, req, handler, state);
+        return;
+      }
+      const declared = Number(headers['content-length'] ?? '0');
+      if (declared > this.#opts.maxBodyBytes) {
+        this.#finishReply(res, state, this.#tooLarge(), true);
+        return;
+      }
+      this.#readBody(res, req, handler, state);
+    } catch (err) {
+      this.#finishReply(res, state, this.#errorToReply(err, req?.method ?? '?', req?.path ?? '?'), withBody);
     }
-    const declared = Number(headers['content-length'] ?? '0');
-    if (declared > this.#opts.maxBodyBytes) {
-      this.#finishReply(res, state, this.#tooLarge());
-      return;
-    }
+  }
+
+  #readBody(res: HttpResponse, req: Req, handler: Handler, state: Exchange): void {
     let chunks: Buffer[] = [];
     let size = 0;
     res.onData((ab, isLast) => {
       if (state.done) return;
-      size += ab.byteLength;
-      if (size > this.#opts.maxBodyBytes) {
+      try {
+        size += ab.byteLength;
+        if (size > this.#opts.maxBodyBytes) {
+          chunks = [];
+          this.#finishReply(res, state, this.#tooLarge(), true);
+          return;
+        }
+        const budget = this.#opts.bodyBudget;
+        if (budget) {
+          if (budget.used + ab.byteLength > budget.max) {
+            chunks = [];
+            const r = this.#opts.errorReply(503, 'The node is receiving too many request bodies at once; try again later');
+            this.#finishReply(res, state, { ...r, headers: { ...r.headers, 'retry-after': '1' } }, true);
+            return;
+          }
+          budget.used += ab.byteLength;
+          state.held = (state.held ?? 0) + ab.byteLength;
+        }
+        // uWS neuters the chunk when this callback returns: copy it.
+        chunks.push(Buffer.from(new Uint8Array(ab).slice()));
+        if (isLast) {
+          req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+          chunks = [];
+          this.#run(res, req, handler, state);
+        }
+      } catch (err) {
         chunks = [];
-        this.#finishReply(res, state, this.#tooLarge(), true);
-        return;
-      }
-      // uWS neuters the chunk when this callback returns: copy it.
-      chunks.push(Buffer.from(new Uint8Array(ab).slice()));
-      if (isLast) {
-        req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-        chunks = [];
-        this.#run(res, req, handler, state);
+        this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path), true);
       }
     });
   }
@@ -199,56 +336,132 @@ export class HttpServer {
     return this.#opts.errorReply(413, `Request body exceeds ${this.#opts.maxBodyBytes} bytes`);
   }
 
-  #run(res: HttpResponse, req: Req, handler: Handler, state: { done: boolean }): void {
+  #internalError(): Reply {
+    try {
+      return this.#opts.errorReply(500, 'Internal server error');
+    } catch {
+      return { status: 500, body: '{"message":"Internal server error"}' };
+    }
+  }
+
+  #run(res: HttpResponse, req: Req, handler: Handler, state: Exchange): void {
     let out: Reply | Promise<Reply>;
     try {
       out = handler(req);
     } catch (err) {
-      this.#finishReply(res, state, this.#errorToReply(err, req));
+      this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path));
       return;
     }
     if (out instanceof Promise) {
       out.then(
         (r) => this.#finishReply(res, state, r),
-        (err) => this.#finishReply(res, state, this.#errorToReply(err, req)),
+        (err: unknown) => this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path)),
       );
     } else {
       this.#finishReply(res, state, out);
     }
   }
 
-  #errorToReply(err: unknown, req: Req): Reply {
-    if (err instanceof HttpError) {
-      const r = this.#opts.errorReply(err.status, err.message, err.detail);
-      return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
+  #errorToReply(err: unknown, method: string, path: string): Reply {
+    try {
+      if (err instanceof HttpError) {
+        const r = this.#opts.errorReply(err.status, err.message, err.detail);
+        return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
+      }
+      log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}`, err);
+    } catch (e) {
+      log.error(`${this.#opts.name}: error while building an error reply`, e);
     }
-    log.error(`${this.#opts.name}: unhandled error on ${req.method} ${req.path}`, err);
-    return this.#opts.errorReply(500, 'Internal server error');
+    return this.#internalError();
   }
 
-  #finishReply(res: HttpResponse, state: { done: boolean }, reply: Reply, close = false): void {
+  /**
+   * Sends `reply` once; never throws. `close` ends the connection after it (the body was
+   * not read to its end); `cork` is false in the synchronous top of a uWS handler, which
+   * is corked already. A reply that cannot be written (wrong types) becomes a 500.
+   */
+  #finishReply(res: HttpResponse, state: Exchange, reply: Reply, close = false, counted = true): void {
     if (state.done) return;
     state.done = true;
-    this.#inflight--;
-    res.cork(() => {
-      this.#write(res, reply);
-      if (close) res.close();
+    this.#release(state);
+    if (counted) this.#inflight--;
+    let out: Prepared;
+    try {
+      out = this.#prepare(reply);
+    } catch (err) {
+      log.error(`${this.#opts.name}: a handler returned a reply that cannot be sent`, err);
+      out = this.#prepare(this.#internalError());
+    }
+    try {
+      res.cork(() => {
+        res.writeStatus(out.status);
+        for (const [k, v] of out.headers) res.writeHeader(k, v);
+        if (close) res.end(out.body, true);
+        else this.#stream(res, out.body);
+      });
+    } catch (err) {
+      log.error(`${this.#opts.name}: could not write a reply`, err);
+      try {
+        res.close();
+      } catch {
+        // the response is gone already
+      }
+    }
+  }
+
+  /**
+   * Ends the response without letting uWS copy what the socket cannot take: a client that
+   * pipelines requests and never reads would otherwise make the node buffer every answer.
+   * The rest is written as the socket drains, and uWS reads no further request from the
+   * connection until this response is done.
+   */
+  #stream(res: HttpResponse, body: string | Uint8Array): void {
+    const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
+    const start = res.getWriteOffset();
+    const [ok, done] = res.tryEnd(body, total);
+    if (ok || done) return;
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    res.onWritable((offset) => {
+      try {
+        const [ok2] = res.tryEnd(bytes.subarray(offset - start), total);
+        return ok2;
+      } catch (err) {
+        log.error(`${this.#opts.name}: could not write the rest of a reply`, err);
+        return true;
+      }
     });
   }
 
-  /** For replies from the synchronous top of a handler (already corked). */
-  #sendNow(res: HttpResponse, reply: Reply): void {
-    this.#write(res, reply);
+  #release(state: Exchange): void {
+    if (!state.held) return;
+    this.#opts.bodyBudget!.used -= state.held;
+    state.held = 0;
   }
 
-  #write(res: HttpResponse, reply: Reply): void {
-    res.writeStatus(statusLine(reply.status));
-    res.writeHeader('content-type', reply.contentType ?? 'application/json');
-    const common = this.#opts.commonHeaders;
-    if (common) for (const k in common) res.writeHeader(k, common[k]!);
-    if (reply.headers) for (const k in reply.headers) res.writeHeader(k, reply.headers[k]!);
-    res.end(reply.body);
+  /** Checks and flattens a reply before anything is written, so writing cannot fail half-way. */
+  #prepare(reply: Reply): Prepared {
+    const headers: Array<[string, string]> = [['content-type', reply.contentType ?? 'application/json']];
+    const add = (h: Record<string, string> | undefined): void => {
+      if (!h) return;
+      for (const k of Object.keys(h)) {
+        const v = h[k];
+        if (typeof v !== 'string') throw new TypeError(`header ${k} is not a string`);
+        headers.push([k, v]);
+      }
+    };
+    add(this.#opts.commonHeaders);
+    add(reply.headers);
+    const body = reply.body;
+    if (typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('reply body is neither a string nor bytes');
+    if (typeof headers[0]![1] !== 'string') throw new TypeError('content type is not a string');
+    return { status: statusLine(reply.status), headers, body };
   }
+}
+
+interface Prepared {
+  status: string;
+  headers: Array<[string, string]>;
+  body: string | Uint8Array;
 }
 
 const EMPTY = Buffer.alloc(0);

@@ -39,7 +39,9 @@ export class ChainReader {
     return this.#ledger;
   }
 
+  /** Lookups by id answer undefined for anything that is not an id (it cannot exist, and may not fit an LMDB key). */
   byId(id: string): ChainBlock | undefined {
+    if (!ID_RE.test(id)) return undefined;
     const hit = this.#cache.get(id);
     if (hit) {
       this.#cache.delete(id);
@@ -99,10 +101,12 @@ export class ChainReader {
   }
 
   batchPos(id: string): BatchPos | undefined {
+    if (!ID_RE.test(id)) return undefined;
     return this.#ledger.stores.batchIndex.get(id);
   }
 
   txnPos(id: string): TxnPos | undefined {
+    if (!ID_RE.test(id)) return undefined;
     const r = this.#ledger.stores.txnIndex.get(id);
     return r && [r[0], r[1], r[2]];
   }

@@ -51,7 +51,7 @@ export function registerLedgerApi(server: HttpServer, ctx: LedgerApiContext): Le
   registerState(server, chain);
   registerReceipts(server, ledger, waits);
   registerNetwork(server, config, ledger);
-  const subscriptions = new Subscriptions(server, chain);
+  const subscriptions = new Subscriptions(server, chain, { maxSockets: config.wsMaxSockets, maxBufferedBytes: config.wsMaxBufferedBytes });
   return {
     close: () => {
       waits.close();

@@ -1,12 +1,11 @@
 /** Parsing and validation of interface C query parameters. */
 import type { Req } from '../http/server.js';
+import { parseWaitQuery } from '../http/wait.js';
 import { ledgerError } from './errors.js';
 
 export const ID_RE = /^[0-9a-f]{128}$/;
 /** A state address or address prefix: whole bytes of lowercase hex, at most 35 of them. */
 export const ADDRESS_PREFIX_RE = /^([0-9a-f]{2}){0,35}$/;
-/** Upstream answers a `wait` without an integer value just under its 300 s timeout. */
-export const DEFAULT_WAIT_SECONDS = 285;
 export const MAX_LIMIT = 1000;
 export const DEFAULT_LIMIT = 1000;
 const INT32_MAX = 2 ** 31 - 1;
@@ -16,13 +15,9 @@ export function checkIds(ids: string[]): string[] {
   return ids;
 }
 
-/** Seconds to wait: 0 when absent or "false"; the integer given (capped); else just under the server timeout. */
+/** Seconds to wait (src/http/wait.ts, shared with interface B). */
 export function parseWait(req: Req): number {
-  const w = req.query.get('wait');
-  if (w === null || w.toLowerCase() === 'false') return 0;
-  const n = parseIntLike(w);
-  if (n !== null && n >= 0) return Math.min(n, DEFAULT_WAIT_SECONDS);
-  return DEFAULT_WAIT_SECONDS;
+  return parseWaitQuery(req.query.get('wait'));
 }
 
 /** An integer as Python's int() reads one: optional blanks and sign, digits with single underscores between. */

@@ -4,7 +4,13 @@
  * the current head block's delta; afterwards every committed block's delta (block-commit
  * fields plus the state changes under the prefixes) is pushed. `unsubscribe` stops it;
  * `get_block_deltas` asks for one block's delta. Deltas are read from the block's receipts
- * on this thread when the commit is announced; each is computed once for all sockets.
+ * on this thread when the commit is announced; each is computed once for all sockets,
+ * and each filtered frame once per distinct prefix list.
+ *
+ * Bounds: at most `maxSockets` sockets (further upgrades get 503); a socket that does not
+ * read is closed once `maxBufferedBytes` wait for it; frames in are at most 16 KiB; a
+ * `subscribe` that would resend the delta the socket already got (same block, same
+ * prefixes) sends nothing.
  */
 import type { WebSocket } from '@trufflesuite/uws-js-unofficial';
 import { HttpError, type HttpServer } from '../http/server.js';
@@ -12,11 +18,22 @@ import type { BlockEvent } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import type { ChainReader } from './chain.js';
 import { blockDelta, deltaFrame, type BlockDelta } from './deltas.js';
+import { show } from '../http/show.js';
 
 interface SocketState {
   /** The subscription's prefixes ([] = every address), or null when not subscribed. */
   prefixes: string[] | null;
+  /** Block id + prefixes of the last delta a `subscribe` sent, so a repeat sends nothing. */
+  lastSent: string | null;
 }
+
+export interface SubscriptionLimits {
+  maxSockets: number;
+  maxBufferedBytes: number;
+}
+
+/** Largest frame a client may send (a subscribe with a few hundred prefixes). */
+export const MAX_FRAME_BYTES = 16 * 1024;
 
 type Socket = WebSocket<SocketState>;
 
@@ -27,17 +44,23 @@ export class Subscriptions {
   #latest: BlockDelta | undefined;
   #lastNum: number;
 
-  constructor(server: HttpServer, chain: ChainReader) {
+  constructor(server: HttpServer, chain: ChainReader, limits: SubscriptionLimits) {
     this.#chain = chain;
     this.#lastNum = chain.current().num;
     server.ws<SocketState>('/subscriptions', {
-      maxPayloadLength: 64 * 1024,
-      maxBackpressure: 16 * 1024 * 1024,
+      maxPayloadLength: MAX_FRAME_BYTES,
+      maxBackpressure: limits.maxBufferedBytes,
+      // A socket whose buffer is full is closed, not left to drop frames silently.
+      closeOnBackpressureLimit: 1,
       idleTimeout: 120,
       sendPingsAutomatically: true,
       upgrade: (res, req, context) => {
+        // uWS opens the socket within res.upgrade, so the count is exact here.
+        if (this.#sockets.size >= limits.maxSockets) {
+          throw new HttpError(503, `Too many open subscriptions (${limits.maxSockets}); try again later`, undefined, { 'retry-after': '5' });
+        }
         res.upgrade<SocketState>(
-          { prefixes: null },
+          { prefixes: null, lastSent: null },
           req.getHeader('sec-websocket-key'),
           req.getHeader('sec-websocket-protocol'),
           req.getHeader('sec-websocket-extensions'),
@@ -52,7 +75,14 @@ export class Subscriptions {
     server.route('get', '/subscriptions', () => {
       throw new HttpError(400, 'GET /subscriptions is a websocket endpoint: send an Upgrade: websocket request');
     });
-    this.#off = chain.ledger.onBlock((e) => this.#onBlock(e));
+    this.#off = chain.ledger.onBlock((e) => {
+      // Called from the committer's message handler: a throw here would end the process.
+      try {
+        this.#onBlock(e);
+      } catch (err) {
+        log.error('subscriptions: could not push a block delta', err);
+      }
+    });
   }
 
   close(): void {
@@ -94,16 +124,22 @@ export class Subscriptions {
     const prefixesOk = Array.isArray(prefixes) && prefixes.every((p) => typeof p === 'string');
     if (action === 'subscribe') {
       if (!prefixesOk) return this.#error(ws, 'address_prefixes must be a list of strings');
-      ws.getUserData().prefixes = prefixes;
+      const state = ws.getUserData();
+      state.prefixes = prefixes;
       const latest = this.#latestDelta();
-      if (latest) this.#send(ws, deltaFrame(latest, prefixes));
+      if (!latest) return;
+      // The same delta again would only fill the socket's buffer: send it once.
+      const key = `${latest.block_id}|${JSON.stringify(prefixes)}`;
+      if (state.lastSent === key) return;
+      state.lastSent = key;
+      this.#send(ws, deltaFrame(latest, prefixes));
     } else if (action === 'unsubscribe') {
       ws.getUserData().prefixes = null;
     } else if (action === 'get_block_deltas') {
       if (!('block_id' in o)) return this.#error(ws, 'Must specify a block id');
       if (!prefixesOk) return this.#error(ws, 'address_prefixes must be a list of strings');
       const block = typeof o.block_id === 'string' ? this.#chain.byId(o.block_id) : undefined;
-      if (!block) return this.#error(ws, `Unknown block id "${String(o.block_id)}"`);
+      if (!block) return this.#error(ws, `Unknown block id "${show(o.block_id)}"`);
       this.#send(ws, deltaFrame(blockDelta(this.#chain, block), prefixes));
     } else {
       this.#error(ws, `Unknown action "${typeof action === 'string' ? action : JSON.stringify(action)}"`);
@@ -132,9 +168,16 @@ export class Subscriptions {
       if (!block) continue;
       const delta = blockDelta(this.#chain, block);
       this.#latest = delta;
+      const frames = new Map<string, string>();
       for (const ws of subscribed) {
-        const prefixes = ws.getUserData().prefixes;
-        if (prefixes) this.#send(ws, deltaFrame(delta, prefixes));
+        const state = ws.getUserData();
+        const prefixes = state.prefixes;
+        if (!prefixes) continue;
+        const key = JSON.stringify(prefixes);
+        let frame = frames.get(key);
+        if (frame === undefined) frames.set(key, (frame = deltaFrame(delta, prefixes)));
+        state.lastSent = `${delta.block_id}|${key}`;
+        this.#send(ws, frame);
       }
     }
   }

@@ -3,6 +3,7 @@
  * (no polling), and gives up at its deadline or when the API closes.
  */
 import type { Ledger } from '../ledger/ledger.js';
+import { log } from '../log.js';
 
 export class CommitWaits {
   readonly #ledger: Ledger;
@@ -25,7 +26,15 @@ export class CommitWaits {
       };
       const timer = setTimeout(finish, ms);
       const off = this.#ledger.onBlock((e) => {
-        if (e.head && done()) finish();
+        // Runs in the committer's message handler, where a throw would end the process:
+        // a condition that cannot be checked ends the wait (the request then answers).
+        let ready = true;
+        try {
+          ready = Boolean(e.head) && done();
+        } catch (err) {
+          log.error('a commit wait could not check its condition', err);
+        }
+        if (ready) finish();
       });
       this.#open.add(finish);
     });

@@ -48,18 +48,25 @@ function checkString(v: unknown, name: string, rule: StringRule): string {
   return v;
 }
 
+/** A body field: own properties only, so nothing is read through a prototype (`constructor`, `__proto__`). */
+export function field(o: JsonObject, name: string): unknown {
+  return Object.hasOwn(o, name) ? o[name] : undefined;
+}
+
 export function reqString(o: JsonObject, name: string, rule: StringRule = {}, where = ''): string {
-  if (o[name] === undefined || o[name] === null) throw bad(`Missing field "${where}${name}"`);
-  return checkString(o[name], where + name, rule);
+  const v = field(o, name);
+  if (v === undefined || v === null) throw bad(`Missing field "${where}${name}"`);
+  return checkString(v, where + name, rule);
 }
 
 export function optString(o: JsonObject, name: string, rule: StringRule = {}, where = ''): string | undefined {
-  if (o[name] === undefined || o[name] === null) return undefined;
-  return checkString(o[name], where + name, rule);
+  const v = field(o, name);
+  if (v === undefined || v === null) return undefined;
+  return checkString(v, where + name, rule);
 }
 
 export function reqArray(o: JsonObject, name: string, max = 1000): unknown[] {
-  const v = o[name];
+  const v = field(o, name);
   if (v === undefined || v === null) throw bad(`Missing field "${name}"`);
   if (!Array.isArray(v)) throw bad(`Field "${name}" must be an array`);
   if (v.length > max) throw bad(`Field "${name}" has more than ${max} entries`);

@@ -5,6 +5,7 @@
  * Operators = != > < >= <= compare strings; a node without the property passes only !=.
  */
 import { bad } from './body.js';
+import { show } from '../http/show.js';
 
 const OPS = ['=', '!=', '>', '<', '>=', '<='] as const;
 type Op = (typeof OPS)[number];
@@ -17,7 +18,7 @@ export interface Predicate {
 
 function predicate(key: string, op: unknown, value: unknown): Predicate {
   if (typeof op !== 'string' || !(OPS as readonly string[]).includes(op)) {
-    throw bad(`Invalid predicate: ${String(op).slice(0, 20)} is not a valid operator (use one of ${OPS.join(' ')})`);
+    throw bad(`Invalid predicate: ${show(op, 20)} is not a valid operator (use one of ${OPS.join(' ')})`);
   }
   if (typeof value !== 'string') throw bad(`Invalid filter value passed: the value for "${key}" must be a string`);
   return { key, op: op as Op, value };

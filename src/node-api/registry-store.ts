@@ -3,14 +3,15 @@
  * endpoint → identity index so that no endpoint belongs to two nodes.
  */
 import { HttpError } from '../http/server.js';
-import { isObject, type JsonObject } from './body.js';
+import { field, isObject, type JsonObject } from './body.js';
+import { idFits, MAX_ID_BYTES } from '../http/ids.js';
 import type { RegistryNodeRecord, Stores } from './stores.js';
 
 const invalid = (msg: string): HttpError => new HttpError(400, `Invalid node: ${msg}`);
 const MAX_STR = 1024;
 
 function stringField(b: JsonObject, name: string): string {
-  const v = b[name];
+  const v = field(b, name);
   if (v === undefined || v === null) throw invalid(`missing field "${name}"`);
   if (typeof v !== 'string') throw invalid(`field "${name}" must be a string`);
   if (v.length > MAX_STR) throw invalid(`field "${name}" is longer than ${MAX_STR} characters`);
@@ -18,7 +19,7 @@ function stringField(b: JsonObject, name: string): string {
 }
 
 function stringList(b: JsonObject, name: string): string[] {
-  const v = b[name];
+  const v = field(b, name);
   if (v === undefined || v === null) throw invalid(`missing field "${name}"`);
   if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) throw invalid(`field "${name}" must be an array of strings`);
   if (v.length > 100) throw invalid(`field "${name}" has more than 100 entries`);
@@ -27,15 +28,16 @@ function stringList(b: JsonObject, name: string): string[] {
 }
 
 function metadataField(b: JsonObject): Record<string, string> {
-  const v = b.metadata;
+  const v = field(b, 'metadata');
   if (v === undefined || v === null) throw invalid('missing field "metadata"');
   if (!isObject(v)) throw invalid('field "metadata" must be an object of string values');
-  const out: Record<string, string> = {};
-  for (const [k, val] of Object.entries(v)) {
+  const entries = Object.entries(v);
+  for (const [k, val] of entries) {
     if (typeof val !== 'string') throw invalid(`metadata "${k.slice(0, 40)}" must be a string`);
-    out[k] = val;
+    // It would be lost to a prototype assignment here, and renamed by the store's encoder.
+    if (k === '__proto__') throw invalid('metadata key "__proto__" is reserved');
   }
-  return out;
+  return Object.fromEntries(entries) as Record<string, string>;
 }
 
 /** Reads and validates a node from a request body (all five fields required). */
@@ -51,6 +53,9 @@ export function nodeFromBody(b: JsonObject): RegistryNodeRecord {
   if (n.identity.length > 256) throw invalid('node identity must be at most 256 characters');
   if (n.endpoints.length === 0) throw invalid('node must have one or more endpoints');
   if (n.endpoints.some((e) => e === '')) throw invalid('node endpoint cannot be empty');
+  // Identities and endpoints are store keys.
+  if (!idFits(n.identity)) throw invalid(`node identity must be at most ${MAX_ID_BYTES} bytes (UTF-8)`);
+  if (!n.endpoints.every(idFits)) throw invalid(`a node endpoint must be at most ${MAX_ID_BYTES} bytes (UTF-8)`);
   if (new Set(n.endpoints).size !== n.endpoints.length) throw invalid('node endpoints must be unique');
   if (n.display_name === '') throw invalid('node must have non-empty display_name');
   if (n.keys.length === 0) throw invalid('node must have one or more keys');

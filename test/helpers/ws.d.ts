@@ -8,6 +8,9 @@ declare module 'ws' {
     send(data: string): void;
     close(code?: number): void;
     terminate(): void;
+    /** Stops / restarts reading from the connection. */
+    pause(): void;
+    resume(): void;
     on(event: 'message', cb: (data: Buffer, isBinary: boolean) => void): this;
     on(event: 'open', cb: () => void): this;
     on(event: 'close', cb: (code: number, reason: Buffer) => void): this;

@@ -4,6 +4,7 @@
  * input throws GridBuildError.
  */
 import { DATA_TYPE_NAMES } from './common.js';
+import { show } from '../../http/show.js';
 
 export class GridBuildError extends Error {
   constructor(message: string) {
@@ -121,10 +122,11 @@ const DATA_TYPE_ALIASES: Record<string, number> = {
 export function dataTypeValue(v: unknown): number {
   if (typeof v === 'number' && Number.isInteger(v) && v >= 1 && v < DATA_TYPE_NAMES.length) return v;
   if (typeof v === 'string') {
-    const n = DATA_TYPE_ALIASES[v.toLowerCase()];
-    if (n !== undefined) return n;
+    const k = v.toLowerCase();
+    // Own names only: `constructor` or `toString` is no data type.
+    if (Object.hasOwn(DATA_TYPE_ALIASES, k)) return DATA_TYPE_ALIASES[k]!;
   }
-  return fail(`unknown data_type: ${String(v)}`);
+  return fail(`unknown data_type: ${show(v)}`);
 }
 
 function base64Bytes(v: unknown): Uint8Array {
