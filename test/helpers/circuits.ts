@@ -85,7 +85,7 @@ export async function startCircuitNodes(ids: string[]): Promise<{ nodes: Circuit
 }
 
 export async function submit(n: CircuitNode, payload: Uint8Array, auth = n.auth): Promise<{ status: number; text: string; body: unknown }> {
-  const res = await fetch(`${n.url}/admin/submit`, { method: 'POST', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/octet-stream' }, body: payload });
+  const res = await fetch(`${n.url}/admin/submit`, { method: 'POST', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/octet-stream' }, body: Buffer.from(payload) });
   const text = await res.text();
   let body: unknown;
   try {
