@@ -1,8 +1,6 @@
 /**
  * Wiring of circuits: the peer network, the admin service over the node's LMDB
- * environment, and interface A's /admin and /ws/admin routes. Routes are registered at
- * construction (before the HTTP server listens); `start` opens the peer listener and
- * re-establishes the peers of stored circuits and proposals.
+ * environment, and interface A's /admin and /ws/admin routes.
  */
 import type { RootDatabase } from 'lmdb';
 import type { Config } from '../config.js';
