@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: runs every benchmark in turn (submit with 1- and 10-transaction batches,
- * submit at half of the measured peak rate, reads, growth), printing a progress line per
+ * submit at half of the measured peak rate, reads, circuit agreement on three nodes, growth), printing a progress line per
  * step on stderr and each bench's JSON line on stdout.
  */
 import { spawnSync } from 'node:child_process';
@@ -30,5 +30,6 @@ run({ name: 'submit, 10 txns per batch', script: 'bench/submit.ts', env: { BATCH
 const half = Math.max(100, Math.round(Number(single.committedBatchesPerSec) / 2));
 run({ name: `submit at half of peak (${half}/s)`, script: 'bench/submit.ts', env: { BATCHES: String(half * 20), TXNS: '1', CONNECTIONS: '64', RATE: String(half) } });
 run({ name: 'reads', script: 'bench/read.ts', env: {} });
+run({ name: 'circuits, submit to ready on 3 nodes', script: 'bench/circuit.ts', env: { CIRCUITS: '20' } });
 if (process.env.BENCH_SKIP_GROWTH !== '1') run({ name: 'growth', script: 'bench/growth.ts', env: {} });
 process.stderr.write('[bench] done\n');

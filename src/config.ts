@@ -56,6 +56,20 @@ export interface Config {
   peers: string[];
   /** Endpoint this validator advertises. */
   endpoint: string;
+  /** Circuits: the peer network listener (upstream framing over TCP). */
+  networkBind: Bind;
+  /** Shown by /status; default tcp://<network bind> (with the bound port). */
+  advertisedEndpoint: string | undefined;
+  /** The peering key (challenge authorization identity); created on first start. */
+  peeringKeyFile: string;
+  circuits: {
+    heartbeatMs: number;
+    retryMs: number;
+    retryMaxMs: number;
+    queueTtlMs: number;
+    coordinatorTimeoutMs: number;
+    participantTimeoutMs: number;
+  };
   cors: boolean;
   accessTokenTtlSec: number;
   refreshTokenTtlSec: number;
@@ -119,6 +133,15 @@ export const OPTIONS: Record<string, OptionSpec> = {
   displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
   peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
   endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },
+  networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
+  advertisedEndpoint: { flag: 'advertised-endpoint', env: 'CAIRN_ADVERTISED_ENDPOINT', help: 'peer endpoint shown in /status (default tcp://<network bind>)' },
+  peeringKey: { flag: 'peering-key', env: 'CAIRN_PEERING_KEY', help: 'peering key file (default <data dir>/keys/peering.priv)' },
+  heartbeatMs: { flag: 'heartbeat-ms', env: 'CAIRN_HEARTBEAT_MS', help: 'peer heartbeat interval in ms (default 30000)' },
+  peerRetryMs: { flag: 'peer-retry-ms', env: 'CAIRN_PEER_RETRY_MS', help: 'first peer reconnect delay in ms, doubled per failure (default 10000)' },
+  peerRetryMaxMs: { flag: 'peer-retry-max-ms', env: 'CAIRN_PEER_RETRY_MAX_MS', help: 'longest peer reconnect delay in ms (default 300000)' },
+  peerQueueTtlMs: { flag: 'peer-queue-ttl-ms', env: 'CAIRN_PEER_QUEUE_TTL_MS', help: 'ms a message waits for a disconnected peer (default 30000)' },
+  adminTimeoutMs: { flag: 'admin-timeout-ms', env: 'CAIRN_ADMIN_TIMEOUT_MS', help: 'circuit agreement coordinator timeout in ms (default 30000)' },
+  adminParticipantTimeoutMs: { flag: 'admin-participant-timeout-ms', env: 'CAIRN_ADMIN_PARTICIPANT_TIMEOUT_MS', help: 'circuit agreement participant timeout in ms (default 60000)' },
   cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on interface C (default off)' },
   accessTokenTtlSec: { flag: 'access-token-ttl', env: 'CAIRN_ACCESS_TOKEN_TTL', help: 'access token lifetime in s (default 5400)' },
   refreshTokenTtlSec: { flag: 'refresh-token-ttl', env: 'CAIRN_REFRESH_TOKEN_TTL', help: 'refresh token lifetime in s (default 5184000)' },
@@ -218,6 +241,17 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     displayName: get('displayName'),
     peers: (get('peers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     endpoint: get('endpoint') ?? '',
+    networkBind: parseBind(get('networkBind') ?? '127.0.0.1:8044', 'network bind'),
+    advertisedEndpoint: get('advertisedEndpoint'),
+    peeringKeyFile: resolve(get('peeringKey') ?? join(dataDir, 'keys', 'peering.priv')),
+    circuits: {
+      heartbeatMs: int(get('heartbeatMs') ?? '30000', 'heartbeat', 10),
+      retryMs: int(get('peerRetryMs') ?? '10000', 'peer retry', 10),
+      retryMaxMs: int(get('peerRetryMaxMs') ?? '300000', 'peer retry max', 10),
+      queueTtlMs: int(get('peerQueueTtlMs') ?? '30000', 'peer queue ttl', 10),
+      coordinatorTimeoutMs: int(get('adminTimeoutMs') ?? '30000', 'admin timeout', 10),
+      participantTimeoutMs: int(get('adminParticipantTimeoutMs') ?? '60000', 'admin participant timeout', 10),
+    },
     cors: bool(get('cors')),
     accessTokenTtlSec: int(get('accessTokenTtlSec') ?? '5400', 'access token ttl', 1),
     refreshTokenTtlSec: int(get('refreshTokenTtlSec') ?? '5184000', 'refresh token ttl', 1),

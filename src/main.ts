@@ -26,6 +26,7 @@ const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTI
   ledger: { key: 'ledgerBind', option: 'ledgerBind' },
   node: { key: 'nodeBind', option: 'nodeBind' },
   data: { key: 'dataBind', option: 'dataBind' },
+  network: { key: 'networkBind', option: 'networkBind' },
 };
 
 /** Turns "<name>: cannot listen on host:port" into a line that says why and what to change. */

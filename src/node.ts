@@ -22,6 +22,7 @@ import { NODE_LEDGER } from './ledger/description.js';
 import { registerLedgerApi } from './ledger-api/index.js';
 import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
+import { startCircuits, type Circuits } from './circuits/index.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -42,7 +43,7 @@ export interface RunningNode {
   ledger: Ledger;
   nodeSigner: Signer;
   adminSigner: Signer;
-  ports: { ledger: number; node: number; data: number };
+  ports: { ledger: number; node: number; data: number; network: number };
   close(): Promise<void>;
 }
 
@@ -102,6 +103,19 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     errorReply: messageErrorReply,
   });
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
+  let circuits: Circuits;
+  try {
+    circuits = await startCircuits({ config, db, server: nodeServer, router: nodeApi.router, auth: nodeApi.auth, registry: nodeApi.registry, identity: nodeApi.identity });
+  } catch (err) {
+    await ledger.close();
+    await db.close();
+    throw err;
+  }
+  nodeApi.mountAdded();
+  const { host: nh } = config.networkBind;
+  const networkEndpoint = `tcp://${nh.includes(':') ? `[${nh}]` : nh}:${circuits.port}`;
+  nodeApi.network.network.push(networkEndpoint);
+  nodeApi.network.advertised.push(config.advertisedEndpoint ?? networkEndpoint);
   const dataServer = new HttpServer({
     name: 'data',
     maxBodyBytes: config.maxBodyBytes,
@@ -121,11 +135,12 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     servers.push(ledgerServer, nodeServer, dataServer);
   } catch (err) {
     await Promise.all([ledgerServer.close(0), nodeServer.close(0), dataServer.close(0)]);
+    await circuits.close();
     await ledger.close();
     await db.close();
     throw err;
   }
-  log.info(`ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}`);
+  log.info(`ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`);
 
   let closed = false;
   return {
@@ -134,12 +149,13 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     ledger,
     nodeSigner,
     adminSigner,
-    ports,
+    ports: { ...ports, network: circuits.port },
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
       ledgerApi.close();
       await Promise.all(servers.map((s) => s.close()));
+      await circuits.close();
       await nodeApi.close();
       await dataApi.close();
       await ledger.close();

@@ -98,7 +98,7 @@ t.test('node: --help lists the log level; a port in use names the flag; the log 
   t.match(usage(), /--log-level\s+CAIRN_LOG_LEVEL/);
   t.match(usage(), /--data-auth\s+CAIRN_DATA_AUTH/);
   const dir = join(tmp, 'busy');
-  const r = await tsx('src/main.ts', [], { CAIRN_DATA_DIR: dir, CAIRN_LEDGER_BIND: ledgerBind, CAIRN_NODE_BIND: '127.0.0.1:0', CAIRN_DATA_BIND: '127.0.0.1:0', CAIRN_POOL_THREADS: '1' });
+  const r = await tsx('src/main.ts', [], { CAIRN_DATA_DIR: dir, CAIRN_LEDGER_BIND: ledgerBind, CAIRN_NODE_BIND: '127.0.0.1:0', CAIRN_DATA_BIND: '127.0.0.1:0', CAIRN_NETWORK_BIND: '127.0.0.1:0', CAIRN_POOL_THREADS: '1' });
   t.equal(r.code, 1);
   t.match(r.stderr, new RegExp(`cannot listen on ${ledgerBind.replace(/\./g, '\\.')} for interface ledger: the port is already in use.*--ledger-bind.*CAIRN_LEDGER_BIND`));
   const lvl = await tsx('src/main.ts', ['--log-level', 'loud']);

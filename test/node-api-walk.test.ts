@@ -64,13 +64,14 @@ t.test('status in both versions; node id and display name are kept', async (t) =
   t.match(s.node_id, /^cairn-[0-9a-f]{8}$/);
   t.equal(s.display_name, `Node: ${String(s.node_id)}`);
   t.equal(s.service_endpoint, n.url);
-  t.same([s.network_endpoints, s.advertised_endpoints], [[], []]);
+  const bound = `tcp://127.0.0.1:${n.t.node.ports.network}`;
+  t.same([s.network_endpoints, s.advertised_endpoints], [[bound], [bound]], 'the peer network endpoint, advertised as bound by default');
   const dir = n.t.dataDir;
   await n.t.stop({ keepData: true });
-  n = await startApiNode({ CAIRN_ENDPOINT: 'tcp://10.0.0.1:8800' }, dir);
+  n = await startApiNode({ CAIRN_ADVERTISED_ENDPOINT: 'tcp://10.0.0.1:8800' }, dir);
   const s2 = (await call('GET', '/status', { auth: n.admin })).body as Record<string, unknown>;
   t.equal(s2.node_id, s.node_id, 'generated node id kept across a restart');
-  t.same([s2.network_endpoints, s2.advertised_endpoints], [['tcp://10.0.0.1:8800'], ['tcp://10.0.0.1:8800']]);
+  t.same([s2.network_endpoints, s2.advertised_endpoints], [[`tcp://127.0.0.1:${n.t.node.ports.network}`], ['tcp://10.0.0.1:8800']]);
   t.equal(n.admin, adminToken, 'same admin key after a restart');
   const l = await call('POST', '/biome/login', { body: { username: 'operator', hashed_password: 'walk-secret-1' } });
   t.equal((await call('GET', '/status', { auth: (l.body as { token: string }).token })).status, 200, 'users and grants survive a restart');

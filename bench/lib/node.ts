@@ -13,6 +13,8 @@ export interface BenchNode {
   ledgerUrl: string;
   nodeUrl: string;
   dataUrl: string;
+  /** The circuit peer network port. */
+  networkPort: number;
   dataDir: string;
   child: ChildProcess;
   rssMiB(): number;
@@ -47,6 +49,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
       CAIRN_LEDGER_BIND: '127.0.0.1:0',
       CAIRN_NODE_BIND: '127.0.0.1:0',
       CAIRN_DATA_BIND: '127.0.0.1:0',
+      CAIRN_NETWORK_BIND: '127.0.0.1:0',
       CAIRN_LOG_LEVEL: 'info',
       ...env,
     },
@@ -61,10 +64,10 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
       if (logFile) appendFileSync(logFile, d);
       log += d.toString();
       if (log.length > 100_000) log = log.slice(-50_000);
-      const m = /\(C\) on [^:]+:(\d+), node \(A\) on [^:]+:(\d+), data \(B\) on [^:]+:(\d+)/.exec(log);
+      const m = /\(C\) on [^:]+:(\d+), node \(A\) on [^:]+:(\d+), data \(B\) on [^:]+:(\d+)(?:, peer network on [^:]+:(\d+))?/.exec(log);
       if (m) {
         clearTimeout(timer);
-        resolve([m[1]!, m[2]!, m[3]!]);
+        resolve([m[1]!, m[2]!, m[3]!, m[4] ?? '0']);
       }
     });
     child.once('exit', (code) => reject(new Error(`node exited with ${code}: ${log}`)));
@@ -77,6 +80,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
     ledgerUrl: `http://127.0.0.1:${ports[0]}`,
     nodeUrl: `http://127.0.0.1:${ports[1]}`,
     dataUrl: `http://127.0.0.1:${ports[2]}`,
+    networkPort: Number(ports[3]),
     rssMiB: () => statusField(pid, 'VmRSS'),
     rssAnonMiB: () => statusField(pid, 'RssAnon'),
     peakRssMiB: () => statusField(pid, 'VmHWM'),

@@ -30,7 +30,7 @@ import { registerProfileRoutes } from './profiles.js';
 import { registerOAuthRoutes } from './oauth-routes.js';
 import { registerAuthorizationRoutes } from './authorization-routes.js';
 import { registerRegistryRoutes } from './registry-routes.js';
-import { registerStatusRoute, resolveNodeIdentity } from './status.js';
+import { registerStatusRoute, resolveNodeIdentity, type NetworkEndpoints, type NodeIdentity } from './status.js';
 
 export interface NodeApiContext {
   config: Config;
@@ -45,6 +45,14 @@ export interface NodeApiContext {
 export interface NodeApi {
   /** Identities and grants, shared with the data API's authorization. */
   auth: { authn: Authenticator; access: Access };
+  /** For the circuit routes (src/circuits), declared in the same style. */
+  router: Router;
+  registry: Registry;
+  identity: Promise<NodeIdentity>;
+  /** The peer network endpoints /status shows, known once the network listens. */
+  network: NetworkEndpoints;
+  /** Mounts the routes added to `router` since the last call (before the server listens). */
+  mountAdded(): void;
   close(): Promise<void>;
 }
 
@@ -61,6 +69,9 @@ export interface NodeRoutes {
   routes: NodeRoute[];
   /** Identities and grants, shared with the data API's authorization. */
   auth: { authn: Authenticator; access: Access };
+  registry: Registry;
+  identity: Promise<NodeIdentity>;
+  network: NetworkEndpoints;
 }
 
 /** The route table of the node API (its handlers can be called without a server). */
@@ -90,16 +101,26 @@ export function nodeApiRoutes(ctx: NodeApiContext): NodeRoutes {
   registerProfileRoutes(router, stores);
   registerOAuthRoutes(router, { config, stores, client, sessions });
   registerAuthorizationRoutes(router, rbac, (id) => stores.profiles.get(id) !== undefined || stores.users.get(id) !== undefined);
-  registerRegistryRoutes(router, new Registry(stores));
-  registerStatusRoute(router, config, ctx.version, identity);
-  return { routes: router.routes, auth: { authn, access } };
+  const registry = new Registry(stores);
+  registerRegistryRoutes(router, registry);
+  const network: NetworkEndpoints = { network: [], advertised: [] };
+  registerStatusRoute(router, config, ctx.version, identity, network);
+  return { routes: router.routes, auth: { authn, access }, registry, identity, network };
 }
 
 export function registerNodeApi(server: HttpServer, ctx: NodeApiContext): NodeApi {
-  const { routes, auth } = nodeApiRoutes(ctx);
-  mount(server, nodeBinding(auth.authn, auth.access), routes);
+  const { routes, auth, registry, identity, network } = nodeApiRoutes(ctx);
+  const binding = nodeBinding(auth.authn, auth.access);
+  mount(server, binding, routes);
+  // Routes other parts of the node add later (the circuit admin service), mounted by mountAdded().
+  const extra = new Router();
   return {
     auth,
+    router: extra,
+    registry,
+    identity,
+    network,
+    mountAdded: () => mount(server, binding, extra.routes.splice(0)),
     async close(): Promise<void> {
       // Sub-databases close with the environment (owned by src/node.ts).
     },

@@ -24,8 +24,13 @@ export async function resolveNodeIdentity(config: Config, stores: Stores): Promi
   });
 }
 
-export function registerStatusRoute(r: Router, config: Config, version: string, identity: Promise<NodeIdentity>): void {
-  const endpoints = config.endpoint ? [config.endpoint] : [];
+/** The circuit peer network's endpoints, filled in once it listens. */
+export interface NetworkEndpoints {
+  network: string[];
+  advertised: string[];
+}
+
+export function registerStatusRoute(r: Router, config: Config, version: string, identity: Promise<NodeIdentity>, endpoints: NetworkEndpoints): void {
   r.add({
     method: 'get',
     path: '/status',
@@ -41,8 +46,8 @@ export function registerStatusRoute(r: Router, config: Config, version: string, 
         node_id: id.nodeId,
         display_name: id.displayName,
         service_endpoint: service,
-        network_endpoints: endpoints,
-        advertised_endpoints: endpoints,
+        network_endpoints: endpoints.network,
+        advertised_endpoints: endpoints.advertised,
       });
     },
   });

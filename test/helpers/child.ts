@@ -9,7 +9,7 @@ export interface ChildNode {
   pid: number;
   ledgerUrl: string;
   dataUrl: string;
-  ports: { ledger: number; node: number; data: number };
+  ports: { ledger: number; node: number; data: number; network: number };
   /** Everything the process wrote to stderr so far. */
   log(): string;
   /** Resolves with the exit code (null when killed by a signal). */
@@ -39,6 +39,7 @@ const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv =
   CAIRN_LEDGER_BIND: '127.0.0.1:0',
   CAIRN_NODE_BIND: '127.0.0.1:0',
   CAIRN_DATA_BIND: '127.0.0.1:0',
+  CAIRN_NETWORK_BIND: '127.0.0.1:0',
   CAIRN_POOL_THREADS: '1',
   CAIRN_LOG_LEVEL: 'info',
   ...env,
@@ -53,7 +54,7 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
     const onData = (): void => {
-      const m = /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)/.exec(log);
+      const m = /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)(?:, peer network on [\d.]+:(\d+))?/.exec(log);
       if (!m) return;
       clearTimeout(timer);
       child.stderr!.off('data', onData);
@@ -67,7 +68,7 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
         ledgerUrl: `http://127.0.0.1:${m[1]}`,
         dataUrl: `http://127.0.0.1:${m[3]}`,
         exited,
-        ports: { ledger: Number(m[1]), node: Number(m[2]), data: Number(m[3]) },
+        ports: { ledger: Number(m[1]), node: Number(m[2]), data: Number(m[3]), network: Number(m[4] ?? 0) },
         log: () => log,
         kill9,
         kill: kill9,

@@ -30,6 +30,7 @@ export async function startTestNode(env: Record<string, string> = {}, dataDir?: 
     CAIRN_LEDGER_BIND: '127.0.0.1:0',
     CAIRN_NODE_BIND: '127.0.0.1:0',
     CAIRN_DATA_BIND: '127.0.0.1:0',
+    CAIRN_NETWORK_BIND: '127.0.0.1:0',
     CAIRN_POOL_THREADS: '1',
     ...env,
   });

@@ -1,0 +1,208 @@
+/**
+ * Interface A's circuit operations: `/admin/proposals[/{id}]`, `/admin/circuits[/{id}]`,
+ * `POST /admin/submit` and the websocket `/ws/admin/register/{type}` (research
+ * splinter.md §6; spec "Interface A: circuits"). Declared in the node API's current route
+ * style (Router.secured), in a file of their own.
+ */
+import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
+import { HttpError, type HttpServer, type Req } from '../http/server.js';
+import { log } from '../log.js';
+import { authorize, json, protocolVersion, type Router } from '../node-api/router.js';
+import type { Authenticator } from '../node-api/identity.js';
+import type { Access } from '../node-api/access.js';
+import { pageOf, parsePageQuery } from '../node-api/paging.js';
+import type { AdminService } from './admin-service.js';
+import { circuitJson, eventJson, proposalJson, type Version } from './json.js';
+import { CircuitProposal, Status, decode, type ProposalMsg } from './proto.js';
+import type { EventRecord } from './store.js';
+import { ValidationError } from './validate.js';
+
+const STATUS_FILTER: Record<string, number> = { disbanded: Status.DISBANDED, abandoned: Status.ABANDONED };
+
+export function registerAdminRoutes(r: Router, admin: AdminService): void {
+  r.secured('get', '/admin/proposals', 'circuit.read', ({ req, version }) => {
+    const page = parsePageQuery(req.query);
+    const mgmt = req.query.get('management_type');
+    const member = req.query.get('member');
+    const items = admin.store
+      .proposals()
+      .filter((p) => mgmt === null || p.circuitProposal.circuitManagementType === mgmt)
+      .filter((p) => member === null || p.circuitProposal.members.some((m) => m.nodeId === member))
+      .map((p) => proposalJson(p, version));
+    const filters = [mgmt !== null ? `management_type=${encodeURIComponent(mgmt)}` : '', member !== null ? `member=${encodeURIComponent(member)}` : ''].filter(Boolean);
+    const base = filters.length ? `/admin/proposals?${filters.join('&')}&` : '/admin/proposals?';
+    return json(pageOf(items, base, page));
+  });
+
+  r.secured('get', '/admin/proposals/:circuit_id', 'circuit.read', ({ req, version }) => {
+    const p = admin.store.proposal(req.params[0]!);
+    if (!p) throw new HttpError(404, `Unable to find proposal: ${req.params[0]!.slice(0, 64)}`);
+    return json(proposalJson(p, version));
+  });
+
+  r.secured('get', '/admin/circuits', 'circuit.read', ({ req, version }) => {
+    const page = parsePageQuery(req.query);
+    const filter = req.query.get('filter');
+    const status = req.query.get('status');
+    // Version 2 lists Active circuits unless a status is asked for; version 1 lists all.
+    const want = status !== null ? (STATUS_FILTER[status.toLowerCase()] ?? Status.ACTIVE) : version === 2 ? Status.ACTIVE : null;
+    const items = admin.store
+      .circuits()
+      .filter((c) => want === null || (c.circuitStatus || Status.ACTIVE) === want)
+      .filter((c) => filter === null || c.members.some((m) => m.nodeId === filter))
+      .sort((a, b) => (a.circuitId < b.circuitId ? 1 : a.circuitId > b.circuitId ? -1 : 0))
+      .map((c) => circuitJson(c, version));
+    const filters = [filter !== null ? `filter=${encodeURIComponent(filter)}` : '', status !== null ? `status=${encodeURIComponent(status)}` : ''].filter(Boolean);
+    const base = filters.length ? `/admin/circuits?${filters.join('&')}&` : '/admin/circuits?';
+    return json(pageOf(items, base, page));
+  });
+
+  r.secured('get', '/admin/circuits/:circuit_id', 'circuit.read', ({ req, version }) => {
+    const c = admin.store.circuit(req.params[0]!);
+    if (!c) throw new HttpError(404, `Unable to find circuit: ${req.params[0]!.slice(0, 64)}`);
+    return json(circuitJson(c, version));
+  });
+
+  r.secured('post', '/admin/submit', 'circuit.write', async ({ req }) => {
+    if (req.body.length === 0) throw new HttpError(400, 'Failed to parse payload: the body is empty (send the CircuitManagementPayload protobuf bytes)');
+    try {
+      await admin.submit(req.body);
+    } catch (err) {
+      if (err instanceof ValidationError) {
+        const m = err.message.startsWith('Failed to parse payload') ? err.message : `Unable to handle message: validation failed: ${err.message}`;
+        log.info(`circuits: payload refused: ${m}`);
+        throw new HttpError(400, m);
+      }
+      throw err;
+    }
+    return { status: 202, body: '' };
+  });
+}
+
+interface SocketState {
+  type: string;
+  version: Version;
+  last: number;
+  /** Greatest event sequence number sent on this socket. */
+  seq: number;
+}
+type Socket = WebSocket<SocketState>;
+
+/**
+ * `/ws/admin/register/{type}?last=<ms>`: the registration result, then every stored event of
+ * that type stamped after `last`, then live events; none dropped, none repeated (each
+ * socket remembers the last event number it was sent).
+ */
+export class AdminEvents {
+  readonly #admin: AdminService;
+  readonly #sockets = new Set<Socket>();
+  readonly #off: () => void;
+
+  constructor(server: HttpServer, admin: AdminService, authn: Authenticator, access: Access) {
+    this.#admin = admin;
+    server.ws<SocketState>('/ws/admin/register/:type', {
+      maxPayloadLength: 16 * 1024,
+      maxBackpressure: 64 * 1024 * 1024,
+      idleTimeout: 120,
+      sendPingsAutomatically: true,
+      upgrade: (res, req, context) => this.#upgrade(res, req, context, authn, access),
+      open: (ws) => this.#open(ws),
+      close: (ws) => void this.#sockets.delete(ws),
+    });
+    server.route('get', '/ws/admin/register/:type', () => {
+      throw new HttpError(400, 'This is a websocket endpoint: send an Upgrade: websocket request');
+    });
+    this.#off = admin.subscribe((seq, rec) => {
+      for (const ws of this.#sockets) this.#push(ws, seq, rec);
+    });
+  }
+
+  close(): void {
+    this.#off();
+    for (const ws of [...this.#sockets]) {
+      try {
+        ws.end(1001, 'Server shutdown');
+      } catch {
+        // already closed
+      }
+    }
+    this.#sockets.clear();
+  }
+
+  #upgrade(res: HttpResponse, ureq: HttpRequest, context: us_socket_context_t, authn: Authenticator, access: Access): void {
+    const headers: Record<string, string> = {};
+    ureq.forEach((k, v) => {
+      headers[k] = v;
+    });
+    const rawQuery = ureq.getQuery() ?? '';
+    const type = decodeURIComponent(ureq.getParameter(0) ?? '');
+    const req: Req = { method: 'GET', path: ureq.getUrl(), rawQuery, query: new URLSearchParams(rawQuery), headers, params: [type], body: Buffer.alloc(0), aborted: false, remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString() };
+    res.onAborted(() => {
+      req.aborted = true;
+    });
+    const refuse = (status: number, message: string, extra: Record<string, string> = {}): void => {
+      if (req.aborted) return;
+      res.cork(() => {
+        res.writeStatus(status === 400 ? '400 Bad Request' : status === 401 ? '401 Unauthorized' : '403 Forbidden');
+        res.writeHeader('content-type', 'application/json');
+        for (const [k, v] of Object.entries(extra)) res.writeHeader(k, v);
+        res.end(JSON.stringify({ message }));
+      });
+    };
+    void (async () => {
+      try {
+        await authorize(authn, access, req, 'circuit.read', 'node');
+        const version = protocolVersion(req);
+        const lastRaw = req.query.get('last');
+        if (lastRaw !== null && !/^\d{1,16}$/.test(lastRaw)) throw new HttpError(400, `Invalid last value passed: ${lastRaw.slice(0, 40)}. Expected milliseconds since the epoch`);
+        if (type === '') throw new HttpError(400, 'A circuit management type is required');
+        if (req.aborted) return;
+        res.cork(() => {
+          res.upgrade<SocketState>(
+            { type, version, last: lastRaw === null ? 0 : Number(lastRaw), seq: 0 },
+            headers['sec-websocket-key'] ?? '',
+            headers['sec-websocket-protocol'] ?? '',
+            headers['sec-websocket-extensions'] ?? '',
+            context,
+          );
+        });
+      } catch (err) {
+        if (err instanceof HttpError) refuse(err.status, err.message, err.headers);
+        else {
+          log.error('circuits: websocket registration failed', err);
+          refuse(400, 'Registration failed');
+        }
+      }
+    })();
+  }
+
+  #open(ws: Socket): void {
+    const s = ws.getUserData();
+    this.#sockets.add(ws);
+    this.#send(ws, JSON.stringify({ status: 'OK', circuit_management_type: s.type, error_reason: null }));
+    // Replay synchronously: no event can be stored and pushed in between.
+    for (const [seq, rec] of this.#admin.store.eventsAfter(0)) {
+      if (rec.ts > s.last) this.#push(ws, seq, rec);
+      else s.seq = Math.max(s.seq, seq);
+    }
+  }
+
+  #push(ws: Socket, seq: number, rec: EventRecord): void {
+    const s = ws.getUserData();
+    if (seq <= s.seq) return;
+    s.seq = seq;
+    if (rec.mgmt !== s.type) return;
+    const frame = eventJson(rec.type, rec.ts, decode<ProposalMsg>(CircuitProposal, rec.proposal), rec.key, s.version);
+    if (frame !== null) this.#send(ws, frame);
+  }
+
+  #send(ws: Socket, frame: string): void {
+    if (!this.#sockets.has(ws)) return;
+    try {
+      ws.send(frame);
+    } catch (err) {
+      log.debug('circuits: send to a closed socket', err);
+      this.#sockets.delete(ws);
+    }
+  }
+}

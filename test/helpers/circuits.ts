@@ -1,0 +1,154 @@
+/**
+ * Several node processes on loopback for the circuit tests: own data directories, ports
+ * and keys, short peer intervals, every node in every node's registry, and websocket
+ * event clients.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { Signer } from '../../src/crypto/secp256k1.js';
+import { makeCylinderJwt } from '../../src/node-api/cylinder.js';
+import { startChild, type ChildNode } from './child.js';
+import { client, type Call } from './node-api.js';
+
+export const FAST_ENV: Record<string, string> = {
+  CAIRN_BCRYPT_COST: '4',
+  CAIRN_HEARTBEAT_MS: '500',
+  CAIRN_PEER_RETRY_MS: '200',
+  CAIRN_PEER_RETRY_MAX_MS: '1000',
+  CAIRN_ADMIN_TIMEOUT_MS: '8000',
+  CAIRN_ADMIN_PARTICIPANT_TIMEOUT_MS: '12000',
+};
+
+export interface CircuitNode {
+  id: string;
+  dir: string;
+  child: ChildNode;
+  url: string;
+  call: Call;
+  /** `Cylinder:<jwt>` of the node's admin key. */
+  auth: string;
+  admin: Signer;
+  /** Hex public key of the peering key. */
+  peering: string;
+  endpoint: string;
+  restart(): Promise<void>;
+}
+
+function key(dir: string, name: string): Signer {
+  return new Signer(readFileSync(join(dir, 'keys', name), 'utf8').trim());
+}
+
+async function boot(id: string, dir: string, networkPort = 0): Promise<ChildNode> {
+  return startChild(dir, { ...FAST_ENV, CAIRN_NODE_ID: id, CAIRN_NETWORK_BIND: `127.0.0.1:${networkPort}` });
+}
+
+export async function startCircuitNodes(ids: string[]): Promise<{ nodes: CircuitNode[]; stop(): Promise<void> }> {
+  const nodes: CircuitNode[] = [];
+  for (const id of ids) {
+    const dir = mkdtempSync(join(tmpdir(), `cairn-circuit-${id}-`));
+    const child = await boot(id, dir);
+    const admin = key(dir, 'admin.priv');
+    const n: CircuitNode = {
+      id,
+      dir,
+      child,
+      url: `http://127.0.0.1:${child.ports.node}`,
+      call: client(`http://127.0.0.1:${child.ports.node}`),
+      auth: `Cylinder:${makeCylinderJwt(admin)}`,
+      admin,
+      peering: key(dir, 'peering.priv').publicKey,
+      endpoint: `tcp://127.0.0.1:${child.ports.network}`,
+      async restart(): Promise<void> {
+        // Same data directory and the same peer port: the others dial the stored endpoint.
+        n.child = await boot(id, dir, child.ports.network);
+        n.url = `http://127.0.0.1:${n.child.ports.node}`;
+        n.call = client(n.url);
+      },
+    };
+    nodes.push(n);
+  }
+  for (const n of nodes) {
+    for (const m of nodes) {
+      const r = await n.call('POST', '/registry/nodes', { auth: n.auth, body: { identity: m.id, endpoints: [m.endpoint], display_name: `Node ${m.id}`, keys: [m.admin.publicKey], metadata: {} } });
+      if (r.status !== 200) throw new Error(`registry on ${n.id}: ${r.status} ${r.text}`);
+    }
+  }
+  return {
+    nodes,
+    async stop(): Promise<void> {
+      await Promise.all(nodes.map((n) => n.child.stop()));
+      for (const n of nodes) rmSync(n.dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function submit(n: CircuitNode, payload: Uint8Array, auth = n.auth): Promise<{ status: number; text: string; body: unknown }> {
+  const res = await fetch(`${n.url}/admin/submit`, { method: 'POST', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/octet-stream' }, body: Buffer.from(payload) });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, text, body };
+}
+
+export interface AdminEvent {
+  timestamp: number;
+  eventType: string;
+  message: unknown;
+}
+
+/** A websocket event client: the raw frames it received (registration result first). */
+export class EventClient {
+  readonly frames: string[] = [];
+  readonly ws: WebSocket;
+  readonly opened: Promise<void>;
+  #waiters: Array<() => void> = [];
+
+  constructor(n: CircuitNode, type: string, last?: number, version?: number) {
+    const headers: Record<string, string> = { authorization: `Bearer ${n.auth}` };
+    if (version) headers.nodeprotocolversion = String(version);
+    this.ws = new WebSocket(`ws://127.0.0.1:${n.child.ports.node}/ws/admin/register/${type}${last !== undefined ? `?last=${last}` : ''}`, { headers });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.on('open', () => resolve());
+      this.ws.on('error', reject);
+      this.ws.on('unexpected-response', (_q, res) => reject(new Error(`websocket refused: ${res.statusCode}`)));
+    });
+    this.ws.on('message', (d) => {
+      this.frames.push(d.toString());
+      for (const w of this.#waiters) w();
+    });
+  }
+
+  get events(): AdminEvent[] {
+    return this.frames.slice(1).map((f) => JSON.parse(f) as AdminEvent);
+  }
+
+  /** Waits until an event matches (by type and circuit id); returns it. */
+  async waitFor(type: string, circuitId: string, also = '', timeoutMs = 30_000): Promise<AdminEvent> {
+    const find = (): AdminEvent | undefined =>
+      this.events.find((e) => e.eventType === type && JSON.stringify(e.message).includes(`"circuit_id":"${circuitId}"`) && JSON.stringify(e.message).includes(also));
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const e = find();
+      if (e) return e;
+      if (Date.now() > until) throw new Error(`no ${type} for ${circuitId} within ${timeoutMs} ms; got ${this.events.map((x) => x.eventType).join(', ')}`);
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, 200);
+        this.#waiters.push(() => {
+          clearTimeout(timer);
+          r();
+        });
+      });
+      this.#waiters = [];
+    }
+  }
+
+  close(): void {
+    this.ws.terminate();
+  }
+}
