@@ -105,7 +105,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
   let circuits: Circuits;
   try {
-    circuits = await startCircuits({ config, db, server: nodeServer, router: nodeApi.router, auth: nodeApi.auth, registry: nodeApi.registry, identity: nodeApi.identity });
+    circuits = await startCircuits({ config, db, server: nodeServer, router: nodeApi.router, auth: nodeApi.auth, registry: nodeApi.registry, identity: nodeApi.identity, nodeSigner });
   } catch (err) {
     await ledger.close();
     await db.close();

@@ -18,6 +18,7 @@ import {
   AuthorizationType,
   Circuit,
   CircuitManagementPayload,
+  CircuitDirectMessage,
   CircuitMessage,
   CircuitMsgType,
   CircuitProposal,
@@ -47,6 +48,12 @@ export interface AdminOptions {
   participantTimeoutMs: number;
   /** How long peers of a rejected proposal stay referenced (upstream: 10 s). */
   holdPeersMs: number;
+}
+
+/** What the state services get from the admin service's peer connections. */
+export interface ServiceHooks {
+  message(circuit: string, sender: string, recipient: string, payload: Buffer): void;
+  reachable(nodeId: string): void;
 }
 
 export type EventSink = (seq: number, rec: EventRecord) => void;
@@ -118,6 +125,7 @@ export class AdminService {
   readonly #readyMarks = new Map<string, Set<string>>();
   readonly #readyReplied = new Set<string>();
   #closed = false;
+  #services: ServiceHooks | null = null;
 
   constructor(store: AdminStore, net: PeerNetwork, o: AdminOptions) {
     this.store = store;
@@ -142,6 +150,24 @@ export class AdminService {
       this.#ensureRefs(decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal);
       this.#mark(id, this.#o.nodeId);
     }
+  }
+
+  /** The state services' side of the peer network (circuit direct messages, peers agreed). */
+  attachServices(hooks: ServiceHooks): void {
+    this.#services = hooks;
+  }
+
+  /** Sends a circuit direct message from one of this node's services to a service on `nodeId`. */
+  sendDirect(nodeId: string, circuit: string, sender: string, recipient: string, payload: Uint8Array): void {
+    const t = this.#routes.get(nodeId);
+    if (!t) return log.warn(`circuits: no route to node ${nodeId}; service message dropped`);
+    const direct = encode(CircuitDirectMessage, { circuit, sender, recipient, payload });
+    this.#net.send(t.remote, t.local, encode(CircuitMessage, { messageType: CircuitMsgType.CIRCUIT_DIRECT, payload: direct }));
+  }
+
+  /** Whether a node is connected and agreed on the admin protocol now. */
+  reachable(nodeId: string): boolean {
+    return nodeId === this.#o.nodeId || this.#agreedWith(nodeId);
   }
 
   subscribe(sink: EventSink): () => void {
@@ -350,6 +376,11 @@ export class AdminService {
     let msg: AdminMsg;
     try {
       const cm = decode<{ messageType: number; payload: Buffer }>(CircuitMessage, bytes);
+      if (cm.messageType === CircuitMsgType.CIRCUIT_DIRECT) {
+        const d = decode<{ circuit: string; sender: string; recipient: string; payload: Buffer }>(CircuitDirectMessage, cm.payload);
+        this.#services?.message(d.circuit, d.sender, d.recipient, d.payload);
+        return;
+      }
       if (cm.messageType !== CircuitMsgType.ADMIN_DIRECT) {
         log.debug(`circuits: ignored circuit message type ${cm.messageType} from ${remote}`);
         return;
@@ -411,6 +442,7 @@ export class AdminService {
     const key = `${remote}|${local}`;
     if (this.#agreed.has(key)) return;
     this.#agreed.add(key);
+    for (const [nodeId, t] of this.#routes) if (`${t.remote}|${t.local}` === key) this.#services?.reachable(nodeId);
     // Unfinished ready exchanges with this peer resume now.
     for (const [id, r] of this.store.readyPending()) {
       const c = decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal;

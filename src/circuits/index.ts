@@ -16,6 +16,9 @@ import { AdminService } from './admin-service.js';
 import { PeerNetwork } from './peers.js';
 import { AdminEvents, registerAdminRoutes } from './routes.js';
 import { AdminStore } from './store.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import { ScabbardServices } from '../scabbard/index.js';
+import { registerScabbardRoutes } from '../scabbard/routes.js';
 
 export interface CircuitsContext {
   config: Config;
@@ -25,11 +28,15 @@ export interface CircuitsContext {
   auth: { authn: Authenticator; access: Access };
   registry: Registry;
   identity: Promise<NodeIdentity>;
+  /** Signs the blocks of the circuit ledgers this node keeps. */
+  nodeSigner: Signer;
 }
 
 export interface Circuits {
   /** The bound peer network port. */
   port: number;
+  /** The state services (scabbard) of the Active circuits this node is a member of. */
+  services: ScabbardServices;
   close(): Promise<void>;
 }
 
@@ -60,13 +67,18 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     holdPeersMs: 10_000,
   });
   registerAdminRoutes(ctx.router, admin);
+  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner);
+  registerScabbardRoutes(ctx.router, services);
   const events = new AdminEvents(ctx.server, admin, ctx.auth.authn, ctx.auth.access);
   const port = await net.listen();
   log.info(`peering public key ${peering.publicKey}`);
   admin.start();
+  await services.start();
   return {
     port,
+    services,
     async close(): Promise<void> {
+      services.close();
       events.close();
       admin.close();
       await net.close();

@@ -21,6 +21,7 @@ export const AuthChallengeSubmitRequest = t('AuthChallengeSubmitRequest');
 export const AuthChallengeSubmitResponse = t('AuthChallengeSubmitResponse');
 export const CircuitMessage = t('CircuitMessage');
 export const AdminDirectMessage = t('AdminDirectMessage');
+export const CircuitDirectMessage = t('CircuitDirectMessage');
 export const Circuit = t('Circuit');
 export const CircuitProposal = t('CircuitProposal');
 export const CircuitManagementPayload = t('CircuitManagementPayload');
@@ -47,7 +48,7 @@ export const AuthType = {
   SUBMIT_RESPONSE: 123,
 } as const;
 export const PeerAuth = { TRUST: 1, CHALLENGE: 2 } as const;
-export const CircuitMsgType = { ADMIN_DIRECT: 100 } as const;
+export const CircuitMsgType = { CIRCUIT_DIRECT: 3, ADMIN_DIRECT: 100 } as const;
 export const AdminType = {
   CONSENSUS: 1,
   PROPOSED_CIRCUIT: 2,

@@ -13,6 +13,7 @@ import { HEAD_KEY, ReadModelDbs, type ChainHead, type LedgerStores } from '../st
 import type { FaultPoint } from '../store/test-faults.js';
 import type { ReadModelWriter } from '../data-api/read-model/index.js';
 import type { ProjectorEntry } from './catalog.js';
+import { readModelDbName } from '../store/names.js';
 import { encodeReceipt, type BuiltBlock } from './block-builder.js';
 
 /** Parent id of block 0. */
@@ -36,6 +37,16 @@ export interface ChainWriterOptions {
   projectors: readonly ProjectorEntry[];
   /** Test-only fault injection of the block transaction (null in production). */
   writeFault: FaultPoint | null;
+  /** Prefix of the read-model sub-database names ('' or absent: the node ledger's names). */
+  readModelPrefix?: string;
+}
+
+/** More of a round written in the same transaction. */
+export interface WriteExtras {
+  /** Timestamp (s) the read models stamp (default: now); agreed rounds pass theirs. */
+  timestampSec?: number;
+  /** Further writes, run inside the round's transaction. */
+  also?: () => void;
 }
 
 export class ChainWriter {
@@ -55,11 +66,13 @@ export class ChainWriter {
     this.#writeFault = opts.writeFault;
     // Opened up front: never inside a write transaction.
     const dbs = new ReadModelDbs(s.root);
-    for (const p of opts.projectors) for (const name of p.dbNames) dbs.db(name);
+    const prefix = opts.readModelPrefix ?? '';
+    const name = (db: string): string => readModelDbName(prefix, db);
+    for (const p of opts.projectors) for (const n of p.dbNames) dbs.db(name(n));
     this.#readModel = {
-      put: (db, key, value) => void dbs.db(db).put(key, value),
-      remove: (db, key) => void dbs.db(db).remove(key),
-      get: (db, key) => dbs.db(db).get(key),
+      put: (db, key, value) => void dbs.db(name(db)).put(key, value),
+      remove: (db, key) => void dbs.db(name(db)).remove(key),
+      get: (db, key) => dbs.db(name(db)).get(key),
     };
   }
 
@@ -95,7 +108,7 @@ export class ChainWriter {
    * failed, the rounds built on it fail too: the chain never gets a gap); resolves once
    * it is durable. `meta` entries are written in the same transaction.
    */
-  async write(built: BuiltBlock, meta?: Array<[string, unknown]>): Promise<void> {
+  async write(built: BuiltBlock, meta?: Array<[string, unknown]>, extras?: WriteExtras): Promise<void> {
     const s = this.#s;
     const { head, blockBytes } = built;
     // A child transaction: if anything in here throws, none of this round's writes stay
@@ -118,17 +131,18 @@ export class ChainWriter {
           );
         });
         s.meta.put(HEAD_KEY, head);
-        if (this.#projectors.length) this.#project(built, head);
+        if (this.#projectors.length) this.#project(built, head, extras?.timestampSec);
       }
       for (const { entry, record } of built.invalid) s.invalid.put(entry.id, record);
+      extras?.also?.();
     });
     // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
     await s.root.flushed;
   }
 
   /** Runs the read-model projectors over the block's state changes (inside its transaction). */
-  #project(built: BuiltBlock, head: ChainHead): void {
-    const info = { blockNum: head.blockNum, blockId: head.blockId, timestamp: Math.floor(Date.now() / 1000) };
+  #project(built: BuiltBlock, head: ChainHead, timestampSec?: number): void {
+    const info = { blockNum: head.blockNum, blockId: head.blockId, timestamp: timestampSec ?? Math.floor(Date.now() / 1000) };
     for (const [address, value] of built.stateWrites) {
       for (const { projector: p } of this.#projectors) {
         if (p.namespaces.some((ns) => address.startsWith(ns))) p.project(address, value ?? undefined, this.#readModel, info);

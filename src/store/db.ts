@@ -11,7 +11,7 @@ export function openEnv(dataDir: string): RootDatabase {
   mkdirSync(dataDir, { recursive: true });
   return open({
     path: join(dataDir, 'ledger.mdb'),
-    maxDbs: 128,
+    maxDbs: 1024,
     // Sync on commit: a 202 promises the batch is on disk.
     noSync: false,
     // Ledger data is mostly random-keyed binary: no compression, a generous map size.

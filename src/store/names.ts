@@ -31,6 +31,28 @@ export function ledgerDbNames(prefix: string): LedgerDbNames {
   };
 }
 
+/** The state service's own sub-databases beside its ledger stores (see src/scabbard). */
+export interface ScabbardDbNames {
+  /** Accepted batches not yet settled (durable intake). */
+  intake: string;
+  /** Settled batch statuses (Committed / Invalid). */
+  status: string;
+  /** Committed rounds by height, handed to a member that catches up. */
+  rounds: string;
+}
+
+export function scabbardDbNames(prefix: string): ScabbardDbNames {
+  return { intake: `${prefix}.intake`, status: `${prefix}.batch_status`, rounds: `${prefix}.rounds` };
+}
+
+/**
+ * Read-model sub-database name of a circuit ledger: the node ledger's name (e.g.
+ * `grid.agent`) under the ledger's prefix; the node ledger's own prefix is ''.
+ */
+export function readModelDbName(prefix: string, name: string): string {
+  return prefix ? `${prefix}.${name}` : name;
+}
+
 /** The node's own ledger. */
 export const LEDGER_DBS: LedgerDbNames = ledgerDbNames(NODE_LEDGER_PREFIX);
 

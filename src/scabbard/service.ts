@@ -1,0 +1,624 @@
+/**
+ * One state service of a circuit (scabbard, research circuits.md §3): a ledger instance of
+ * the engine (block builder + chain writer over its own prefixed stores, raw Merkle leaves,
+ * Sabre only), fed by upstream's version 2 intake (the coordinator proposes, the others
+ * forward to it) and agreed round by round with the two-phase commit.
+ *
+ * Where it does better than upstream (docs/circuits.md): a round carries up to `roundMax`
+ * batches; an accepted batch is in LMDB before the 202 and is proposed until it settles;
+ * statuses are stored; a rejected or timed-out round is proposed again; a member that is
+ * behind fetches the committed rounds it lacks from a peer and re-executes them.
+ * Every commit (state, head, receipts, statuses, intake removal, round log, read model) is
+ * one LMDB transaction, stamped with the round's time as the coordinator proposed it.
+ */
+import type { Database, RootDatabase } from 'lmdb';
+import { Batch, decode as decodePb } from '../proto/index.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import { sha256 } from '../crypto/secp256k1.js';
+import { log } from '../log.js';
+import { BlockBuilder, type BuildEntry, type BuiltBlock } from '../ledger/block-builder.js';
+import { ChainWriter } from '../ledger/chain-writer.js';
+import type { ProjectorEntry } from '../ledger/catalog.js';
+import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
+import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledger-stores.js';
+import { scabbardDbNames } from '../store/names.js';
+import { ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../circuits/proto.js';
+import { ADMIN_SETTING_ADDRESS, adminSettingValue, scabbardFamilies } from './sabre.js';
+import { BatchListMsg, MsgType, Proposal, RoundRecord, ScabbardMessage, decode, encode, type ProposalMsg, type RoundRecordMsg, type ScabbardMsg } from './proto.js';
+
+export interface ServiceArgs {
+  peers: string[];
+  adminKeys: string[];
+  coordinatorTimeoutMs: number;
+  version: string;
+}
+
+/** A JSON array string or a comma list (upstream accepts both). */
+function list(v: string | undefined): string[] {
+  if (v === undefined || v.trim() === '') return [];
+  const s = v.trim();
+  if (s.startsWith('[')) {
+    try {
+      const a = JSON.parse(s) as unknown;
+      if (Array.isArray(a)) return a.map(String);
+    } catch {
+      /* fall through to the comma list */
+    }
+  }
+  return s.split(',').map((x) => x.trim()).filter(Boolean);
+}
+
+export function parseServiceArgs(args: ReadonlyArray<{ key: string; value: string }>): ServiceArgs {
+  const get = (k: string): string | undefined => args.find((a) => a.key === k)?.value;
+  const timeout = Number(get('coordinator_timeout') ?? '30000');
+  return {
+    peers: list(get('peer_services')),
+    adminKeys: list(get('admin_keys')),
+    coordinatorTimeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : 30_000,
+    version: get('version') ?? '1',
+  };
+}
+
+/** How a service reaches the other services of its circuit. */
+export interface ServiceTransport {
+  send(toService: string, msg: Uint8Array): void;
+  /** Whether the node of a peer service is connected now. */
+  reachable(toService: string): boolean;
+}
+
+export interface ServiceOptions {
+  db: RootDatabase;
+  circuitId: string;
+  serviceId: string;
+  args: ServiceArgs;
+  signer: Signer;
+  transport: ServiceTransport;
+  projectors: readonly ProjectorEntry[];
+  /** Read-model sub-database names carry this prefix (see store/names.ts). */
+  readModelPrefix: string;
+  roundMax: number;
+  queueHigh: number;
+  queueLow: number;
+}
+
+export type StatusType = 'Unknown' | 'Pending' | 'Valid' | 'Invalid' | 'Committed';
+
+interface StatusRecord {
+  s: 'C' | 'I';
+  ts: number;
+  txns: string[];
+  invalid?: InvalidRecord['invalid_transactions'];
+}
+
+interface IntakeRecord {
+  bytes: Buffer;
+  at: number;
+  seq: number;
+}
+
+interface Queued extends IntakeRecord {
+  id: string;
+  fwdAt: number;
+}
+
+/** A round executed here and not yet written. */
+interface Round {
+  id: string;
+  height: number;
+  ts: number;
+  batches: Buffer;
+  built: BuiltBlock;
+  root: string;
+  verdicts: string;
+}
+
+interface Coordinating extends Round {
+  verified: Set<string>;
+  timer: NodeJS.Timeout;
+}
+
+interface Proposed {
+  height: number;
+  ts: number;
+  batches: Buffer;
+  parentRoot: string;
+  root: string;
+  verdicts: string;
+}
+
+interface TwoPhaseMsg {
+  messageType: number;
+  proposalId: Buffer;
+  proposalVerificationResponse: number;
+  proposalResult: number;
+  commitTimeMs: number;
+}
+
+const hex = (b: Uint8Array | string): string => sha256(b).toString('hex');
+const batchIdOf = (bytes: Uint8Array): string => decodePb(Batch, bytes).headerSignature;
+
+export class ScabbardService {
+  readonly circuitId: string;
+  readonly serviceId: string;
+  readonly coordinator: string;
+  readonly #o: ServiceOptions;
+  readonly #s: LedgerStores;
+  readonly #intake: Database<IntakeRecord, string>;
+  readonly #status: Database<StatusRecord, string>;
+  readonly #rounds: Database<RoundRecordMsg, number>;
+  readonly #writer: ChainWriter;
+  readonly #builder: BlockBuilder;
+  /** Accepted and not yet settled, in arrival order. */
+  readonly #queue = new Map<string, Queued>();
+  /** Batch ids of a round executed here, not yet written (status Valid). */
+  readonly #valid = new Set<string>();
+  readonly #proposed = new Map<string, Proposed>();
+  readonly #waiters = new Set<() => void>();
+  #seq = 0;
+  #height = 0;
+  #lastTs = 0;
+  #current: Coordinating | null = null;
+  #pending: Round | null = null;
+  #retry: NodeJS.Timeout | null = null;
+  #attempts = 0;
+  #note: string | null = null;
+  #busy = false;
+  #remoteBusy = false;
+  #chain: Promise<void> = Promise.resolve();
+  #catchUpAt = 0;
+  #forwardTimer: NodeJS.Timeout | null = null;
+  #closed = false;
+
+  constructor(o: ServiceOptions) {
+    this.#o = o;
+    this.circuitId = o.circuitId;
+    this.serviceId = o.serviceId;
+    this.coordinator = [o.serviceId, ...o.args.peers].sort()[0]!;
+    const prefix = scabbardPrefix(o.circuitId, o.serviceId);
+    this.#s = openLedgerStores(o.db, prefix);
+    const n = scabbardDbNames(prefix);
+    this.#intake = o.db.openDB<IntakeRecord, string>(n.intake, {});
+    this.#status = o.db.openDB<StatusRecord, string>(n.status, {});
+    this.#rounds = o.db.openDB<RoundRecordMsg, number>(n.rounds, {});
+    this.#writer = new ChainWriter({ stores: this.#s, leafEncoding: 'raw', projectors: o.projectors, writeFault: null, readModelPrefix: o.readModelPrefix });
+    this.#builder = new BlockBuilder(this.#writer.state, o.signer, scabbardFamilies);
+  }
+
+  get isCoordinator(): boolean {
+    return this.coordinator === this.serviceId;
+  }
+
+  get peers(): string[] {
+    return this.#o.args.peers;
+  }
+
+  /** Writes the initial state on first start (the admin setting), then loads the intake. */
+  async start(): Promise<void> {
+    if (!this.#writer.storedHead()) {
+      await this.#writer.writeEmptyRoot();
+      const tree = new MerkleTree(this.#s.merkle, { leafEncoding: 'raw' });
+      const update = tree.update(EMPTY_ROOT, new Map([[ADMIN_SETTING_ADDRESS, adminSettingValue(this.#o.args.adminKeys)]]), []);
+      const head: ChainHead = { blockId: `initial-${update.root.slice(0, 16)}`, blockNum: 0, stateRoot: update.root };
+      await this.#s.root.transaction(() => {
+        for (const [k, v] of update.writes) this.#s.merkle.put(k, v);
+        this.#s.meta.put(HEAD_KEY, head);
+        this.#s.meta.put('round', { height: 0, ts: 0 });
+      });
+    }
+    const r = this.#s.meta.get('round') as { height: number; ts: number };
+    this.#height = r.height;
+    this.#lastTs = r.ts;
+    const loaded: Queued[] = [];
+    for (const { key, value } of this.#intake.getRange()) loaded.push({ ...value, id: key, fwdAt: 0 });
+    loaded.sort((a, b) => a.seq - b.seq);
+    for (const q of loaded) this.#queue.set(q.id, q);
+    this.#seq = loaded.length ? loaded[loaded.length - 1]!.seq + 1 : 0;
+    this.#forwardTimer = setInterval(() => this.#forward(), 1000);
+    this.#forwardTimer.unref();
+    this.#askCatchUp();
+    this.#pump();
+  }
+
+  close(): void {
+    this.#closed = true;
+    if (this.#current) clearTimeout(this.#current.timer);
+    if (this.#retry) clearTimeout(this.#retry);
+    if (this.#forwardTimer) clearInterval(this.#forwardTimer);
+    for (const w of this.#waiters) w();
+  }
+
+  // ------------------------------------------------------------------ reads
+
+  head(): ChainHead {
+    return this.#writer.storedHead()!;
+  }
+
+  stateRoot(): string {
+    return this.head().stateRoot;
+  }
+
+  get(address: string): Buffer | undefined {
+    return this.#writer.state.get(this.stateRoot(), address);
+  }
+
+  entries(prefix: string): Array<{ address: string; value: Buffer }> {
+    return [...this.#writer.state.entries(this.stateRoot(), prefix)];
+  }
+
+  get height(): number {
+    return this.#height;
+  }
+
+  status(id: string): { type: StatusType; message: Array<Record<string, unknown>>; ts: number } {
+    const rec = this.#status.get(id);
+    if (rec?.s === 'C') return { type: 'Committed', message: rec.txns.map((t) => ({ transaction_id: t })), ts: rec.ts };
+    if (rec?.s === 'I') {
+      const message = (rec.invalid ?? []).map((x) => ({ transaction_id: x.id, error_message: x.message, error_data: [...Buffer.from(x.extended_data, 'base64')] }));
+      return { type: 'Invalid', message, ts: rec.ts };
+    }
+    const q = this.#queue.get(id);
+    // Said in the status of a waiting batch: nothing commits while a member cannot agree.
+    const message = this.#note ? [{ transaction_id: '', error_message: this.#note, error_data: [] }] : [];
+    if (this.#valid.has(id)) return { type: 'Valid', message, ts: q?.at ?? Date.now() };
+    if (q) return { type: 'Pending', message, ts: q.at };
+    return { type: 'Unknown', message: [], ts: Date.now() };
+  }
+
+  settled(id: string): boolean {
+    return this.#status.get(id) !== undefined;
+  }
+
+  /** Resolves on the next commit (or after `ms`). */
+  async changed(ms: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#waiters.add(done);
+    });
+  }
+
+  /** Whether submissions are refused for now (upstream's 429 back-pressure). */
+  get busy(): boolean {
+    return this.isCoordinator ? this.#busy : this.#remoteBusy;
+  }
+
+  // ------------------------------------------------------------------ intake
+
+  /** Accepts verified batches: durable before this resolves, then proposed (or forwarded). */
+  async accept(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    const fresh = batches.filter((b) => !this.#queue.has(b.id) && !this.settled(b.id));
+    if (fresh.length === 0) return;
+    const now = Date.now();
+    const added: Queued[] = fresh.map((b) => ({ id: b.id, bytes: Buffer.from(b.bytes), at: now, seq: this.#seq++, fwdAt: 0 }));
+    await this.#intake.transaction(() => {
+      for (const q of added) this.#intake.put(q.id, { bytes: q.bytes, at: q.at, seq: q.seq });
+    });
+    for (const q of added) if (!this.settled(q.id)) this.#queue.set(q.id, q);
+    if (this.isCoordinator) {
+      this.#pressure();
+      this.#pump();
+    } else {
+      this.#forward(added);
+    }
+  }
+
+  /** Non-coordinators send their unsettled batches to the coordinator (again after a while). */
+  #forward(which?: Queued[]): void {
+    if (this.#closed || this.isCoordinator) return;
+    const now = Date.now();
+    const due = which ?? [...this.#queue.values()].filter((q) => now - q.fwdAt > 3000).slice(0, 500);
+    if (due.length === 0 || !this.#o.transport.reachable(this.coordinator)) return;
+    for (const q of due) {
+      q.fwdAt = now;
+      this.#send(this.coordinator, { messageType: MsgType.NEW_BATCH, newBatch: q.bytes });
+    }
+  }
+
+  #pressure(): void {
+    const waiting = this.#queue.size - (this.#current ? this.#current.built.included.length + this.#current.built.invalid.length : 0);
+    if (!this.#busy && waiting >= this.#o.queueHigh) {
+      this.#busy = true;
+      for (const p of this.peers) this.#send(p, { messageType: MsgType.TOO_MANY_REQUESTS });
+    } else if (this.#busy && waiting <= this.#o.queueLow) {
+      this.#busy = false;
+      for (const p of this.peers) this.#send(p, { messageType: MsgType.ACCEPTING_REQUESTS });
+    }
+  }
+
+  // ------------------------------------------------------------------ execution
+
+  #execute(batches: Buffer, parent: ChainHead): { built: BuiltBlock; root: string; verdicts: string } {
+    const list = decode<{ batches: Buffer[] }>(BatchListMsg, batches).batches;
+    const entries: BuildEntry[] = list.map((bytes) => ({ id: batchIdOf(bytes), bytes, seq: 0, acceptedAt: 0 }));
+    const built = this.#builder.build(parent, entries, {
+      max: Infinity,
+      consensus: Buffer.from('scabbard'),
+      isCommittedTxn: (id) => this.#s.txnIndex.get(id) !== undefined,
+      // Deterministic on every member: a missing dependency makes the batch invalid at once.
+      dependencyWaitMs: 0,
+    });
+    const root = built.head?.stateRoot ?? parent.stateRoot;
+    const verdicts = hex(JSON.stringify([built.included.map((i) => i.entry.id), built.invalid.map((i) => [i.entry.id, i.record.invalid_transactions[0]?.message ?? ''])]));
+    return { built, root, verdicts };
+  }
+
+  /** Writes a round (all of it in one LMDB transaction); serialized with every other write. */
+  async #commit(r: Round): Promise<void> {
+    const { built, ts, height } = r;
+    const settled: Array<[string, StatusRecord]> = [];
+    for (const i of built.included) settled.push([i.entry.id, { s: 'C', ts, txns: i.batch.transactions.map((t) => t.headerSignature) }]);
+    for (const i of built.invalid) {
+      const txns = decodePb(Batch, i.entry.bytes).transactions.map((t) => t.headerSignature);
+      settled.push([i.entry.id, { s: 'I', ts, txns, invalid: i.record.invalid_transactions }]);
+    }
+    await this.#writer.write(built, [['round', { height, ts }]], {
+      timestampSec: Math.floor(ts / 1000),
+      also: () => {
+        for (const [id, rec] of settled) {
+          this.#status.put(id, rec);
+          this.#intake.remove(id);
+        }
+        this.#rounds.put(height, { height, timestampMs: ts, batches: r.batches, stateRoot: r.root, verdicts: r.verdicts });
+      },
+    });
+    this.#height = height;
+    this.#lastTs = ts;
+    for (const [id] of settled) {
+      this.#queue.delete(id);
+      this.#valid.delete(id);
+    }
+    for (const w of [...this.#waiters]) w();
+  }
+
+  #serial(fn: () => Promise<void>): Promise<void> {
+    const next = this.#chain.then(fn, fn);
+    this.#chain = next.catch((err: unknown) => log.error(`scabbard ${this.circuitId}::${this.serviceId}: write failed: ${(err as Error).message}`));
+    return this.#chain;
+  }
+
+  // ------------------------------------------------------------------ coordinator
+
+  #pump(): void {
+    if (this.#closed || !this.isCoordinator || this.#current || this.#retry || this.#queue.size === 0) return;
+    const parent = this.head();
+    const picked = [...this.#queue.values()].slice(0, this.#o.roundMax);
+    const batches = Buffer.from(encode(BatchListMsg, { batches: picked.map((q) => q.bytes) }));
+    const ts = Math.max(Date.now(), this.#lastTs + 1);
+    const height = this.#height + 1;
+    const { built, root, verdicts } = this.#execute(batches, parent);
+    const id = hex(`${height}|${parent.stateRoot}|${ts}|${picked.map((q) => q.id).join(',')}`);
+    for (const i of built.included) this.#valid.add(i.entry.id);
+    const timer = setTimeout(() => this.#reject(`no agreement within ${this.#o.args.coordinatorTimeoutMs} ms`), this.#o.args.coordinatorTimeoutMs);
+    timer.unref();
+    const cur: Coordinating = { id, height, ts, batches, built, root, verdicts, verified: new Set(), timer };
+    this.#current = cur;
+    const proposal = encode(Proposal, {
+      id: Buffer.from(id, 'ascii'),
+      previousId: Buffer.from(parent.stateRoot, 'ascii'),
+      proposalHeight: height,
+      summary: Buffer.from(root, 'ascii'),
+      consensusData: Buffer.from(verdicts, 'ascii'),
+    });
+    for (const p of this.peers) {
+      this.#send(p, { messageType: MsgType.PROPOSED_BATCH, proposedBatch: { proposal: Buffer.from(proposal), batch: Buffer.alloc(0), serviceId: this.serviceId, batches, timestampMs: ts } });
+      this.#consensus(p, { messageType: TwoPhase.VERIFICATION_REQUEST, proposalId: Buffer.from(id, 'ascii') });
+    }
+    this.#maybeApply();
+  }
+
+  #maybeApply(): void {
+    const cur = this.#current;
+    if (!cur || !this.peers.every((p) => cur.verified.has(p))) return;
+    clearTimeout(cur.timer);
+    void this.#serial(async () => {
+      await this.#commit(cur);
+      for (const p of this.peers) this.#consensus(p, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(cur.id, 'ascii'), proposalResult: TwoPhase.APPLY, commitTimeMs: cur.ts });
+    }).then(() => {
+      this.#current = null;
+      this.#attempts = 0;
+      this.#note = null;
+      this.#pressure();
+      this.#pump();
+    });
+  }
+
+  #reject(why: string): void {
+    const cur = this.#current;
+    if (!cur) return;
+    clearTimeout(cur.timer);
+    this.#current = null;
+    for (const i of cur.built.included) this.#valid.delete(i.entry.id);
+    for (const p of this.peers) this.#consensus(p, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(cur.id, 'ascii'), proposalResult: TwoPhase.REJECT });
+    const down = this.peers.filter((p) => !cur.verified.has(p));
+    this.#note = `Waiting for every member to agree (nothing commits while one cannot): round ${cur.height} got no agreement from ${down.join(', ') || 'a member'} (${why}); it is proposed again`;
+    log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${cur.height} not agreed (${why}); proposing again`);
+    // A rejected round is proposed again (upstream drops it), after a pause that grows.
+    const pause = Math.min(2000, 100 * 2 ** this.#attempts++);
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      this.#pump();
+    }, pause);
+    this.#retry.unref();
+  }
+
+  // ------------------------------------------------------------------ messages
+
+  #send(to: string, msg: Partial<ScabbardMsg> & { messageType: number }): void {
+    this.#o.transport.send(to, encode(ScabbardMessage, msg));
+  }
+
+  #consensus(to: string, m: Partial<TwoPhaseMsg> & { messageType: number }): void {
+    const message = encode(TwoPhaseMessage, m);
+    this.#send(to, { messageType: MsgType.CONSENSUS, consensusMessage: Buffer.from(encode(ConsensusMessage, { message, originId: Buffer.from(this.serviceId, 'ascii') })) });
+  }
+
+  /** A message from another service of the circuit. */
+  onMessage(from: string, bytes: Uint8Array): void {
+    if (this.#closed || !this.peers.includes(from)) return;
+    const m = decode<ScabbardMsg>(ScabbardMessage, bytes);
+    switch (m.messageType) {
+      case MsgType.NEW_BATCH: {
+        if (!this.isCoordinator) return;
+        const id = batchIdOf(m.newBatch);
+        void this.accept([{ id, bytes: m.newBatch }]).catch((err: unknown) => log.warn(`scabbard: forwarded batch not stored: ${(err as Error).message}`));
+        return;
+      }
+      case MsgType.TOO_MANY_REQUESTS:
+        if (from === this.coordinator) this.#remoteBusy = true;
+        return;
+      case MsgType.ACCEPTING_REQUESTS:
+        if (from === this.coordinator) this.#remoteBusy = false;
+        return;
+      case MsgType.PROPOSED_BATCH: {
+        const pb = m.proposedBatch;
+        if (!pb || from !== this.coordinator) return;
+        const p = decode<ProposalMsg>(Proposal, pb.proposal);
+        if (this.#proposed.size > 64) this.#proposed.clear();
+        this.#proposed.set(p.id.toString('ascii'), {
+          height: p.proposalHeight,
+          ts: pb.timestampMs,
+          batches: pb.batches,
+          parentRoot: p.previousId.toString('ascii'),
+          root: p.summary.toString('ascii'),
+          verdicts: p.consensusData.toString('ascii'),
+        });
+        return;
+      }
+      case MsgType.CONSENSUS:
+        return this.#onConsensus(from, m.consensusMessage);
+      case MsgType.CATCH_UP_REQUEST: {
+        const rounds: RoundRecordMsg[] = [];
+        for (const { value } of this.#rounds.getRange({ start: m.catchUpFrom, limit: 200 })) rounds.push(value);
+        this.#send(from, { messageType: MsgType.CATCH_UP_RESPONSE, rounds });
+        return;
+      }
+      case MsgType.CATCH_UP_RESPONSE:
+        void this.#serial(() => this.#catchUp(from, m.rounds));
+        return;
+      default:
+        return;
+    }
+  }
+
+  #onConsensus(from: string, bytes: Buffer): void {
+    const cm = decode<{ message: Buffer; originId: Buffer }>(ConsensusMessage, bytes);
+    const m = decode<TwoPhaseMsg>(TwoPhaseMessage, cm.message);
+    const id = m.proposalId.toString('ascii');
+    switch (m.messageType) {
+      case TwoPhase.VERIFICATION_REQUEST: {
+        if (from !== this.coordinator) return;
+        void this.#serial(async () => this.#verify(from, id));
+        return;
+      }
+      case TwoPhase.VERIFICATION_RESPONSE: {
+        const cur = this.#current;
+        if (!cur || cur.id !== id) return;
+        if (m.proposalVerificationResponse === TwoPhase.VERIFIED) {
+          cur.verified.add(from);
+          this.#maybeApply();
+        } else {
+          this.#reject(`${from} could not verify it`);
+        }
+        return;
+      }
+      case TwoPhase.RESULT: {
+        if (from !== this.coordinator) return;
+        const pending = this.#pending;
+        if (m.proposalResult === TwoPhase.APPLY) {
+          if (pending && pending.id === id) {
+            this.#pending = null;
+            void this.#serial(() => this.#commit(pending));
+          } else {
+            // Applied elsewhere but not executed here: fetch what was committed.
+            this.#askCatchUp(true);
+          }
+        } else if (pending && pending.id === id) {
+          this.#pending = null;
+          for (const i of pending.built.included) this.#valid.delete(i.entry.id);
+        }
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #verify(coordinator: string, id: string): void {
+    const answer = (ok: boolean): void =>
+      this.#consensus(coordinator, { messageType: TwoPhase.VERIFICATION_RESPONSE, proposalId: Buffer.from(id, 'ascii'), proposalVerificationResponse: ok ? TwoPhase.VERIFIED : TwoPhase.FAILED });
+    const p = this.#proposed.get(id);
+    if (this.#pending) {
+      for (const i of this.#pending.built.included) this.#valid.delete(i.entry.id);
+      this.#pending = null;
+    }
+    if (!p) return answer(false);
+    const head = this.head();
+    if (p.height !== this.#height + 1 || p.parentRoot !== head.stateRoot) {
+      if (p.height > this.#height + 1) this.#askCatchUp(true);
+      log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} does not follow this member's round ${this.#height}; not verified`);
+      return answer(false);
+    }
+    const { built, root, verdicts } = this.#execute(p.batches, head);
+    if (root !== p.root || verdicts !== p.verdicts) {
+      log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} gives root ${root.slice(0, 12)}… here, ${p.root.slice(0, 12)}… at the coordinator; not verified`);
+      return answer(false);
+    }
+    for (const i of built.included) this.#valid.add(i.entry.id);
+    this.#pending = { id, height: p.height, ts: p.ts, batches: p.batches, built, root, verdicts };
+    this.#proposed.delete(id);
+    answer(true);
+  }
+
+  // ------------------------------------------------------------------ catch-up
+
+  /** Asks the peers (or the coordinator) for the rounds committed after this member's. */
+  #askCatchUp(coordinatorOnly = false): void {
+    if (this.#closed) return;
+    const now = Date.now();
+    if (now - this.#catchUpAt < 500) return;
+    this.#catchUpAt = now;
+    const to = coordinatorOnly && !this.isCoordinator ? [this.coordinator] : this.peers;
+    for (const p of to) this.#send(p, { messageType: MsgType.CATCH_UP_REQUEST, catchUpFrom: this.#height + 1 });
+  }
+
+  /** A peer's node (re)connected: catch up, re-forward, resend the back-pressure state. */
+  peerReachable(): void {
+    this.#catchUpAt = 0;
+    this.#askCatchUp();
+    this.#forward();
+    if (this.isCoordinator && this.#busy) for (const p of this.peers) this.#send(p, { messageType: MsgType.TOO_MANY_REQUESTS });
+  }
+
+  async #catchUp(from: string, rounds: RoundRecordMsg[]): Promise<void> {
+    let applied = 0;
+    for (const r of rounds.sort((a, b) => a.height - b.height)) {
+      if (r.height <= this.#height) continue;
+      if (r.height !== this.#height + 1) break;
+      const { built, root, verdicts } = this.#execute(r.batches, this.head());
+      if (root !== r.stateRoot || verdicts !== r.verdicts) {
+        log.error(`scabbard ${this.circuitId}::${this.serviceId}: round ${r.height} from ${from} gives root ${root.slice(0, 12)}… here, not ${r.stateRoot.slice(0, 12)}…; catch-up stopped`);
+        return;
+      }
+      if (this.#pending) this.#pending = null;
+      await this.#commit({ id: `catch-up-${r.height}`, height: r.height, ts: r.timestampMs, batches: r.batches, built, root, verdicts });
+      applied++;
+    }
+    if (applied > 0) {
+      log.info(`scabbard ${this.circuitId}::${this.serviceId}: caught up ${applied} round(s) from ${from}; now at round ${this.#height}`);
+      if (rounds.length >= 200) {
+        this.#catchUpAt = 0;
+        this.#askCatchUp();
+      }
+      this.#pump();
+    }
+  }
+}
+
+/** Store prefix of a circuit ledger. */
+export function scabbardPrefix(circuitId: string, serviceId: string): string {
+  return `scabbard.${circuitId}.${serviceId}`;
+}
