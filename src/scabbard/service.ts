@@ -24,7 +24,7 @@ import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type Le
 import { scabbardDbNames } from '../store/names.js';
 import { ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../circuits/proto.js';
 import { ADMIN_SETTING_ADDRESS, adminSettingValue, scabbardFamilies } from './sabre.js';
-import { BatchListMsg, MsgType, Proposal, RoundRecord, ScabbardMessage, decode, encode, type ProposalMsg, type RoundRecordMsg, type ScabbardMsg } from './proto.js';
+import { BatchListMsg, MsgType, Proposal, ScabbardMessage, decode, encode, type ProposalMsg, type RoundRecordMsg, type ScabbardMsg } from './proto.js';
 
 export interface ServiceArgs {
   peers: string[];
