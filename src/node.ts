@@ -105,7 +105,15 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
   let circuits: Circuits;
   try {
-    circuits = await startCircuits({ config, db, server: nodeServer, router: nodeApi.router, auth: nodeApi.auth, registry: nodeApi.registry, identity: nodeApi.identity });
+    circuits = await startCircuits({
+      config,
+      db,
+      server: nodeServer,
+      router: nodeApi.router,
+      auth: nodeApi.auth,
+      registry: nodeApi.registry,
+      identity: nodeApi.identity,
+    });
   } catch (err) {
     await ledger.close();
     await db.close();
@@ -140,7 +148,9 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await db.close();
     throw err;
   }
-  log.info(`ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`);
+  log.info(
+    `ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`,
+  );
 
   let closed = false;
   return {

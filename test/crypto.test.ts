@@ -19,8 +19,7 @@ const V = [
   },
 ];
 const N = BigInt('0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141');
-const highS = (sig: string): string =>
-  sig.slice(0, 64) + (N - BigInt('0x' + sig.slice(64))).toString(16).padStart(64, '0');
+const highS = (sig: string): string => sig.slice(0, 64) + (N - BigInt('0x' + sig.slice(64))).toString(16).padStart(64, '0');
 
 t.test('upstream vectors with the native backend', async (t) => {
   t.equal(backend, 'native', 'libsecp256k1 loads on this machine');

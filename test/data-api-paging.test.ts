@@ -135,7 +135,10 @@ t.test('other query parameters are kept in links', async (t) => {
 t.test('nested lists page too', async (t) => {
   const r = await api.get('/role/acme?limit=1&offset=1');
   t.equal(r.json.paging.total, 2);
-  t.same(r.json.data.map((x: any) => x.name), ['catalog']);
+  t.same(
+    r.json.data.map((x: any) => x.name),
+    ['catalog'],
+  );
   t.notOk('next' in r.json.paging);
   t.equal(r.json.paging.prev, '/role/acme?limit=1&offset=0');
 });

@@ -30,7 +30,13 @@ async function refusedB(t: Test, method: string, path: string, raw: string, mess
 }
 
 t.test('B: __proto__ in a record is an unknown field (was a 500 on /organization)', async (t) => {
-  await refusedB(t, 'POST', w('/organization'), '{"data":[{"__proto__":{"id":"evil","name":"Evil"}}]}', /`data\[0\]\.__proto__` is not a known field/);
+  await refusedB(
+    t,
+    'POST',
+    w('/organization'),
+    '{"data":[{"__proto__":{"id":"evil","name":"Evil"}}]}',
+    /`data\[0\]\.__proto__` is not a known field/,
+  );
   await refusedB(t, 'POST', w('/organization'), '{"data":[{"id":"evil","name":"Evil","__proto__":{"x":1}}]}', /__proto__` is not a known field/);
   await refusedB(t, 'PUT', w('/organization/acme'), '{"__proto__":{"name":"Renamed"}}', /`__proto__` is not a known field/);
   t.equal((await api.get('/organization/evil')).status, 404);
@@ -44,7 +50,13 @@ t.test('B: a required field cannot come through __proto__ (a /role batch used to
 
 for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__', 'isPrototypeOf']) {
   t.test(`B: \`${name}\` is not a known field`, async (t) => {
-    await refusedB(t, 'POST', w('/role/acme'), JSON.stringify({ data: [{ name: `r-${name}`, [name]: 'x' }] }), new RegExp(`\`data\\[0\\]\\.${name}\` is not a known field`));
+    await refusedB(
+      t,
+      'POST',
+      w('/role/acme'),
+      JSON.stringify({ data: [{ name: `r-${name}`, [name]: 'x' }] }),
+      new RegExp(`\`data\\[0\\]\\.${name}\` is not a known field`),
+    );
     await refusedB(t, 'POST', w('/organization'), JSON.stringify({ data: [{ id: `o-${name}`, name: 'x', [name]: {} }] }), /is not a known field/);
     await refusedB(t, 'PUT', w('/organization/acme'), JSON.stringify({ [name]: 1 }), /is not a known field/);
   });
@@ -102,7 +114,10 @@ t.test('values whose own toString is not a function are shown, not converted (a 
   ws.send(JSON.stringify({ action: 'get_block_deltas', block_id: { valueOf: {}, toString: {} } }));
   for (let i = 0; i < 100 && frames.length < 2 && closedWith === 0; i++) await new Promise((r) => setTimeout(r, 20));
   t.equal(closedWith, 0, 'the socket stays open');
-  t.same(frames.map((f) => JSON.parse(f)), [{ error: 'Unknown block id "{"toString":1}"' }, { error: 'Unknown block id "{"valueOf":{},"toString":{}}"' }]);
+  t.same(
+    frames.map((f) => JSON.parse(f)),
+    [{ error: 'Unknown block id "{"toString":1}"' }, { error: 'Unknown block id "{"valueOf":{},"toString":{}}"' }],
+  );
 
   const filter = encodeURIComponent(JSON.stringify({ region: [{ operator: { toString: 1 }, value: 'eu' }] }));
   const r = await a.call('GET', `/registry/nodes?filter=${filter}`, { auth: a.admin });

@@ -74,8 +74,11 @@ function isError(t: Test, r: Res, status: number, code: number, what: string): v
   t.match(r.headers.get('content-type') ?? 'application/json', /^application\/json/);
 }
 
-t.test('the error table is upstream\'s', async (t) => {
-  t.same(Object.keys(LEDGER_ERRORS).map(Number), TABLE.map(([c]) => c));
+t.test("the error table is upstream's", async (t) => {
+  t.same(
+    Object.keys(LEDGER_ERRORS).map(Number),
+    TABLE.map(([c]) => c),
+  );
   for (const [code, status, title] of TABLE) {
     const def = LEDGER_ERRORS[code as keyof typeof LEDGER_ERRORS];
     t.equal(def.status, status, `${code} status`);

@@ -15,7 +15,12 @@ import type { Signer } from '../src/crypto/secp256k1.js';
 
 function proposal(signer: Signer, key: string, value: string): ReturnType<typeof buildBatch> {
   return buildBatch(signer, [
-    buildTransaction(signer, { familyName: 'sawtooth_settings', familyVersion: '1.0', ...settingsTxnAddresses(key), payload: proposalPayload(key, value, 'n1') }),
+    buildTransaction(signer, {
+      familyName: 'sawtooth_settings',
+      familyVersion: '1.0',
+      ...settingsTxnAddresses(key),
+      payload: proposalPayload(key, value, 'n1'),
+    }),
   ]);
 }
 
@@ -34,7 +39,10 @@ t.test('authorized proposals apply; others are refused', async (t) => {
   t.match(b.invalid_transactions[0].message, /is not authorized to change settings/);
   const st = await getJson(`${n.ledgerUrl}/state/${settingAddress('cairn.test.color')}`);
   const entries = decode(Setting, Buffer.from(st.json.data, 'base64')).entries;
-  t.same(entries.map((e) => [e.key, e.value]), [['cairn.test.color', 'blue']]);
+  t.same(
+    entries.map((e) => [e.key, e.value]),
+    [['cairn.test.color', 'blue']],
+  );
   // The genesis block made the node's key the authorized one.
   const auth = await getJson(`${n.ledgerUrl}/state/${settingAddress('sawtooth.settings.vote.authorized_keys')}`);
   t.match(Buffer.from(auth.json.data, 'base64').toString(), nodeKey.publicKey);
@@ -61,7 +69,17 @@ function txn(signer: string, payload: Uint8Array): TxnInfo {
   return {
     id: 'x',
     payload,
-    header: { signerPublicKey: signer, batcherPublicKey: signer, dependencies: [], familyName: 'sawtooth_settings', familyVersion: '1.0', inputs: [], outputs: [], nonce: '', payloadSha512: '' },
+    header: {
+      signerPublicKey: signer,
+      batcherPublicKey: signer,
+      dependencies: [],
+      familyName: 'sawtooth_settings',
+      familyVersion: '1.0',
+      inputs: [],
+      outputs: [],
+      nonce: '',
+      payloadSha512: '',
+    },
   };
 }
 

@@ -59,8 +59,17 @@ function sign(signer: Signer, nodeId: string, action: number, field: string, mes
 export function circuitMessage(spec: CircuitSpec): object {
   return {
     circuitId: spec.circuit_id,
-    roster: spec.roster.map((s) => ({ serviceId: s.service_id, serviceType: s.service_type, allowedNodes: [s.node_id], arguments: s.arguments.map(([key, value]) => ({ key, value })) })),
-    members: spec.members.map((m) => ({ nodeId: m.node_id, endpoints: m.endpoints, publicKey: m.public_key ? Buffer.from(m.public_key, 'hex') : undefined })),
+    roster: spec.roster.map((s) => ({
+      serviceId: s.service_id,
+      serviceType: s.service_type,
+      allowedNodes: [s.node_id],
+      arguments: s.arguments.map(([key, value]) => ({ key, value })),
+    })),
+    members: spec.members.map((m) => ({
+      nodeId: m.node_id,
+      endpoints: m.endpoints,
+      publicKey: m.public_key ? Buffer.from(m.public_key, 'hex') : undefined,
+    })),
     authorizationType: spec.authorization_type === 'challenge' ? AuthorizationType.CHALLENGE : AuthorizationType.TRUST,
     persistence: 1,
     durability: 1,
@@ -79,7 +88,14 @@ export function createPayload(signer: Signer, nodeId: string, spec: CircuitSpec)
 }
 
 export function votePayload(signer: Signer, nodeId: string, circuitId: string, circuitHash: string, accept: boolean): Uint8Array {
-  return sign(signer, nodeId, Action.VOTE, 'circuitProposalVote', { circuitId, circuitHash, vote: accept ? Vote.ACCEPT : Vote.REJECT }, CircuitProposalVote);
+  return sign(
+    signer,
+    nodeId,
+    Action.VOTE,
+    'circuitProposalVote',
+    { circuitId, circuitHash, vote: accept ? Vote.ACCEPT : Vote.REJECT },
+    CircuitProposalVote,
+  );
 }
 
 const ID_ACTIONS = {

@@ -24,7 +24,20 @@ common options:
                   or <CAIRN_DATA_DIR>/keys/admin.priv); its public key must be in the registry entry of --node-id
 `;
 
-const VALUED = new Set(['url', 'key', 'node-id', 'member', 'service', 'service-arg', 'circuit-id', 'management-type', 'auth-type', 'display-name', 'comments', 'status']);
+const VALUED = new Set([
+  'url',
+  'key',
+  'node-id',
+  'member',
+  'service',
+  'service-arg',
+  'circuit-id',
+  'management-type',
+  'auth-type',
+  'display-name',
+  'comments',
+  'status',
+]);
 
 function parse(argv: string[]): { positional: string[]; opts: Map<string, string[]>; flags: Set<string> } {
   const positional: string[] = [];
@@ -80,7 +93,13 @@ async function main(): Promise<number> {
     return res.ok ? 0 : 1;
   };
   const post = async (payload: Uint8Array): Promise<number> =>
-    show(await fetch(`${url}/admin/submit`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/octet-stream' }, body: Buffer.from(payload) }));
+    show(
+      await fetch(`${url}/admin/submit`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/octet-stream' },
+        body: Buffer.from(payload),
+      }),
+    );
 
   switch (cmd) {
     case 'propose': {

@@ -38,7 +38,9 @@ function main(): number {
     chmodSync(out, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    process.stderr.write(`keygen: cannot write ${out}: ${code === 'EEXIST' ? 'the file exists (keys are never overwritten)' : (code ?? String(err))}\n`);
+    process.stderr.write(
+      `keygen: cannot write ${out}: ${code === 'EEXIST' ? 'the file exists (keys are never overwritten)' : (code ?? String(err))}\n`,
+    );
     return 1;
   }
   process.stdout.write(`${new Signer(hex).publicKey}\n`);

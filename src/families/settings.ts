@@ -63,7 +63,10 @@ function writeSetting(ctx: TxnContext, key: string, value: string): void {
 }
 
 function splitKeys(v: string | undefined): string[] {
-  return (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function readCandidates(ctx: TxnContext): SettingCandidateMsg[] {

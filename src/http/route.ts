@@ -126,7 +126,11 @@ function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (v !== null && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return Object.fromEntries(Object.keys(o).sort().map((k) => [k, canonical(o[k])]));
+    return Object.fromEntries(
+      Object.keys(o)
+        .sort()
+        .map((k) => [k, canonical(o[k])]),
+    );
   }
   return v;
 }
@@ -135,7 +139,9 @@ function checkReply(route: RouteSpec<object, unknown>, value: unknown, written: 
   const expected = JSON.stringify(canonical(JSON.parse(JSON.stringify(value) ?? 'null')));
   const got = JSON.stringify(canonical(JSON.parse(written)));
   if (expected !== got) {
-    throw new Error(`the reply schema of ${route.method.toUpperCase()} ${route.path} changes the reply: ${got.slice(0, 400)} instead of ${expected.slice(0, 400)}`);
+    throw new Error(
+      `the reply schema of ${route.method.toUpperCase()} ${route.path} changes the reply: ${got.slice(0, 400)} instead of ${expected.slice(0, 400)}`,
+    );
   }
 }
 

@@ -47,7 +47,11 @@ export class Ledger {
   readonly #faultListeners = new Set<(reason: string) => void>();
   #closed = false;
 
-  private constructor(opts: LedgerStartOptions, description: LedgerDescription, ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }) {
+  private constructor(
+    opts: LedgerStartOptions,
+    description: LedgerDescription,
+    ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number },
+  ) {
     const { config } = opts;
     this.description = description;
     this.nodePublicKey = opts.nodeSigner.publicKey;
@@ -198,4 +202,3 @@ export class Ledger {
     await this.#committer.close();
   }
 }
-

@@ -7,7 +7,15 @@ import type { RootDatabase } from 'lmdb';
 import { MerkleTree } from '../state/merkle.js';
 import type { StateView } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
-import { openLedgerStores, HEAD_KEY, type BatchPos, type ChainHead, type InvalidRecord, type LedgerStores, type TxnPos } from '../store/ledger-stores.js';
+import {
+  openLedgerStores,
+  HEAD_KEY,
+  type BatchPos,
+  type ChainHead,
+  type InvalidRecord,
+  type LedgerStores,
+  type TxnPos,
+} from '../store/ledger-stores.js';
 
 export type BatchStatus = 'COMMITTED' | 'INVALID' | 'PENDING' | 'UNKNOWN';
 

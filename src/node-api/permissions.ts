@@ -20,7 +20,10 @@ export const PERMISSIONS = {
   // Interface B (docs/data-api.md), checked when its authorization is on.
   'data.read': ['Data read', 'Allows the client to read records and batch statuses of the data API'],
   'data.write': ['Data write', 'Allows the client to submit data API changes signed by the node key, and client-signed batches'],
-  'data.sign.*': ['Data sign as any agent', 'Allows data API writes signed by any agent key the node holds (?signer=); data.sign.<public key> allows one key'],
+  'data.sign.*': [
+    'Data sign as any agent',
+    'Allows data API writes signed by any agent key the node holds (?signer=); data.sign.<public key> allows one key',
+  ],
 } as const satisfies Record<string, readonly [string, string]>;
 
 /** `data.sign.<public key>`: data API writes signed by that one agent key (`?signer=<public key>`). */

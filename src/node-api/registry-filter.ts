@@ -54,12 +54,18 @@ function isCondObject(c: unknown): c is { operator: unknown; value: unknown } {
 function holds(p: Predicate, actual: string | undefined): boolean {
   if (actual === undefined) return p.op === '!=';
   switch (p.op) {
-    case '=': return actual === p.value;
-    case '!=': return actual !== p.value;
-    case '>': return actual > p.value;
-    case '<': return actual < p.value;
-    case '>=': return actual >= p.value;
-    case '<=': return actual <= p.value;
+    case '=':
+      return actual === p.value;
+    case '!=':
+      return actual !== p.value;
+    case '>':
+      return actual > p.value;
+    case '<':
+      return actual < p.value;
+    case '>=':
+      return actual >= p.value;
+    case '<=':
+      return actual <= p.value;
   }
 }
 

@@ -21,16 +21,7 @@ import type { Database } from 'lmdb';
 import { encode, encodeBytes, type CborValue } from '../codec/cbor.js';
 import { hashLeaf, hashNode, hashSingle, type ChildHash, type LeafEncoding } from './node.js';
 import type { StateStore } from './state-store.js';
-import {
-  BRANCH_HEAD,
-  ENTRY,
-  branchRecord,
-  chainRecord,
-  findChild,
-  lowerBound,
-  parseRecord,
-  type MerkleRecord,
-} from './records.js';
+import { BRANCH_HEAD, ENTRY, branchRecord, chainRecord, findChild, lowerBound, parseRecord, type MerkleRecord } from './records.js';
 
 export type { LeafEncoding };
 
@@ -235,11 +226,7 @@ export class MerkleTree implements StateStore {
    * from the first address >= start (<= start when reverse). Lazy: records are read as the
    * iteration reaches them. Throws UnknownRootError at the call, not at the first next().
    */
-  entries(
-    root: string,
-    prefix: string,
-    opts: { start?: string; reverse?: boolean } = {},
-  ): Generator<{ address: string; value: Buffer }> {
+  entries(root: string, prefix: string, opts: { start?: string; reverse?: boolean } = {}): Generator<{ address: string; value: Buffer }> {
     const rootHash = this.rootKey(root);
     if (this.db.getBinaryFast(rootHash) === undefined) throw new UnknownRootError(root);
     const pre = parseHex(prefix, 'prefix', true);
@@ -247,12 +234,7 @@ export class MerkleTree implements StateStore {
     return this.walk(rootHash, pre, start, opts.reverse === true);
   }
 
-  private *walk(
-    rootHash: Buffer,
-    pre: Buffer,
-    start: Buffer | null,
-    reverse: boolean,
-  ): Generator<{ address: string; value: Buffer }> {
+  private *walk(rootHash: Buffer, pre: Buffer, start: Buffer | null, reverse: boolean): Generator<{ address: string; value: Buffer }> {
     let path = Buffer.allocUnsafe(64);
     const grow = (n: number): void => {
       if (n <= path.length) return;
@@ -270,8 +252,7 @@ export class MerkleTree implements StateStore {
       return tok > s !== reverse ? FREE : SKIP;
     };
     /** Whether a value at depth d (on start's path if tight) is inside the range. */
-    const valueOk = (d: number, tight: boolean): boolean =>
-      d >= pre.length && (!tight || reverse || d === start!.length);
+    const valueOk = (d: number, tight: boolean): boolean => d >= pre.length && (!tight || reverse || d === start!.length);
     const entry = (d: number, value: Buffer) => ({ address: path.toString('hex', 0, d), value });
 
     const stack: Frame[] = [];
@@ -342,11 +323,7 @@ export class MerkleTree implements StateStore {
    * to write for it. Deletes are applied after sets (an address in both ends up absent);
    * deleting an absent address is a no-op. Reads records; writes nothing.
    */
-  update(
-    root: string,
-    sets: Map<string, Uint8Array>,
-    deletes: Iterable<string>,
-  ): { root: string; writes: Array<[Buffer, Buffer]> } {
+  update(root: string, sets: Map<string, Uint8Array>, deletes: Iterable<string>): { root: string; writes: Array<[Buffer, Buffer]> } {
     const rootHash = this.rootKey(root);
     if (this.db.getBinaryFast(rootHash) === undefined) throw new UnknownRootError(root);
     const top = this.materialize(storedRef(rootHash));
@@ -399,11 +376,7 @@ export class MerkleTree implements StateStore {
       return node;
     }
     node.toks.push(chain[0]!);
-    node.kids.push(
-      chain.length === 1 && !ref.endLeaf
-        ? storedRef(ref.end as Buffer)
-        : new Ref(null, false, chain.subarray(1), ref.end, ref.endLeaf),
-    );
+    node.kids.push(chain.length === 1 && !ref.endLeaf ? storedRef(ref.end as Buffer) : new Ref(null, false, chain.subarray(1), ref.end, ref.endLeaf));
     return node;
   }
 

@@ -86,7 +86,11 @@ export function clientBatch(signer: Signer, actions: GridActionInput[], sabre = 
 }
 
 export async function postProtobuf(url: string, body: Uint8Array, query = ''): Promise<Res> {
-  const r = await fetch(`${url}/batches${query}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(body) });
+  const r = await fetch(`${url}/batches${query}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: Buffer.from(body),
+  });
   const text = await r.text();
   return { status: r.status, json: JSON.parse(text) };
 }
