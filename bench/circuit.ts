@@ -114,7 +114,7 @@ export async function runCircuit(): Promise<object> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runCircuit().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

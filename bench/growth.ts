@@ -112,7 +112,7 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runGrowth().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

@@ -97,7 +97,7 @@ type GenBatch = ReturnType<typeof generateBatches>[number];
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runRead().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

@@ -187,7 +187,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const nodeEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v) nodeEnv[k] = v;
   runSubmit(nodeEnv).then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

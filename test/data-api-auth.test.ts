@@ -30,7 +30,7 @@ t.test('no credentials: 401 with a message that says what is expected', async (t
   for (const [m, p, body] of [
     ['GET', '/organization', undefined],
     ['POST', '/organization?wait=5', ORG],
-    ['GET', '/batch_statuses?id=' + 'a'.repeat(128), undefined],
+    ['GET', `/batch_statuses?id=${'a'.repeat(128)}`, undefined],
   ] as const) {
     const r = await b(m, p, { body });
     t.equal(r.status, 401, `${m} ${p}`);

@@ -287,7 +287,7 @@ t.test('mutated JSON bodies on A', async () => {
     [
       'POST',
       '/registry/nodes',
-      { identity: 'fz-node', endpoints: ['tcp://fz:1'], display_name: 'Fz', keys: ['02' + 'ab'.repeat(32)], metadata: { a: 'b' } },
+      { identity: 'fz-node', endpoints: ['tcp://fz:1'], display_name: 'Fz', keys: [`02${'ab'.repeat(32)}`], metadata: { a: 'b' } },
       true,
     ],
     ['PUT', '/registry/nodes/fz-node', { identity: 'fz-node', endpoints: ['tcp://fz:2'], display_name: 'Fz', keys: ['k'], metadata: {} }, true],
@@ -311,7 +311,7 @@ t.test('mutated JSON bodies on B', async () => {
     ['POST', '/schema', { data: [{ name: 's', owner: 'fz-org', properties: [{ name: 'p', data_type: 'STRING', required: true }] }] }],
     ['POST', '/product', { data: [{ product_id: '06141410000017', owner: 'fz-org', properties: [{ name: 'p', data_type: 'STRING', value: 'v' }] }] }],
     ['POST', '/location', { data: [{ location_id: '0614141000001', owner: 'fz-org', properties: [] }] }],
-    ['POST', '/organization/fz-org/agent', { data: [{ public_key: '02' + 'ab'.repeat(32), roles: ['admin'] }] }],
+    ['POST', '/organization/fz-org/agent', { data: [{ public_key: `02${'ab'.repeat(32)}`, roles: ['admin'] }] }],
     [
       'POST',
       '/purchase_order',
@@ -403,7 +403,7 @@ t.test('random query strings on list routes of A, B and C', async () => {
 });
 
 t.test('random and mutated frames on /subscriptions', async (t) => {
-  const url = a.t.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions';
+  const url = `${a.t.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`;
   const valid: unknown[] = [
     { action: 'subscribe', address_prefixes: ['1cf126'] },
     { action: 'subscribe' },

@@ -49,7 +49,7 @@ import { decodeExecuteContract } from '../src/families/grid/sabre.js';
 // ------------------------------------------------------------------ harness
 
 const TS = 1_700_000_000;
-const key = (name: string): string => '02' + createHash('sha256').update(name).digest('hex');
+const key = (name: string): string => `02${createHash('sha256').update(name).digest('hex')}`;
 const withCheck = (body: string): string => body + String(gs1CheckDigit(body));
 
 class MemoryLedger {
@@ -384,10 +384,10 @@ t.test('families, addressing and GS1 check digits', async (t) => {
     t.match(a, /^621dee[0-9a-f]{64}$/, `70-hex grid address ${a}`);
   }
   const sha = (s: string): string => createHash('sha512').update(s).digest('hex');
-  t.equal(organizationAddress('acme'), '621dee0501' + sha('acme').slice(0, 60));
-  t.equal(roleAddress('acme', 'admin'), '621dee0502' + sha('acme.admin').slice(0, 60));
-  t.equal(schemaAddress('gs1_product'), '621dee01' + sha('gs1_product').slice(0, 62));
-  t.equal(sabreContractAddress('grid_pike', '2'), '00ec02' + sha('grid_pike,2').slice(0, 64));
+  t.equal(organizationAddress('acme'), `621dee0501${sha('acme').slice(0, 60)}`);
+  t.equal(roleAddress('acme', 'admin'), `621dee0502${sha('acme.admin').slice(0, 60)}`);
+  t.equal(schemaAddress('gs1_product'), `621dee01${sha('gs1_product').slice(0, 62)}`);
+  t.equal(sabreContractAddress('grid_pike', '2'), `00ec02${sha('grid_pike,2').slice(0, 64)}`);
 
   t.ok(compareUtf8('\uffff', '\u{10000}') < 0, 'lists sort by UTF-8 bytes, not UTF-16 units');
   t.ok(compareUtf8('b', 'a') > 0);
@@ -1698,11 +1698,11 @@ t.test('read-model projection', async (t) => {
   // Undecodable values and addresses outside the record kinds project to nothing.
   gridProjector.project(productAddress(GTIN13), Uint8Array.of(0xff, 0xff, 0xff), rm, { blockNum: 5, blockId: 'b5', timestamp: 1 });
   t.equal(rm.get(GRID_DB.address, productAddress(GTIN13)), undefined);
-  t.same(gridRecords('621dee03' + '0'.repeat(62), Uint8Array.of(), 1), []);
+  t.same(gridRecords(`621dee03${'0'.repeat(62)}`, Uint8Array.of(), 1), []);
   t.equal(safeKey('short'), 'short');
   const long = 'x'.repeat(3000);
   t.match(safeKey(long), /^x{256}\u0002[0-9a-f]{64}$/, 'long ids are shortened with a hash');
-  t.not(safeKey(long), safeKey(long + 'y'));
+  t.not(safeKey(long), safeKey(`${long}y`));
   // Lossy-free 64-bit numbers and unset data types.
   const big = encodeMsg(G.ProductList, {
     entries: [

@@ -50,7 +50,7 @@ t.test('A: over-long path ids are 404, over-long body ids 400', async (t) => {
     identity: 'n1',
     endpoints: ['tcp://n1:8044'],
     display_name: 'N1',
-    keys: ['02' + 'cd'.repeat(32)],
+    keys: [`02${'cd'.repeat(32)}`],
     metadata: {},
     ...over,
   });

@@ -130,7 +130,7 @@ t.test('a throwing handler, a rejected promise, an unsendable reply and throwing
     t.equal(r.status, 500, p);
     t.same(await r.json(), { message: 'Internal server error' }, `${p}: no internals leak`);
   }
-  t.equal((await fetch(base + '/http-error')).status, 409);
+  t.equal((await fetch(`${base}/http-error`)).status, 409);
   t.match(log.text(), /unhandled error on GET \/sync/);
   t.notMatch(log.text(), /at .*server\.ts/, 'no stack at the default log level');
 
@@ -149,7 +149,7 @@ t.test('a throwing handler, a rejected promise, an unsendable reply and throwing
   });
   t.equal(closeCode, 1011, 'a throwing message handler closes that socket with 1011');
 
-  const echo = await fetch(base + '/echo', { method: 'POST', body: 'abc' });
+  const echo = await fetch(`${base}/echo`, { method: 'POST', body: 'abc' });
   t.equal(await echo.text(), 'abc', 'the server still serves');
 });
 

@@ -78,8 +78,8 @@ t.test('A: prototype names in bodies are data or missing fields, never a 500', a
   t.not(ctor.status, 500);
 
   // Registry metadata: `__proto__` is refused (it cannot be stored as data), other member names are plain keys.
-  const node = { identity: 'proto-node', endpoints: ['tcp://proto:8044'], display_name: 'P', keys: ['02' + 'ab'.repeat(32)] };
-  const withMeta = (meta: string): string => JSON.stringify(node).slice(0, -1) + `,"metadata":${meta}}`;
+  const node = { identity: 'proto-node', endpoints: ['tcp://proto:8044'], display_name: 'P', keys: [`02${'ab'.repeat(32)}`] };
+  const withMeta = (meta: string): string => `${JSON.stringify(node).slice(0, -1)},"metadata":${meta}}`;
   const proto = await call('POST', '/registry/nodes', { auth: admin, raw: withMeta('{"__proto__":"x","region":"eu"}') });
   t.equal(proto.status, 400, proto.text);
   t.match((proto.body as { message: string }).message, /"__proto__" is reserved/);
@@ -100,7 +100,7 @@ t.test('A: prototype names in bodies are data or missing fields, never a 500', a
 });
 
 t.test('values whose own toString is not a function are shown, not converted (a throw inside the websocket handler)', async (t) => {
-  const ws = new WebSocket(a.t.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions');
+  const ws = new WebSocket(`${a.t.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`);
   await new Promise<void>((resolve, reject) => {
     ws.on('open', () => resolve());
     ws.on('error', reject);

@@ -10,7 +10,7 @@ import { get, post, type Res } from './helpers/ledger-api.js';
 import { LEDGER_ERRORS } from '../src/ledger-api/errors.js';
 
 const UNKNOWN = 'f'.repeat(128);
-const ADDR = '1cf126' + '0'.repeat(64);
+const ADDR = `1cf126${'0'.repeat(64)}`;
 
 /** research/sawtooth.md §1.10, row by row. */
 const TABLE: Array<[number, number, string]> = [

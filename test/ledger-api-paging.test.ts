@@ -9,7 +9,7 @@ import { startTestNode, type TestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted } from './helpers/batches.js';
 import { get, getWithHost, ids, keysSorted, walkPages } from './helpers/ledger-api.js';
 
-const marker = (n: number): string => '0x' + n.toString(16).padStart(16, '0');
+const marker = (n: number): string => `0x${n.toString(16).padStart(16, '0')}`;
 const UNKNOWN = 'f'.repeat(128);
 
 let n: TestNode;

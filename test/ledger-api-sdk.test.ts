@@ -236,7 +236,7 @@ t.test('/state paging by address, reverse, prefixes and errors', async (t) => {
   t.same(empty.json.paging, { limit: null, start: addrs[0] });
 
   const cases: Array<[string, number, number]> = [
-    [`/state?start=${'1cf126' + '0'.repeat(64)}`, 400, 54],
+    [`/state?start=${`1cf126${'0'.repeat(64)}`}`, 400, 54],
     ['/state?start=zz', 400, 54],
     [`/state?address=1cf126&start=${addrs[0]}`, 400, 54],
     ['/state?address=1cf12', 400, 62],
@@ -248,7 +248,7 @@ t.test('/state paging by address, reverse, prefixes and errors', async (t) => {
     ['/state?head=abc', 400, 60],
     [`/state/${addrs[0]}?head=12345`, 404, 70],
     ['/state/1cf126', 404, 75],
-    [`/state/${'1cf126' + '0'.repeat(64)}`, 404, 75],
+    [`/state/${`1cf126${'0'.repeat(64)}`}`, 404, 75],
     ['/state/1cf12g', 400, 62],
     [`/state/${addrs[0]}00`, 400, 62],
   ];

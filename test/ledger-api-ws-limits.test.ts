@@ -18,7 +18,7 @@ let bigBlockId: string;
 
 t.before(async () => {
   n = await startTestNode({ CAIRN_WS_MAX_SOCKETS: String(MAX_SOCKETS), CAIRN_WS_MAX_BUFFERED_BYTES: String(64 * 1024) });
-  wsUrl = n.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions';
+  wsUrl = `${n.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`;
   const signer = newSigner();
   const ops: Array<[string, string, number]> = [];
   for (let i = 0; i < 100; i++) ops.push(['set', `wide-${i}`, i]);

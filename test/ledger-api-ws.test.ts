@@ -65,7 +65,7 @@ let wsUrl: string;
 
 t.before(async () => {
   n = await startTestNode();
-  wsUrl = n.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions';
+  wsUrl = `${n.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`;
 });
 t.teardown(() => n?.stop());
 

@@ -85,7 +85,7 @@ function txn(signer: string, payload: Uint8Array): TxnInfo {
 
 t.test('voting rules', async (t) => {
   const { ctx, state, events } = memory();
-  const [k1, k2, k3] = ['02' + '1'.repeat(64), '02' + '2'.repeat(64), '02' + '3'.repeat(64)];
+  const [k1, k2, k3] = [`02${'1'.repeat(64)}`, `02${'2'.repeat(64)}`, `02${'3'.repeat(64)}`];
   const apply = (signer: string, payload: Uint8Array): void => applySettings(txn(signer, payload), ctx);
   const read = (key: string): string | undefined => readSetting((a) => state.get(a), key);
   const fails = (fn: () => void, msg: RegExp, what: string): void => {
@@ -95,7 +95,7 @@ t.test('voting rules', async (t) => {
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', ' , ')), /must not be empty/, 'empty key list');
   apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', `${k1},${k2},${k3}`));
   t.equal(read('sawtooth.settings.vote.authorized_keys'), `${k1},${k2},${k3}`);
-  fails(() => apply('02' + '9'.repeat(64), proposalPayload('a.b', '1')), /not authorized/, 'stranger');
+  fails(() => apply(`02${'9'.repeat(64)}`, proposalPayload('a.b', '1')), /not authorized/, 'stranger');
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '4')), /less than or equal/, 'threshold above keys');
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', 'x')), /positive integer/, 'threshold not a number');
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.proposals', 'x')), /read-only/, 'proposals are read-only');

@@ -14,7 +14,7 @@ const N = BigInt('0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd036
 
 /** The same signature with s replaced by n - s: valid ECDSA, but high-S. */
 function highS(sigHex: string): string {
-  const s = BigInt('0x' + sigHex.slice(64));
+  const s = BigInt(`0x${sigHex.slice(64)}`);
   return sigHex.slice(0, 64) + (N - s).toString(16).padStart(64, '0');
 }
 

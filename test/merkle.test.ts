@@ -47,7 +47,7 @@ interface Store {
 
 /** A real LMDB environment in a temp dir, closed and removed when the test ends. */
 function store(tt: TT): Store {
-  const dir = fs.mkdtempSync(os.tmpdir() + '/merkle-');
+  const dir = fs.mkdtempSync(`${os.tmpdir()}/merkle-`);
   const env = open({ path: dir });
   const db = env.openDB<Buffer, Buffer>('merkle', { keyEncoding: 'binary', encoding: 'binary' });
   const tree = new MerkleTree(db);
@@ -347,11 +347,11 @@ t.test('set, overwrite, delete, prune', async (t) => {
 
 t.test('one update sets and deletes under a shared 31-byte prefix', async (t) => {
   const s = store(t);
-  const prefix = '1cf126' + 'ab'.repeat(28); // 31 bytes
-  const a = prefix + '00000001';
-  const b = prefix + '00000002';
-  const c = prefix + '01000000';
-  const d = prefix + '00010000';
+  const prefix = `1cf126${'ab'.repeat(28)}`; // 31 bytes
+  const a = `${prefix}00000001`;
+  const b = `${prefix}00000002`;
+  const c = `${prefix}01000000`;
+  const d = `${prefix}00010000`;
   const start = new Map<string, Uint8Array>([
     [a, ascii('a')],
     [b, ascii('b')],
@@ -370,7 +370,7 @@ t.test('one update sets and deletes under a shared 31-byte prefix', async (t) =>
     ],
   ] as Array<[string[], string[]]>) {
     const leaves = new Map(start);
-    const setMap = new Map(sets.map((x) => [x, ascii('new ' + x.slice(-8))] as [string, Uint8Array]));
+    const setMap = new Map(sets.map((x) => [x, ascii(`new ${x.slice(-8)}`)] as [string, Uint8Array]));
     for (const [k, v] of setMap) leaves.set(k, v);
     for (const x of dels) leaves.delete(x);
     const r = s.apply(r0, setMap, dels);
@@ -435,7 +435,7 @@ t.test('addresses of different lengths (values on interior nodes)', async (t) =>
     EMPTY_ROOT,
     new Map([
       [long, ascii('deep')],
-      [long + '00', ascii('deeper')],
+      [`${long}00`, ascii('deeper')],
     ]),
   );
   t.equal(
@@ -443,14 +443,14 @@ t.test('addresses of different lengths (values on interior nodes)', async (t) =>
     rootOf(
       new Map([
         [long, ascii('deep')],
-        [long + '00', ascii('deeper')],
+        [`${long}00`, ascii('deeper')],
       ]),
     ),
     '101-byte address',
   );
   t.same(
     [...s.tree.entries(longRoot, '')].map((e) => e.address),
-    [long, long + '00'],
+    [long, `${long}00`],
     'long addresses listed',
   );
 

@@ -46,7 +46,7 @@ t.test('add, list, fetch, rename, delete own keys in both versions', async (t) =
     const del = await call('DELETE', `/biome/keys/${pk(2)}`, opts);
     t.same([del.status, del.body], [200, { message: 'Key successfully deleted', data: { ...key(2), user_id: u.userId } }], `v${v} delete`);
     t.equal((await call('DELETE', `/biome/keys/${pk(2)}`, opts)).status, 404);
-    t.equal((await call('GET', '/biome/keys', opts)).body instanceof Array ? 1 : 0, 1);
+    t.equal(Array.isArray((await call('GET', '/biome/keys', opts)).body) ? 1 : 0, 1);
   }
 });
 

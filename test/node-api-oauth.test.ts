@@ -166,7 +166,7 @@ t.test('callback errors and bad redirects', async (t) => {
 });
 
 t.test('protocol versions and permissions of OAuth and profile routes', async (t) => {
-  for (const path of ['/oauth/login?redirect_url=' + encodeURIComponent(APP), '/oauth/callback?state=x&code=y']) {
+  for (const path of [`/oauth/login?redirect_url=${encodeURIComponent(APP)}`, '/oauth/callback?state=x&code=y']) {
     t.equal((await call('GET', path, { version: 1 })).status, 400, `${path} is protocol 2 only`);
   }
   const s = await oauthLogin('alice', 2);

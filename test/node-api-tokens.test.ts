@@ -37,7 +37,7 @@ t.test('missing or malformed credentials are 401', async (t) => {
     'Bearer Unknown:abc',
     'Bearer Biome:',
     'Bearer Biome:not.a.jwt',
-    'Bearer biome:' + user.token.slice(6),
+    `Bearer biome:${user.token.slice(6)}`,
     'Bearer Cylinder:abc',
     'Bearer OAuth2:nope',
   ]) {
@@ -147,7 +147,7 @@ t.test('Cylinder tokens: valid, high-S, wrong key, tampered, wrong header', asyn
   const [h, c, s] = jwt.split('.') as [string, string, string];
   const sig = Buffer.from(s, 'base64');
   const r = sig.subarray(0, 32);
-  const sv = BigInt('0x' + sig.subarray(32).toString('hex'));
+  const sv = BigInt(`0x${sig.subarray(32).toString('hex')}`);
   const highS = Buffer.concat([r, Buffer.from((CURVE_N - sv).toString(16).padStart(64, '0'), 'hex')]);
   t.equal((await call('GET', '/status', { auth: `Cylinder:${h}.${c}.${highS.toString('base64')}` })).status, 401, 'high-S form of a valid signature');
 

@@ -34,7 +34,7 @@ import {
   type PayloadMsg,
   type ProposalMsg,
 } from './proto.js';
-import { AdminStore, type EventRecord, type NewEvent } from './store.js';
+import type { AdminStore, EventRecord, NewEvent } from './store.js';
 import { ValidationError, checkCircuit, checkEnvelope, parsePayload, sha256Hex, voteOf, type Envelope } from './validate.js';
 
 export interface AdminOptions {

@@ -147,7 +147,7 @@ export class PeerNetwork {
   send(remote: Token, local: Token, payload: Uint8Array): void {
     const key = keyOf(remote, local);
     const c = this.#connOf(key);
-    if (c && c.send(NetworkType.CIRCUIT, payload)) return;
+    if (c?.send(NetworkType.CIRCUIT, payload)) return;
     const p = this.#peers.get(key);
     if (!p) {
       log.warn(`peer network: dropped a message for ${remote}: no connection and no circuit refers to it`);

@@ -13,7 +13,7 @@ const FORWARDED_RE: Record<string, RegExp> = {
 
 /** One forwarded value: the first `key=` in `Forwarded` (quotes removed), else `X-Forwarded-<Key>`, else ''. */
 export function forwarded(req: Req, key: 'proto' | 'host' | 'path'): string {
-  const m = FORWARDED_RE[key]!.exec(req.headers['forwarded'] ?? '');
+  const m = FORWARDED_RE[key]!.exec(req.headers.forwarded ?? '');
   if (m) {
     const v = m[0];
     return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;
@@ -24,6 +24,6 @@ export function forwarded(req: Req, key: 'proto' | 'host' | 'path'): string {
 /** `<scheme>://<host>` plus, with `withPath`, the forwarded path prefix. */
 export function baseUrl(req: Req, withPath = true): string {
   const proto = forwarded(req, 'proto') || 'http';
-  const host = forwarded(req, 'host') || req.headers['host'] || 'localhost';
+  const host = forwarded(req, 'host') || req.headers.host || 'localhost';
   return `${proto}://${host}${withPath ? forwarded(req, 'path') : ''}`;
 }

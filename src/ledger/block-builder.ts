@@ -11,7 +11,6 @@ import {
   decode,
   encode,
   type BatchMsg,
-  type TransactionHeaderMsg,
 } from '../proto/index.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import type { StateStore } from '../state/state-store.js';

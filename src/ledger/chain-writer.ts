@@ -5,7 +5,7 @@
  * state records are readable (by the block builder, through `state`) before they are
  * durable, so the next block can be built on top while this one is written.
  */
-import type { Database, RootDatabase } from 'lmdb';
+import type { Database, } from 'lmdb';
 import { MerkleTree } from '../state/merkle.js';
 import type { StateStore } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';

@@ -14,7 +14,7 @@ import type { BlockEvent } from './protocol.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
 import { CommitterClient } from './committer-client.js';
 import { Ingest, type SubmitResult } from './ingest.js';
-import { LedgerUnavailable, PendingWriter } from './pending-writer.js';
+import { PendingWriter } from './pending-writer.js';
 import { StatusWaiters } from './status-waiters.js';
 import { LedgerQuery, type StatusEntry } from './query.js';
 

@@ -70,5 +70,5 @@ function holds(p: Predicate, actual: string | undefined): boolean {
 }
 
 export function matches(preds: Predicate[], metadata: Record<string, string>): boolean {
-  return preds.every((p) => holds(p, Object.prototype.hasOwnProperty.call(metadata, p.key) ? metadata[p.key] : undefined));
+  return preds.every((p) => holds(p, Object.hasOwn(metadata, p.key) ? metadata[p.key] : undefined));
 }

@@ -48,8 +48,8 @@ export function json<T>(body: T, status = 200, headers?: Record<string, string>)
 }
 
 export function protocolVersion(req: Req): Version {
-  const a = req.headers['nodeprotocolversion'];
-  const b = req.headers['splinterprotocolversion'];
+  const a = req.headers.nodeprotocolversion;
+  const b = req.headers.splinterprotocolversion;
   const raw = a ?? b;
   if (raw === undefined) return LATEST_VERSION;
   if (a !== undefined && b !== undefined && a.trim() !== b.trim()) {

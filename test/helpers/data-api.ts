@@ -59,7 +59,7 @@ export function agentKey(dataDir: string, name: string): Signer {
   const dir = join(dataDir, 'keys', 'agents');
   mkdirSync(dir, { recursive: true });
   const hex = randomPrivateKey();
-  writeFileSync(join(dir, `${name}.priv`), hex + '\n', { mode: 0o600 });
+  writeFileSync(join(dir, `${name}.priv`), `${hex}\n`, { mode: 0o600 });
   return new Signer(hex);
 }
 

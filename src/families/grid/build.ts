@@ -15,7 +15,6 @@ import {
   sabreNamespaceRegistryAddress,
 } from './addressing.js';
 import {
-  GridBuildError,
   alternateIds,
   bool,
   fail,

@@ -87,7 +87,7 @@ export function validateCreateVersion(p: CreateVersion): void {
   checkId(p.versionId, 'Version ID');
   const revision = p.revision ?? EMPTY_REVISION;
   if (toNum(revision.revisionId) !== 1) {
-    invalid('Revision IDs begin incrementing at `1`, attempting to create a new version with revision ID ' + `\`${toNum(revision.revisionId)}\``);
+    invalid(`Revision IDs begin incrementing at \`1\`, attempting to create a new version with revision ID \`${toNum(revision.revisionId)}\``);
   }
   validateRevision(revision);
 }

@@ -257,7 +257,7 @@ export function workflowState(sub: SubWorkflow, name: string): WorkflowState | u
 }
 
 export function hasConstraint(state: WorkflowState | undefined, constraint: string): boolean {
-  return state !== undefined && state.constraints.includes(constraint);
+  return state?.constraints.includes(constraint) ?? false;
 }
 
 /**
