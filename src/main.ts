@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     process.stdout.write(usage());
     return;
   }
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {

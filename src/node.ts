@@ -133,7 +133,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner, auth: nodeApi.auth });
 
   const servers: HttpServer[] = [];
-  let ports;
+  let ports: Omit<RunningNode['ports'], 'network'>;
   try {
     ports = {
       ledger: await ledgerServer.listen(config.ledgerBind.host, config.ledgerBind.port),

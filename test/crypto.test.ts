@@ -58,5 +58,5 @@ t.test('the @noble fallback gives the same answers', async (t) => {
   });
   const parsed = JSON.parse(out) as { backend: string; results: Array<[string, string, boolean, boolean]> };
   t.equal(parsed.backend, 'noble');
-  V.forEach((v, i) => t.same(parsed.results[i], [v.pub, v.sig, true, false]));
+  for (const [i, v] of V.entries()) t.same(parsed.results[i], [v.pub, v.sig, true, false]);
 });

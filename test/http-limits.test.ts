@@ -214,7 +214,7 @@ t.test('pipelined requests from a client that does not read do not pile up answe
     grown < 150,
     `the node holds little for them (${grown.toFixed(0)} MiB; all answers would be ${((2 * requests * size) / 1048576).toFixed(0)} MiB)`,
   );
-  socks.forEach((s) => s.destroy());
+  for (const s of socks) s.destroy();
 
   // A client that pipelines and reads gets whole answers; once an answer had to wait for
   // the socket, uWS reads no further pipelined request and closes the connection (the

@@ -77,7 +77,9 @@ t.test('a socket that does not read is closed once its buffer is full; others ar
 
 t.test('sockets are capped: the next upgrade gets 503 until one closes', async (t) => {
   const socks: WebSocket[] = [];
-  t.teardown(() => socks.forEach((s) => s.terminate()));
+  t.teardown(() => {
+    for (const s of socks) s.terminate();
+  });
   for (let i = 0; i < MAX_SOCKETS; i++) socks.push(await open());
   const refused = await new Promise<{ status: number; body: string }>((resolve) => {
     const ws = new WebSocket(wsUrl);

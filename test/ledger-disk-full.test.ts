@@ -46,7 +46,7 @@ t.test('ENOSPC on the data directory', { skip: refused }, async (t) => {
   const others: string[] = [];
   for (let round = 0; round < 400 && exitCode === undefined; round++) {
     const batches = Array.from({ length: 50 }, (_, i) => intkeyBatch(signer, [['set', `r${round}i${i}`, i]]));
-    let r;
+    let r: Awaited<ReturnType<typeof postBatches>>;
     try {
       r = await postBatches(child.ledgerUrl, batchList(...batches));
     } catch {

@@ -739,7 +739,10 @@ export class AdminService {
 
   #mark(circuitId: string, nodeId: string): void {
     let s = this.#readyMarks.get(circuitId);
-    if (!s) this.#readyMarks.set(circuitId, (s = new Set()));
+    if (!s) {
+      s = new Set();
+      this.#readyMarks.set(circuitId, s);
+    }
     s.add(nodeId);
   }
 

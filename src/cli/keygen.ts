@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync, chmodSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomPrivateKey, Signer } from '../crypto/secp256k1.js';
-import { parseCliArgs } from './args.js';
+import { parseCliArgs, type Args } from './args.js';
 
 const USAGE = `usage: keygen --out FILE
 Writes a new secp256k1 private key (hex) to FILE with mode 0600 (never overwrites) and
@@ -15,7 +15,7 @@ prints its public key. For interface B agent keys: --out data/keys/agents/NAME.p
 `;
 
 function main(): number {
-  let args;
+  let args: Args;
   try {
     args = parseCliArgs(process.argv.slice(2), ['out']);
   } catch (err) {

@@ -68,6 +68,7 @@ export interface RouteSpec<C extends object = object, P = never> {
   /** fast-json-stringify schema of the answer's value. */
   reply: ReplySchema;
   // Method syntax: a route declared with narrower query/body types still fits a route table.
+  // biome-ignore lint/suspicious/noExplicitAny: the query and body types come from the route's own parsers, which a route table cannot relate to its handler
   handler(r: Request<C, any, any>): Outcome | Promise<Outcome>;
 }
 

@@ -158,7 +158,9 @@ export class HttpServer {
     if (upgrade) {
       b.upgrade = (res, req, context) => {
         const state: Exchange = { done: false };
-        res.onAborted(() => void (state.done = true));
+        res.onAborted(() => {
+          state.done = true;
+        });
         try {
           const limit = this.#headLimit(req);
           if (limit) return this.#finishReply(res, state, limit, false, false);

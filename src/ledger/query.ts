@@ -17,6 +17,9 @@ import {
   type TxnPos,
 } from '../store/ledger-stores.js';
 
+/** Where a batch ([block number, index]) and a transaction ([block number, batch index, index]) sit in the chain. */
+export type { BatchPos, TxnPos };
+
 export type BatchStatus = 'COMMITTED' | 'INVALID' | 'PENDING' | 'UNKNOWN';
 
 export interface StatusEntry {

@@ -123,7 +123,7 @@ function checkBatch(b: BatchMsg, start: number, end: number, bi: number, known: 
     );
   }
   if (new Set(h.transactionIds).size !== h.transactionIds.length) throw new Reject(`batch ${bi}: duplicate transaction ids`);
-  b.transactions.forEach((t, ti) => checkTransaction(t, h.transactionIds[ti], h.signerPublicKey, bi, ti, known));
+  for (const [ti, t] of b.transactions.entries()) checkTransaction(t, h.transactionIds[ti], h.signerPublicKey, bi, ti, known);
   return { id: b.headerSignature, signer: h.signerPublicKey, start, end, txnIds: h.transactionIds };
 }
 

@@ -33,7 +33,7 @@ export type Permission = keyof typeof PERMISSIONS | DataSignPermission;
 const DATA_SIGN_KEY = /^data\.sign\.0[23][0-9a-f]{64}$/;
 
 export function isPermission(s: string): s is Permission {
-  return  Object.hasOwn(PERMISSIONS, s) || DATA_SIGN_KEY.test(s);
+  return Object.hasOwn(PERMISSIONS, s) || DATA_SIGN_KEY.test(s);
 }
 
 export interface PermissionJson {

@@ -462,17 +462,20 @@ export class MerkleTree implements StateStore {
       const chain = kid.chain!;
       let h: Hash = kid.endLeaf ? hashLeaf(kid.end!, this.wrapped) : (kid.end as Buffer);
       for (let i = chain.length - 1; i >= 0; i--) h = hashSingle(chain[i]!, h);
-      return (kid.hash = h);
+      kid.hash = h;
+      return h;
     }
     // A clean node without a known hash came from a chain, so its child is an object
     // (stored offsets only occur in nodes loaded from branch records, whose hash is known).
-    return (kid.hash = hashNode(
+    const h = hashNode(
       kid.toks,
       kid.kids.map((k) => this.hashOf(k as MNode | Ref)),
       kid.value,
       null,
       this.wrapped,
-    ));
+    );
+    kid.hash = h;
+    return h;
   }
 
   /** Only for rehashed nodes: every new branch is dirty (clean unstored nodes are chain parts). */
@@ -556,7 +559,10 @@ export function rootOf(leaves: Map<string, Uint8Array>, leafEncoding: LeafEncodi
     for (let i = 0; i < address.length; i += 2) {
       const tok = address.slice(i, i + 2);
       let nx = cur.kids.get(tok);
-      if (nx === undefined) cur.kids.set(tok, (nx = { kids: new Map(), v: null }));
+      if (nx === undefined) {
+        nx = { kids: new Map(), v: null };
+        cur.kids.set(tok, nx);
+      }
       cur = nx;
     }
     cur.v = raw;

@@ -107,5 +107,10 @@ export function captureStderr(): { text(): string; restore(): void } {
     cb?.();
     return true;
   }) as typeof process.stderr.write;
-  return { text: () => chunks.join(''), restore: () => void (process.stderr.write = original) };
+  return {
+    text: () => chunks.join(''),
+    restore: () => {
+      process.stderr.write = original;
+    },
+  };
 }

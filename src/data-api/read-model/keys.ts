@@ -38,6 +38,7 @@ const KEY_ESC = '\u0006';
  * `acme\u0005x` is not a prefix of acme's agents).
  */
 function keyPart(part: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
   return part.replace(/[\u0000-\u0006]/g, (c) => KEY_ESC + String.fromCharCode(48 + c.charCodeAt(0)));
 }
 

@@ -247,6 +247,7 @@ export function invalid(message: string): never {
 }
 
 /** C0 and C1 control characters (and DEL): never part of a printable identifier. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
