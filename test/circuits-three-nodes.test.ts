@@ -121,8 +121,8 @@ t.test('three-party create with trust: proposal, votes, circuit', async (t) => {
   const garbage = await submit(A, new Uint8Array([0xff, 0xff, 0xff]));
   t.equal(garbage.status, 400, 'malformed payload');
   t.match(garbage.body, { message: /Failed to parse payload/ });
-  const tampered = createPayload(A.admin, 'alpha', spec('zzzzz-00000'));
-  tampered[tampered.length - 1] ^= 1;
+  const tampered = Buffer.from(createPayload(A.admin, 'alpha', spec('zzzzz-00000')));
+  tampered.writeUInt8(tampered.readUInt8(tampered.length - 1) ^ 1, tampered.length - 1);
   const bad = await submit(A, tampered);
   t.equal(bad.status, 400, 'a payload altered after signing');
 
@@ -293,8 +293,8 @@ t.test('garbage on the peer port drops that connection only', async (t) => {
   t.ok(await within(r1.closed, 10_000), 'random bytes: connection dropped');
 
   const r2 = await raw(A);
-  const bad = frame(Buffer.from('x'));
-  bad[6] ^= 0xff;
+  const bad = Buffer.from(frame(Buffer.from('x')));
+  bad.writeUInt8(bad.readUInt8(6) ^ 0xff, 6);
   r2.sock.write(Buffer.concat([VERSIONS_1, bad]));
   t.ok(await within(r2.closed, 10_000), 'bad checksum: connection dropped');
 

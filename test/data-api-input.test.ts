@@ -275,7 +275,7 @@ t.test('POST /batches on interface B', async (t) => {
   t.match((await garbage.json()).message, /rejected/);
   t.equal((await raw(Buffer.from('{}'), 'application/json')).status, 415);
   const tampered = Buffer.from(body);
-  tampered[tampered.length - 3] ^= 1;
+  tampered.writeUInt8(tampered.readUInt8(tampered.length - 3) ^ 1, tampered.length - 3);
   t.equal((await raw(tampered, 'application/octet-stream')).status, 400, 'bad signature');
 
   // A batch sent through interface C has no event id.
