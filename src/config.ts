@@ -13,11 +13,11 @@ export interface Bind {
 
 export interface Config {
   dataDir: string;
-  /** Interface C, the ledger gateway. */
+  /** Where the ledger gateway listens. */
   ledgerBind: Bind;
-  /** Interface A, the node. */
+  /** Where the node API listens. */
   nodeBind: Bind;
-  /** Interface B, the data. */
+  /** Where the data API listens. */
   dataBind: Bind;
   adminKeysFile: string;
   /** Blocks carry at most this many batches (0 = no limit). */
@@ -45,11 +45,11 @@ export interface Config {
   maxBodyBytes: number;
   /** Request-body bytes all three interfaces hold at once; over it a request gets 503. */
   maxInflightBodyBytes: number;
-  /** Open websockets on interface C's /subscriptions; upgrades over it are refused (503). */
+  /** Open websockets on the ledger gateway's /subscriptions; upgrades over it are refused (503). */
   wsMaxSockets: number;
   /** Bytes the node buffers for one websocket that does not read; over it the socket is closed. */
   wsMaxBufferedBytes: number;
-  /** Node identity shown by interface A; generated once and kept when unset. */
+  /** Node identity shown by the node API; generated once and kept when unset. */
   nodeId: string | undefined;
   displayName: string | undefined;
   /** Peer endpoints reported by GET /peers and GET /status. */
@@ -87,7 +87,7 @@ export interface Config {
   passwordChecks: number;
   /** Password checks that may wait for a slot; beyond that a login gets 503 with Retry-After. */
   passwordQueue: number;
-  /** Interface B asks for node API credentials (Biome, Cylinder, OAuth2) and permissions. */
+  /** The data API asks for node API credentials (Biome, Cylinder, OAuth2) and permissions. */
   dataAuth: boolean;
   logLevel: LogLevel;
   oauth: {
@@ -114,9 +114,9 @@ interface OptionSpec {
 
 export const OPTIONS: Record<string, OptionSpec> = {
   dataDir: { flag: 'data-dir', env: 'CAIRN_DATA_DIR', help: 'data directory (default ./data)' },
-  ledgerBind: { flag: 'ledger-bind', env: 'CAIRN_LEDGER_BIND', help: 'interface C host:port (default 127.0.0.1:8008)' },
-  nodeBind: { flag: 'node-bind', env: 'CAIRN_NODE_BIND', help: 'interface A host:port (default 127.0.0.1:8085)' },
-  dataBind: { flag: 'data-bind', env: 'CAIRN_DATA_BIND', help: 'interface B host:port (default 127.0.0.1:8080)' },
+  ledgerBind: { flag: 'ledger-bind', env: 'CAIRN_LEDGER_BIND', help: 'ledger gateway host:port (default 127.0.0.1:8008)' },
+  nodeBind: { flag: 'node-bind', env: 'CAIRN_NODE_BIND', help: 'node API host:port (default 127.0.0.1:8085)' },
+  dataBind: { flag: 'data-bind', env: 'CAIRN_DATA_BIND', help: 'data API host:port (default 127.0.0.1:8080)' },
   adminKeys: { flag: 'admin-keys', env: 'CAIRN_ADMIN_KEYS', help: 'admin public keys file (default <data dir>/admin_keys)' },
   maxBatchesPerBlock: { flag: 'max-batches-per-block', env: 'CAIRN_MAX_BATCHES_PER_BLOCK', help: 'batches per block, 0 = no limit (default 1000)' },
   minBlockIntervalMs: { flag: 'min-block-interval-ms', env: 'CAIRN_MIN_BLOCK_INTERVAL_MS', help: 'minimum ms between blocks (default 0)' },
@@ -158,7 +158,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
     env: 'CAIRN_ADMIN_PARTICIPANT_TIMEOUT_MS',
     help: 'circuit agreement participant timeout in ms (default 60000)',
   },
-  cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on interface C (default off)' },
+  cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on the ledger gateway (default off)' },
   accessTokenTtlSec: { flag: 'access-token-ttl', env: 'CAIRN_ACCESS_TOKEN_TTL', help: 'access token lifetime in s (default 5400)' },
   refreshTokenTtlSec: { flag: 'refresh-token-ttl', env: 'CAIRN_REFRESH_TOKEN_TTL', help: 'refresh token lifetime in s (default 5184000)' },
   oauthIssuer: { flag: 'oauth-issuer', env: 'CAIRN_OAUTH_ISSUER', help: 'OpenID Connect issuer URL' },
@@ -180,7 +180,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   },
   passwordChecks: { flag: 'password-checks', env: 'CAIRN_PASSWORD_CHECKS', help: 'password checks (bcrypt) at once (default 1)' },
   passwordQueue: { flag: 'password-queue', env: 'CAIRN_PASSWORD_QUEUE', help: 'password checks waiting before 503 (default 8)' },
-  dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on interface B: on|off (default on unless B binds loopback)' },
+  dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on the data API: on|off (default on unless it binds loopback)' },
   logLevel: { flag: 'log-level', env: 'CAIRN_LOG_LEVEL', help: 'debug|info|warn|error|silent (default info)' },
 };
 
@@ -196,7 +196,7 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** `on`/`off` (also true/false, 1/0, yes/no); unset: on unless interface B binds a loopback host. */
+/** `on`/`off` (also true/false, 1/0, yes/no); unset: on unless the data API binds a loopback host. */
 function dataAuth(v: string | undefined, dataBind: Bind): boolean {
   if (v === undefined) return !isLoopback(dataBind.host);
   if (['on', 'true', '1', 'yes'].includes(v)) return true;

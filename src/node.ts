@@ -90,7 +90,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     name: 'ledger',
     maxBodyBytes: config.maxBodyBytes,
     bodyBudget,
-    // Interface C validates its ids itself (400 code 60/62, as upstream).
+    // The ledger gateway validates its ids itself (400 code 60/62, as upstream).
     boundParams: false,
     errorReply: ledgerErrorReplyFactory(),
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
@@ -175,7 +175,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   };
 }
 
-/** Interfaces A and B answer errors as `{message}`. */
+/** The node API and the data API answer errors as `{message}`. */
 export function messageErrorReply(status: number, message: string): Reply {
   return { status, body: JSON.stringify({ message }) };
 }

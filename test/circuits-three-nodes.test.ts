@@ -1,6 +1,6 @@
 /**
- * Three node processes on loopback agree on circuits (research circuits.md §5.2 steps 1–4
- * and the negative checks): trust and challenge creates, identical proposals, circuits and
+ * Three node processes on loopback agree on circuits (upstream's three-node walk and its
+ * negative checks): trust and challenge creates, identical proposals, circuits and
  * events on every member, a rejection, a duplicate, wrong voters, a member killed and
  * restarted mid-proposal, disband, abandon, purge and event replay with `last`.
  */

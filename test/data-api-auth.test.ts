@@ -1,5 +1,5 @@
 /**
- * Interface B with authorization on (CAIRN_DATA_AUTH=on): credentials from the node API
+ * The data API with authorization on (CAIRN_DATA_AUTH=on): credentials from the node API
  * (Cylinder admin token, Biome users with roles), data.read / data.write /
  * data.sign.<key> permissions, 401 and 403 in B's {message} shape, over real HTTP.
  */

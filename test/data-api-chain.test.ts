@@ -1,5 +1,5 @@
 /**
- * Interface B over real HTTP: a whole supply chain. Two organizations with agents and
+ * The data API over real HTTP: a whole supply chain. Two organizations with agents and
  * roles, the GS1 schemas, products and locations with properties, a purchase order
  * through the collaborative workflow to `confirmed` with an accepted version and three
  * revisions (one of them from a client-signed, Sabre-wrapped batch at POST /batches),
@@ -46,7 +46,7 @@ t.before(async () => {
 });
 t.teardown(() => node.stop());
 
-/** Posts a client-signed (by default Sabre-wrapped) batch to interface B and waits for its verdict. */
+/** Posts a client-signed (by default Sabre-wrapped) batch to the data API and waits for its verdict. */
 async function clientSubmit(t: Test, signer: Signer, action: Record<string, unknown> & { action: string }, sabre = true): Promise<any> {
   const { id, body } = clientBatch(signer, [action], sabre);
   const posted = await postProtobuf(node.dataUrl, body);

@@ -1,5 +1,5 @@
 /**
- * Interface B and bad input: 400s naming the field (nothing submitted) for malformed
+ * The data API and bad input: 400s naming the field (nothing submitted) for malformed
  * JSON, wrong types, unknown fields, missing required fields, bad GTIN/GLN, unknown
  * organizations and duplicate ids; INVALID batches with the contract's message for rules
  * that need state; 404s; `service_id`, `signer`, `wait`, event ids and POST /batches.
@@ -246,7 +246,7 @@ t.test('wait, batch statuses and event ids', async (t) => {
   t.same(Object.keys(r3.json), ['link']);
 });
 
-t.test('POST /batches on interface B', async (t) => {
+t.test('POST /batches on the data API', async (t) => {
   const key = agentKey(node.dataDir, 'extra');
   const { id, body } = clientBatch(key, [{ action: 'create_role', org_id: 'acme', name: 'x', permissions: [] }]);
   const posted = await postProtobuf(node.dataUrl, body, '?wait=10');
@@ -278,7 +278,7 @@ t.test('POST /batches on interface B', async (t) => {
   tampered.writeUInt8(tampered.readUInt8(tampered.length - 3) ^ 1, tampered.length - 3);
   t.equal((await raw(tampered, 'application/octet-stream')).status, 400, 'bad signature');
 
-  // A batch sent through interface C has no event id.
+  // A batch sent through the ledger gateway has no event id.
   const c = clientBatch(key, [{ action: 'create_role', org_id: 'acme', name: 'c', permissions: [] }]);
   t.equal((await postProtobuf(node.ledgerUrl, c.body)).status, 202);
   const viaC = (await api.get(`/batch_statuses?id=${c.id}&wait=10`)).json.data;

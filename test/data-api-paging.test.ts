@@ -1,5 +1,5 @@
 /**
- * Interface B paging over 250 products (created in three calls, several records per
+ * The data API paging over 250 products (created in three calls, several records per
  * batch): the true total, the spec's paging object (relative links, `prev`/`next` left out
  * at the ends) on the first, a middle and the last page, defaults and bounds of
  * offset/limit, and paging of the nested lists.

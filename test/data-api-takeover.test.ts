@@ -1,6 +1,6 @@
 /**
  * No organization can act for another, over real HTTP. An outsider with a fresh key signs
- * its own batches (POST /batches on interface B): it creates an organization of its own,
+ * its own batches (POST /batches on the data API): it creates an organization of its own,
  * then tries upstream Pike's takeover (a role written into the victim's organization, that
  * role or the victim's admin role given to itself, an admin agent created in the victim's
  * organization, a role of its own naming the victim). Every step is INVALID with the
@@ -101,7 +101,7 @@ t.test('the takeover sequence with client-signed batches is refused step by step
   t.same(await acmeSnapshot(), before, "acme's organization, roles and agents are unchanged");
 });
 
-t.test('the node key cannot write roles of an organization it is no agent of (interface B)', async (t) => {
+t.test('the node key cannot write roles of an organization it is no agent of (data API)', async (t) => {
   const beta = newKey();
   t.equal((await clientSubmit(t, beta, { action: 'create_organization', org_id: 'beta', name: 'Beta' })).status, 'COMMITTED');
   const msg = `The signer "${NODE_KEY}" does not have the "pike::can-create-roles" permission for org "beta"`;

@@ -1,6 +1,6 @@
 /**
  * Fuzzing one running node for a bounded time: protobuf BatchLists mutated from a valid
- * signed one, JSON bodies of interfaces A and B mutated from valid ones, random query
+ * signed one, JSON bodies of the node API and the data API mutated from valid ones, random query
  * strings on list routes, and random or mutated websocket frames on /subscriptions.
  * Every answer must be a 2xx/4xx in the interface's shape (never a 5xx, never a reset),
  * the node must keep serving, and a batch committed before the fuzzing must still be

@@ -367,7 +367,7 @@ t.test('families, addressing and GS1 check digits', async (t) => {
   t.equal(
     productAddress('00614141000012'),
     '621dee0201000000000000000000000000000000000000000000000061414100001200',
-    'product address as in the research appendix',
+    'product address as upstream computes it',
   );
   t.equal(productAddress('614141000012'), productAddress('00614141000012'), 'GTIN-12 pads to the same address');
   for (const a of [

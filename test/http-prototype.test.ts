@@ -1,8 +1,8 @@
 /**
  * `__proto__` and the names Object.prototype carries (`constructor`, `toString`, `valueOf`,
- * `hasOwnProperty`) in JSON bodies: on interface B they are unknown fields (400, nothing
+ * `hasOwnProperty`) in JSON bodies: on the data API they are unknown fields (400, nothing
  * submitted), never a 500 and never a way to fill a required field through a prototype;
- * on interface A they are plain data or missing fields.
+ * on the node API they are plain data or missing fields.
  */
 import t, { type Test } from 'tap';
 import { Api, acmeWithSchemas, w } from './helpers/data-api.js';

@@ -1,5 +1,5 @@
 /**
- * Interface C errors: the complete upstream table (codes, titles, HTTP statuses), every
+ * Ledger gateway errors: the complete upstream table (codes, titles, HTTP statuses), every
  * code the gateway emits provoked over HTTP, and unknown paths, wrong methods and oversized
  * bodies in the same error shape. Also /peers and /status with configured peers.
  */
@@ -12,7 +12,7 @@ import { LEDGER_ERRORS } from '../src/ledger-api/errors.js';
 const UNKNOWN = 'f'.repeat(128);
 const ADDR = `1cf126${'0'.repeat(64)}`;
 
-/** research/sawtooth.md §1.10, row by row. */
+/** Upstream's error table, row by row. */
 const TABLE: Array<[number, number, string]> = [
   [10, 500, 'Unknown Validator Error'],
   [15, 503, 'Validator Not Ready'],

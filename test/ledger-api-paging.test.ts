@@ -1,5 +1,5 @@
 /**
- * Interface C lists: /blocks, /batches, /transactions. Chain order, paging by marker
+ * Ledger gateway lists: /blocks, /batches, /transactions. Chain order, paging by marker
  * (first page, next pages, last page, start in the middle, start not found), reverse,
  * limit edges, head (current, older, unknown, malformed, "latest", a block number), the
  * id filter, the empty list, single fetches, and link URLs (X-Forwarded-* / Forwarded).

@@ -1,6 +1,6 @@
 /**
  * A real client: the upstream JavaScript SDK (sawtooth-sdk) builds and signs intkey batches
- * as its guide shows; the results are checked through every interface C read route:
+ * as its guide shows; the results are checked through every ledger gateway read route:
  * statuses, batches, transactions, blocks, state (with head, paging by address), receipts
  * (GET, POST, wait), peers and status. Then the chain is walked from head to genesis:
  * links, signatures, and the head's state root rebuilt from the /state leaves.

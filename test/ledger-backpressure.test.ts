@@ -54,7 +54,7 @@ t.test('a full queue exempts only unseen node-signed batches, each one', async (
   const env = { CAIRN_QUEUE_MULTIPLIER: '1', CAIRN_QUEUE_INITIAL_AVERAGE: '1' };
   let n = await startTestNode();
   const nodeSigner = loadOrCreateKey(join(n.dataDir, 'keys', 'validator.priv'));
-  // A node-signed batch, committed: public on GET /batches, as every interface B write is.
+  // A node-signed batch, committed: public on GET /batches, as every data API write is.
   const published = intkeyBatch(nodeSigner, [['set', 'pub', 1]]);
   t.equal((await postBatches(n.ledgerUrl, batchList(published))).status, 202);
   t.equal((await waitCommitted(n.ledgerUrl, [published.id]))[0].status, 'COMMITTED');

@@ -1,7 +1,7 @@
 /**
  * Storage faults, injected through the test-only hook (CAIRN_TEST_FAULTS): a failed
  * pending-pool write answers 503 to its request and nothing else; a failed ledger write
- * puts the node in the fault state (503 on every write of interfaces C and B, /status
+ * puts the node in the fault state (503 on every write of the ledger gateway and the data API, /status
  * 503), and, run as a process, the node ends non-zero and a restart commits every
  * acknowledged batch exactly once, with no gap in the chain.
  */
@@ -83,7 +83,7 @@ t.test('a failed ledger write: 503 on C and B, /status 503', async (t) => {
   });
   t.equal(viaB.status, 503);
   t.match(((await viaB.json()) as { message: string }).message, /EIO/);
-  // Interface B's JSON writes (signed by the node) are refused too.
+  // The data API's JSON writes (signed by the node) are refused too.
   const json = await fetch(`${n.dataUrl}/organization`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -1,6 +1,6 @@
 /**
  * The README walk (start, admin token from the CLI, create a user, grant a role, log in
- * as that user) plus a full run of interface A whose log must hold no secret.
+ * as that user) plus a full run of the node API whose log must hold no secret.
  */
 import t from 'tap';
 import { TS_ARGS } from './helpers/child.js';

@@ -1,5 +1,5 @@
 /**
- * The admin service `admin::<node id>` (research circuits.md §2): takes signed circuit
+ * The admin service `admin::<node id>`: takes signed circuit
  * management payloads, sends proposals to the other members, and agrees on each change
  * with upstream's two-phase commit (coordinator = the member with the smallest admin
  * service id; a coordinator timeout, plus a participant timeout of our own). Commit
@@ -260,7 +260,7 @@ export class AdminService {
     }
   }
 
-  /** Abandon, purge, remove-proposal: this node only, no agreement (research §4.2–4.4). */
+  /** Abandon, purge, remove-proposal: this node only, no agreement. */
   async #local(env: Envelope): Promise<void> {
     const h = env.header;
     const me = this.#o.nodeId;

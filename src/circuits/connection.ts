@@ -1,6 +1,6 @@
 /**
  * One TCP connection to a peer: frame version negotiation, frames, and the symmetric v1
- * authorization handshake (research circuits.md §1.5) in which each side proves its own
+ * authorization handshake in which each side proves its own
  * identity (trust: it names its node id; challenge: it signs a nonce with its peering
  * key) and verifies the other's. Any protocol error (bad checksum, unknown version, a
  * message that does not decode, a non-handshake message before the handshake ends, a bad

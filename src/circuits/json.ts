@@ -1,6 +1,5 @@
 /**
- * JSON of circuits, proposals and admin events, in protocol version 1 and 2 shapes
- * (research splinter.md §6.2–6.4, §6.6; spec "Interface A: circuits"). Built only from the
+ * JSON of circuits, proposals and admin events, in protocol version 1 and 2 shapes. Built only from the
  * stored protobuf records, so every member renders the same bytes for the same record.
  * Roster arguments are [key, value] pairs in submitted order everywhere.
  */

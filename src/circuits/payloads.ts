@@ -1,6 +1,5 @@
 /**
- * Builds and signs CircuitManagementPayloads as upstream's CLI does (research
- * splinter.md §6.5): serialize the action, SHA-512 it into the header, sign the header
+ * Builds and signs CircuitManagementPayloads as upstream's CLI does: serialize the action, SHA-512 it into the header, sign the header
  * bytes (SHA-256, compact secp256k1), then serialize the payload.
  */
 import { createHash } from 'node:crypto';

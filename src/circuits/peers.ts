@@ -1,5 +1,5 @@
 /**
- * The peer network (research circuits.md §1.7–1.8): a TCP listener, and reference-counted
+ * The peer network: a TCP listener, and reference-counted
  * peers identified by (remote token, local token), with endpoints taken from circuit
  * members. A referenced peer is dialled and kept connected: heartbeats on every
  * connection, re-dial with exponential backoff, sends to a disconnected peer queued and

@@ -1,7 +1,6 @@
 /**
- * Interface A's circuit operations: `/admin/proposals[/{id}]`, `/admin/circuits[/{id}]`,
- * `POST /admin/submit` and the websocket `/ws/admin/register/{type}` (research
- * splinter.md §6; spec "Interface A: circuits"). Declared in the node API's current route
+ * The node API's circuit operations: `/admin/proposals[/{id}]`, `/admin/circuits[/{id}]`,
+ * `POST /admin/submit` and the websocket `/ws/admin/register/{type}`. Declared in the node API's current route
  * style (Router.secured), in a file of their own.
  */
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';

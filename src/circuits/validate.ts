@@ -1,5 +1,5 @@
 /**
- * Checks on circuit management payloads (research circuits.md §2.4, splinter.md §6.5):
+ * Checks on circuit management payloads:
  * the envelope (header, requester key, signature, payload hash) and the rules of each
  * action. Every member runs the action rules against its own store and registry.
  */

@@ -1,7 +1,7 @@
 /**
  * Makes a secp256k1 key pair: `npm run -s keygen -- --out data/keys/agents/NAME.priv`
  * writes the hex private key to a new file (mode 0600; an existing file is never
- * overwritten) and prints only the public key, e.g. for `?signer=` on interface B or a
+ * overwritten) and prints only the public key, e.g. for `?signer=` on the data API or a
  * line of the admin keys file. --out is required: a key that is only printed would be lost.
  */
 import { mkdirSync, writeFileSync, chmodSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { parseCliArgs, type Args } from './args.js';
 
 const USAGE = `usage: keygen --out FILE
 Writes a new secp256k1 private key (hex) to FILE with mode 0600 (never overwrites) and
-prints its public key. For interface B agent keys: --out data/keys/agents/NAME.priv
+prints its public key. For data API agent keys: --out data/keys/agents/NAME.priv
 `;
 
 function main(): number {

@@ -1,7 +1,7 @@
 /**
  * The address a client used, as proxies report it: scheme, host and path prefix from the
  * `Forwarded` header when it names them, else from X-Forwarded-Proto, -Host and -Path,
- * else the request's own Host. Interfaces B and C build absolute links from it.
+ * else the request's own Host. The data API and the ledger gateway build absolute links from it.
  */
 import type { Req } from './server.js';
 

@@ -1,5 +1,5 @@
 /**
- * The `wait` query of the batch-status routes of interfaces B and C, read one way.
+ * The `wait` query of the batch-status routes of the data API and the ledger gateway, read one way.
  * Absent or `false` (any case): 0. An integer (as Python's int() reads one: blanks, a
  * sign, digits with single underscores): that many seconds, at most `max`; a negative
  * one (`-1`, `-0`) is 0, not the long wait upstream falls into (docs/http-hardening.md).

@@ -1,5 +1,5 @@
 /**
- * Marker-based paging shared by the interface C list routes, with upstream's envelope:
+ * Marker-based paging shared by the ledger gateway list routes, with upstream's envelope:
  * `link` carries the head used, the marker of the first item returned and the limit
  * applied (`start` bare and `limit=0` when nothing was paged); `paging` echoes the
  * client's `limit` and `start` (null when absent) and, when more items follow, gives

@@ -1,7 +1,7 @@
 /**
  * Grant administration: `/authorization/permissions`, `/authorization/roles[/{id}]`,
- * `/authorization/assignments[/{identity_type}/{identity}]` (shapes of research
- * splinter.md §2.7–2.8). Role permissions must be names from the catalogue.
+ * `/authorization/assignments[/{identity_type}/{identity}]`, in upstream's shapes. Role
+ * permissions must be names from the catalogue.
  */
 import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';

@@ -1,5 +1,5 @@
 /**
- * Resolves the `Authorization` header to an identity (research splinter.md §2.1):
+ * Resolves the `Authorization` header to an identity:
  * `Bearer Biome:<access jwt>` and `Bearer OAuth2:<token>` give a user,
  * `Bearer Cylinder:<key-signed jwt>` gives a public key. Anything else gives none.
  */

@@ -1,5 +1,5 @@
 /**
- * The registry list `filter` (research splinter.md §7.2): a JSON object keyed by metadata
+ * The registry list `filter`: a JSON object keyed by metadata
  * property; each value is one `[operator, value]` pair (upstream's wire form) or a list
  * of `{"operator","value"}` objects (the spec's description form; all must hold).
  * Operators = != > < >= <= compare strings; a node without the property passes only !=.

@@ -1,7 +1,7 @@
 /**
  * Sawtooth-compatible Merkle-Radix state tree over an lmdb-js sub-database.
  *
- * Hashes are exact (research/sawtooth.md section 4): every node of the radix tree (one level
+ * Hashes are exact: every node of the radix tree (one level
  * per address byte) is hashed with its full CBOR encoding, so roots equal upstream's.
  * Storage is compact (records.ts): one record per branch node and one per single-child
  * chain, keyed by the top node's 32-byte hash. Records are content-addressed and never

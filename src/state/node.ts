@@ -1,5 +1,5 @@
 /**
- * Exact Sawtooth Merkle-Radix node encoding (research/sawtooth.md section 4.2).
+ * Exact Sawtooth Merkle-Radix node encoding.
  *
  * A node is the canonical CBOR map {"c": {token: childHashHex, ...}, "v": null | bstr}.
  * Leaves carry v = bstr(cbor_bstr(raw)), i.e. the raw value is wrapped twice (Sawtooth's

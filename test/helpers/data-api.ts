@@ -1,5 +1,5 @@
 /**
- * Helpers for the interface B tests: JSON calls over real HTTP, agent keys the node may
+ * Helpers for the data API tests: JSON calls over real HTTP, agent keys the node may
  * sign with (`?signer=`), GS1 identifiers with valid check digits, client-signed
  * (optionally Sabre-wrapped) supply-chain batches, and a two-organization fixture.
  */
