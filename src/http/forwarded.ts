@@ -5,7 +5,7 @@
  */
 import type { Req } from './server.js';
 
-const FORWARDED_RE: Record<string, RegExp> = {
+const FORWARDED_RE: Record<'proto' | 'host' | 'path', RegExp> = {
   proto: /(?<=proto=).+?(?=[\s,;]|$)/i,
   host: /(?<=host=).+?(?=[\s,;]|$)/i,
   path: /(?<=path=).+?(?=[\s,;]|$)/i,
@@ -13,7 +13,7 @@ const FORWARDED_RE: Record<string, RegExp> = {
 
 /** One forwarded value: the first `key=` in `Forwarded` (quotes removed), else `X-Forwarded-<Key>`, else ''. */
 export function forwarded(req: Req, key: 'proto' | 'host' | 'path'): string {
-  const m = FORWARDED_RE[key]!.exec(req.headers.forwarded ?? '');
+  const m = FORWARDED_RE[key].exec(req.headers.forwarded ?? '');
   if (m) {
     const v = m[0];
     return v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v;

@@ -9,8 +9,9 @@ export const LONG_WAIT_SECONDS = 285;
 
 export function parseWaitQuery(w: string | null, max = LONG_WAIT_SECONDS): number {
   if (w === null || w.toLowerCase() === 'false') return 0;
-  const m = /^\s*([+-]?)(\d+(?:_\d+)*)\s*$/.exec(w);
-  if (!m) return max;
-  if (m[1] === '-') return 0;
-  return Math.min(Number(m[2]!.replaceAll('_', '')), max);
+  const m = /^\s*(?<sign>[+-]?)(?<digits>\d+(?:_\d+)*)\s*$/.exec(w);
+  const digits = m?.groups?.digits;
+  if (digits === undefined) return max;
+  if (m?.groups?.sign === '-') return 0;
+  return Math.min(Number(digits.replaceAll('_', '')), max);
 }

@@ -28,7 +28,8 @@ export function takePage<T>(source: Iterable<T>, marker: (t: T) => string, limit
     }
     items.push(item);
   }
-  return { items, first: items.length ? marker(items[0]!) : undefined, next };
+  const head = items[0];
+  return { items, first: head === undefined ? undefined : marker(head), next };
 }
 
 /** Pages an in-memory list: `start` must be the marker of one of its items (else `onMissing`), unless it is empty. */
