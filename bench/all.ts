@@ -28,7 +28,11 @@ run({ name: 'idle footprint', script: 'bench/idle.ts', env: {} });
 const single = run({ name: 'submit, 1 txn per batch', script: 'bench/submit.ts', env: { BATCHES: '30000', TXNS: '1', CONNECTIONS: '64' } });
 run({ name: 'submit, 10 txns per batch', script: 'bench/submit.ts', env: { BATCHES: '5000', TXNS: '10', CONNECTIONS: '64' } });
 const half = Math.max(100, Math.round(Number(single.committedBatchesPerSec) / 2));
-run({ name: `submit at half of peak (${half}/s)`, script: 'bench/submit.ts', env: { BATCHES: String(half * 20), TXNS: '1', CONNECTIONS: '64', RATE: String(half) } });
+run({
+  name: `submit at half of peak (${half}/s)`,
+  script: 'bench/submit.ts',
+  env: { BATCHES: String(half * 20), TXNS: '1', CONNECTIONS: '64', RATE: String(half) },
+});
 run({ name: 'reads', script: 'bench/read.ts', env: {} });
 run({ name: 'circuits, submit to ready on 3 nodes', script: 'bench/circuit.ts', env: { CIRCUITS: '20' } });
 if (process.env.BENCH_SKIP_GROWTH !== '1') run({ name: 'growth', script: 'bench/growth.ts', env: {} });

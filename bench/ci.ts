@@ -29,7 +29,7 @@ if (r.signatureBoundFraction < floor) {
 }
 const ok = r.signatureBoundFraction >= floor && r.invalid === 0;
 process.stdout.write(
-  JSON.stringify({
+  `${JSON.stringify({
     bench: 'ci',
     ok,
     signatureBoundFraction: r.signatureBoundFraction,
@@ -40,6 +40,6 @@ process.stdout.write(
     submitP99Ms: r.submitP99Ms,
     commitP99Ms: r.commitP99Ms,
     peakRssMiB: r.peakRssMiB,
-  }) + '\n',
+  })}\n`,
 );
 if (!ok) process.exit(1);

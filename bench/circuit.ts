@@ -42,7 +42,12 @@ export async function runCircuit(): Promise<object> {
     }
     for (const m of members) {
       for (const o of members) {
-        const s = await post(m, '/registry/nodes', JSON.stringify({ identity: o.id, endpoints: [o.endpoint], display_name: o.id, keys: [o.admin.publicKey], metadata: {} }), true);
+        const s = await post(
+          m,
+          '/registry/nodes',
+          JSON.stringify({ identity: o.id, endpoints: [o.endpoint], display_name: o.id, keys: [o.admin.publicKey], metadata: {} }),
+          true,
+        );
         if (s !== 200) throw new Error(`registry: ${s}`);
       }
     }
@@ -53,7 +58,8 @@ export async function runCircuit(): Promise<object> {
         const e = JSON.parse(d.toString()) as { eventType?: string; message?: unknown };
         if (!e.eventType) return;
         const p = (Array.isArray(e.message) ? e.message[0] : e.message) as { circuit_id: string; circuit_hash: string };
-        if (e.eventType === 'ProposalSubmitted' && m.id !== 'alpha') void post(m, '/admin/submit', votePayload(m.admin, m.id, p.circuit_id, p.circuit_hash, true));
+        if (e.eventType === 'ProposalSubmitted' && m.id !== 'alpha')
+          void post(m, '/admin/submit', votePayload(m.admin, m.id, p.circuit_id, p.circuit_hash, true));
         if (e.eventType === 'CircuitReady') ready.set(p.circuit_id, (ready.get(p.circuit_id) ?? 0) + 1);
       });
       return new Promise<WebSocket>((resolve, reject) => {
@@ -69,7 +75,15 @@ export async function runCircuit(): Promise<object> {
       const spec: CircuitSpec = {
         circuit_id: id,
         members: members.map((m) => ({ node_id: m.id, endpoints: [m.endpoint] })),
-        roster: members.map((m, j) => ({ service_id: svc[j]!, service_type: 'scabbard', node_id: m.id, arguments: [['peer_services', JSON.stringify(svc.filter((_, k) => k !== j))], ['admin_keys', JSON.stringify([members[0]!.admin.publicKey])]] })),
+        roster: members.map((m, j) => ({
+          service_id: svc[j]!,
+          service_type: 'scabbard',
+          node_id: m.id,
+          arguments: [
+            ['peer_services', JSON.stringify(svc.filter((_, k) => k !== j))],
+            ['admin_keys', JSON.stringify([members[0]!.admin.publicKey])],
+          ],
+        })),
         management_type: 'bench',
       };
       const t0 = performance.now();
@@ -85,7 +99,14 @@ export async function runCircuit(): Promise<object> {
     for (const ws of open) ws.terminate();
     times.sort((a, b) => a - b);
     const median = times.length % 2 ? times[(times.length - 1) / 2]! : (times[times.length / 2 - 1]! + times[times.length / 2]!) / 2;
-    return { bench: 'circuit', circuits: CIRCUITS, nodes: 3, medianSubmitToReadyMs: Math.round(median * 10) / 10, minMs: Math.round(times[0]! * 10) / 10, maxMs: Math.round(times.at(-1)! * 10) / 10 };
+    return {
+      bench: 'circuit',
+      circuits: CIRCUITS,
+      nodes: 3,
+      medianSubmitToReadyMs: Math.round(median * 10) / 10,
+      minMs: Math.round(times[0]! * 10) / 10,
+      maxMs: Math.round(times.at(-1)! * 10) / 10,
+    };
   } finally {
     await Promise.all(members.map((m) => m.node.stop()));
   }
@@ -93,7 +114,7 @@ export async function runCircuit(): Promise<object> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runCircuit().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

@@ -63,7 +63,10 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
       buildBatches = 0;
       const t0 = performance.now();
       await submitAll(client, batches, CONNECTIONS);
-      const bad = await waitAll(client, batches.map((b) => b.id));
+      const bad = await waitAll(
+        client,
+        batches.map((b) => b.id),
+      );
       if (bad) throw new Error(`${bad} batches did not commit`);
       const secs = (performance.now() - t0) / 1000;
       done += n;
@@ -85,8 +88,18 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
       segment: SEGMENT,
       rounds,
       // Microseconds per batch added per million batches of chain: ~0 means flat.
-      slopeUsPerBatchPerMillion: Math.round(slope(xs, rounds.map((r) => r.usPerBatch))),
-      slopeBuildUsPerBatchPerMillion: Math.round(slope(xs, rounds.map((r) => r.buildUsPerBatch))),
+      slopeUsPerBatchPerMillion: Math.round(
+        slope(
+          xs,
+          rounds.map((r) => r.usPerBatch),
+        ),
+      ),
+      slopeBuildUsPerBatchPerMillion: Math.round(
+        slope(
+          xs,
+          rounds.map((r) => r.buildUsPerBatch),
+        ),
+      ),
       firstBatchesPerSec: rounds[0]?.batchesPerSec,
       lastBatchesPerSec: rounds.at(-1)?.batchesPerSec,
       peakRssMiB: Math.round(node.peakRssMiB()),
@@ -99,7 +112,7 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runGrowth().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

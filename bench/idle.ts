@@ -15,7 +15,7 @@ export async function runIdle(): Promise<object> {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runIdle().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

@@ -55,7 +55,7 @@ const leafPerSec = rate(HASHES, () => {
 });
 
 // 2. Leaf writes into a 100k-leaf tree.
-const dir = fs.mkdtempSync(os.tmpdir() + '/merkle-bench-');
+const dir = fs.mkdtempSync(`${os.tmpdir()}/merkle-bench-`);
 const env = open({ path: dir });
 const db = env.openDB<Buffer, Buffer>('merkle', { keyEncoding: 'binary', encoding: 'binary' });
 const tree = new MerkleTree(db);

@@ -58,17 +58,35 @@ export async function runRead(nodeEnv: Record<string, string> = {}): Promise<obj
   const client = new Client(node.ledgerUrl, 64);
   try {
     await submitAll(client, batches, 64);
-    const bad = await waitAll(client, batches.map((b) => b.id));
+    const bad = await waitAll(
+      client,
+      batches.map((b) => b.id),
+    );
     if (bad) throw new Error(`${bad} batches did not commit`);
     const pick = (n: number): GenBatch[] => Array.from({ length: n }, (_, k) => batches[(k * 7919) % batches.length]!);
     const sample = pick(1000);
     progress(`state reads for ${DURATION} s`);
-    const state = await cannon(node.ledgerUrl, sample.map((b) => `/state/${b.addresses[0]}`));
+    const state = await cannon(
+      node.ledgerUrl,
+      sample.map((b) => `/state/${b.addresses[0]}`),
+    );
     progress(`status reads for ${DURATION} s`);
-    const statuses = await cannon(node.ledgerUrl, sample.map((b) => `/batch_statuses?id=${b.id}`));
+    const statuses = await cannon(
+      node.ledgerUrl,
+      sample.map((b) => `/batch_statuses?id=${b.id}`),
+    );
     progress(`block pages for ${DURATION} s`);
     const blocks = await cannon(node.ledgerUrl, ['/blocks?limit=100']);
-    return { bench: 'read', chainBatches: CHAIN, connections: CONNECTIONS, durationSec: DURATION, state, statuses, blocks100: blocks, peakRssMiB: Math.round(node.peakRssMiB()) };
+    return {
+      bench: 'read',
+      chainBatches: CHAIN,
+      connections: CONNECTIONS,
+      durationSec: DURATION,
+      state,
+      statuses,
+      blocks100: blocks,
+      peakRssMiB: Math.round(node.peakRssMiB()),
+    };
   } finally {
     client.close();
     await node.stop();
@@ -79,7 +97,7 @@ type GenBatch = ReturnType<typeof generateBatches>[number];
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   runRead().then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

@@ -68,7 +68,10 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       progress(`warming up with ${WARMUP} batches`);
       const warm = generateBatches({ batches: WARMUP, txnsPerBatch: K, signers: S, keyspace: 0, incGap: 0, prefix: 'warm' });
       await submitAll(probe, warm, Math.min(C, 64));
-      await waitAll(probe, warm.map((b) => b.id));
+      await waitAll(
+        probe,
+        warm.map((b) => b.id),
+      );
     }
     const submitLat: number[] = [];
     const commitLat: number[] = [];
@@ -130,12 +133,19 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     progress(`submitted in ${((tSubmitted - t0) / 1000).toFixed(1)} s, waiting for commits`);
     const submitOnly = process.env.BENCH_SUBMIT_ONLY === '1';
     if (submitOnly) probes.length = 0;
-    const invalid = submitOnly ? 0 : await waitAll(probe, batches.map((b) => b.id));
+    const invalid = submitOnly
+      ? 0
+      : await waitAll(
+          probe,
+          batches.map((b) => b.id),
+        );
     const tEnd = performance.now();
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
     if (process.env.BENCH_THREADS === '1') {
-      progress(`node threads cpu s: ${JSON.stringify(node.threadCpu())}; bench process cpu s: ${(process.cpuUsage().user + process.cpuUsage().system) / 1e6}; wall ${secs.toFixed(1)} s`);
+      progress(
+        `node threads cpu s: ${JSON.stringify(node.threadCpu())}; bench process cpu s: ${(process.cpuUsage().user + process.cpuUsage().system) / 1e6}; wall ${secs.toFixed(1)} s`,
+      );
     }
     submitLat.sort((a, b) => a - b);
     commitLat.sort((a, b) => a - b);
@@ -168,7 +178,6 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       cores: bounds.cores,
     };
   } finally {
-
     probe.close();
     await node.stop();
   }
@@ -178,7 +187,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const nodeEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v) nodeEnv[k] = v;
   runSubmit(nodeEnv).then(
-    (r) => process.stdout.write(JSON.stringify(r) + '\n'),
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
       process.exit(1);

@@ -13,11 +13,11 @@ export interface Bind {
 
 export interface Config {
   dataDir: string;
-  /** Interface C, the ledger gateway. */
+  /** Where the ledger gateway listens. */
   ledgerBind: Bind;
-  /** Interface A, the node. */
+  /** Where the node API listens. */
   nodeBind: Bind;
-  /** Interface B, the data. */
+  /** Where the data API listens. */
   dataBind: Bind;
   adminKeysFile: string;
   /** Blocks carry at most this many batches (0 = no limit). */
@@ -45,11 +45,11 @@ export interface Config {
   maxBodyBytes: number;
   /** Request-body bytes all three interfaces hold at once; over it a request gets 503. */
   maxInflightBodyBytes: number;
-  /** Open websockets on interface C's /subscriptions; upgrades over it are refused (503). */
+  /** Open websockets on the ledger gateway's /subscriptions; upgrades over it are refused (503). */
   wsMaxSockets: number;
   /** Bytes the node buffers for one websocket that does not read; over it the socket is closed. */
   wsMaxBufferedBytes: number;
-  /** Node identity shown by interface A; generated once and kept when unset. */
+  /** Node identity shown by the node API; generated once and kept when unset. */
   nodeId: string | undefined;
   displayName: string | undefined;
   /** Peer endpoints reported by GET /peers and GET /status. */
@@ -87,7 +87,7 @@ export interface Config {
   passwordChecks: number;
   /** Password checks that may wait for a slot; beyond that a login gets 503 with Retry-After. */
   passwordQueue: number;
-  /** Interface B asks for node API credentials (Biome, Cylinder, OAuth2) and permissions. */
+  /** The data API asks for node API credentials (Biome, Cylinder, OAuth2) and permissions. */
   dataAuth: boolean;
   logLevel: LogLevel;
   oauth: {
@@ -114,9 +114,9 @@ interface OptionSpec {
 
 export const OPTIONS: Record<string, OptionSpec> = {
   dataDir: { flag: 'data-dir', env: 'CAIRN_DATA_DIR', help: 'data directory (default ./data)' },
-  ledgerBind: { flag: 'ledger-bind', env: 'CAIRN_LEDGER_BIND', help: 'interface C host:port (default 127.0.0.1:8008)' },
-  nodeBind: { flag: 'node-bind', env: 'CAIRN_NODE_BIND', help: 'interface A host:port (default 127.0.0.1:8085)' },
-  dataBind: { flag: 'data-bind', env: 'CAIRN_DATA_BIND', help: 'interface B host:port (default 127.0.0.1:8080)' },
+  ledgerBind: { flag: 'ledger-bind', env: 'CAIRN_LEDGER_BIND', help: 'ledger gateway host:port (default 127.0.0.1:8008)' },
+  nodeBind: { flag: 'node-bind', env: 'CAIRN_NODE_BIND', help: 'node API host:port (default 127.0.0.1:8085)' },
+  dataBind: { flag: 'data-bind', env: 'CAIRN_DATA_BIND', help: 'data API host:port (default 127.0.0.1:8080)' },
   adminKeys: { flag: 'admin-keys', env: 'CAIRN_ADMIN_KEYS', help: 'admin public keys file (default <data dir>/admin_keys)' },
   maxBatchesPerBlock: { flag: 'max-batches-per-block', env: 'CAIRN_MAX_BATCHES_PER_BLOCK', help: 'batches per block, 0 = no limit (default 1000)' },
   minBlockIntervalMs: { flag: 'min-block-interval-ms', env: 'CAIRN_MIN_BLOCK_INTERVAL_MS', help: 'minimum ms between blocks (default 0)' },
@@ -126,37 +126,61 @@ export const OPTIONS: Record<string, OptionSpec> = {
   ackDurability: { flag: 'ack-durability', env: 'CAIRN_ACK_DURABILITY', help: "202 after 'flush' (fsync, default) or 'commit'" },
   poolThreads: { flag: 'pool-threads', env: 'CAIRN_POOL_THREADS', help: 'verification workers (default: cores)' },
   maxBodyBytes: { flag: 'max-body-bytes', env: 'CAIRN_MAX_BODY_BYTES', help: 'request body limit (default 10485760)' },
-  maxInflightBodyBytes: { flag: 'max-inflight-body-bytes', env: 'CAIRN_MAX_INFLIGHT_BODY_BYTES', help: 'request-body bytes held at once, all interfaces (default 268435456)' },
+  maxInflightBodyBytes: {
+    flag: 'max-inflight-body-bytes',
+    env: 'CAIRN_MAX_INFLIGHT_BODY_BYTES',
+    help: 'request-body bytes held at once, all interfaces (default 268435456)',
+  },
   wsMaxSockets: { flag: 'ws-max-sockets', env: 'CAIRN_WS_MAX_SOCKETS', help: 'open /subscriptions websockets (default 1000)' },
-  wsMaxBufferedBytes: { flag: 'ws-max-buffered-bytes', env: 'CAIRN_WS_MAX_BUFFERED_BYTES', help: 'bytes buffered per websocket before it is closed (default 1048576)' },
+  wsMaxBufferedBytes: {
+    flag: 'ws-max-buffered-bytes',
+    env: 'CAIRN_WS_MAX_BUFFERED_BYTES',
+    help: 'bytes buffered per websocket before it is closed (default 1048576)',
+  },
   nodeId: { flag: 'node-id', env: 'CAIRN_NODE_ID', help: 'node id (default generated once)' },
   displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
   peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
   endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },
   networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
-  advertisedEndpoint: { flag: 'advertised-endpoint', env: 'CAIRN_ADVERTISED_ENDPOINT', help: 'peer endpoint shown in /status (default tcp://<network bind>)' },
+  advertisedEndpoint: {
+    flag: 'advertised-endpoint',
+    env: 'CAIRN_ADVERTISED_ENDPOINT',
+    help: 'peer endpoint shown in /status (default tcp://<network bind>)',
+  },
   peeringKey: { flag: 'peering-key', env: 'CAIRN_PEERING_KEY', help: 'peering key file (default <data dir>/keys/peering.priv)' },
   heartbeatMs: { flag: 'heartbeat-ms', env: 'CAIRN_HEARTBEAT_MS', help: 'peer heartbeat interval in ms (default 30000)' },
   peerRetryMs: { flag: 'peer-retry-ms', env: 'CAIRN_PEER_RETRY_MS', help: 'first peer reconnect delay in ms, doubled per failure (default 10000)' },
   peerRetryMaxMs: { flag: 'peer-retry-max-ms', env: 'CAIRN_PEER_RETRY_MAX_MS', help: 'longest peer reconnect delay in ms (default 300000)' },
   peerQueueTtlMs: { flag: 'peer-queue-ttl-ms', env: 'CAIRN_PEER_QUEUE_TTL_MS', help: 'ms a message waits for a disconnected peer (default 30000)' },
   adminTimeoutMs: { flag: 'admin-timeout-ms', env: 'CAIRN_ADMIN_TIMEOUT_MS', help: 'circuit agreement coordinator timeout in ms (default 30000)' },
-  adminParticipantTimeoutMs: { flag: 'admin-participant-timeout-ms', env: 'CAIRN_ADMIN_PARTICIPANT_TIMEOUT_MS', help: 'circuit agreement participant timeout in ms (default 60000)' },
-  cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on interface C (default off)' },
+  adminParticipantTimeoutMs: {
+    flag: 'admin-participant-timeout-ms',
+    env: 'CAIRN_ADMIN_PARTICIPANT_TIMEOUT_MS',
+    help: 'circuit agreement participant timeout in ms (default 60000)',
+  },
+  cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on the ledger gateway (default off)' },
   accessTokenTtlSec: { flag: 'access-token-ttl', env: 'CAIRN_ACCESS_TOKEN_TTL', help: 'access token lifetime in s (default 5400)' },
   refreshTokenTtlSec: { flag: 'refresh-token-ttl', env: 'CAIRN_REFRESH_TOKEN_TTL', help: 'refresh token lifetime in s (default 5184000)' },
   oauthIssuer: { flag: 'oauth-issuer', env: 'CAIRN_OAUTH_ISSUER', help: 'OpenID Connect issuer URL' },
   oauthClientId: { flag: 'oauth-client-id', env: 'CAIRN_OAUTH_CLIENT_ID', help: 'OAuth client id' },
   oauthClientSecret: { flag: 'oauth-client-secret', env: 'CAIRN_OAUTH_CLIENT_SECRET', help: 'OAuth client secret' },
   oauthRedirectUrl: { flag: 'oauth-redirect-url', env: 'CAIRN_OAUTH_REDIRECT_URL', help: 'OAuth callback URL of this node' },
-  oauthAllowedRedirects: { flag: 'oauth-allowed-redirects', env: 'CAIRN_OAUTH_ALLOWED_REDIRECTS', help: 'comma-separated client URLs OAuth may return to' },
+  oauthAllowedRedirects: {
+    flag: 'oauth-allowed-redirects',
+    env: 'CAIRN_OAUTH_ALLOWED_REDIRECTS',
+    help: 'comma-separated client URLs OAuth may return to',
+  },
   oauthRecheckSec: { flag: 'oauth-recheck', env: 'CAIRN_OAUTH_RECHECK', help: 'seconds before an OAuth session is re-checked (default 3600)' },
   bcryptCost: { flag: 'bcrypt-cost', env: 'CAIRN_BCRYPT_COST', help: 'bcrypt cost of stored passwords (default 12)' },
   loginBackoffMs: { flag: 'login-backoff-ms', env: 'CAIRN_LOGIN_BACKOFF_MS', help: 'base delay after failed logins (default 1000)' },
-  loginAddressFailures: { flag: 'login-address-failures', env: 'CAIRN_LOGIN_ADDRESS_FAILURES', help: 'failed logins per client address before it is throttled (default 20)' },
+  loginAddressFailures: {
+    flag: 'login-address-failures',
+    env: 'CAIRN_LOGIN_ADDRESS_FAILURES',
+    help: 'failed logins per client address before it is throttled (default 20)',
+  },
   passwordChecks: { flag: 'password-checks', env: 'CAIRN_PASSWORD_CHECKS', help: 'password checks (bcrypt) at once (default 1)' },
   passwordQueue: { flag: 'password-queue', env: 'CAIRN_PASSWORD_QUEUE', help: 'password checks waiting before 503 (default 8)' },
-  dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on interface B: on|off (default on unless B binds loopback)' },
+  dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on the data API: on|off (default on unless it binds loopback)' },
   logLevel: { flag: 'log-level', env: 'CAIRN_LOG_LEVEL', help: 'debug|info|warn|error|silent (default info)' },
 };
 
@@ -172,7 +196,7 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
 
-/** `on`/`off` (also true/false, 1/0, yes/no); unset: on unless interface B binds a loopback host. */
+/** `on`/`off` (also true/false, 1/0, yes/no); unset: on unless the data API binds a loopback host. */
 function dataAuth(v: string | undefined, dataBind: Bind): boolean {
   if (v === undefined) return !isLoopback(dataBind.host);
   if (['on', 'true', '1', 'yes'].includes(v)) return true;
@@ -239,7 +263,10 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     wsMaxBufferedBytes: int(get('wsMaxBufferedBytes') ?? String(1024 * 1024), 'ws max buffered bytes', 1024),
     nodeId: get('nodeId'),
     displayName: get('displayName'),
-    peers: (get('peers') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    peers: (get('peers') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     endpoint: get('endpoint') ?? '',
     networkBind: parseBind(get('networkBind') ?? '127.0.0.1:8044', 'network bind'),
     advertisedEndpoint: get('advertisedEndpoint'),
@@ -267,7 +294,10 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
       clientId: get('oauthClientId'),
       clientSecret: get('oauthClientSecret'),
       redirectUrl: get('oauthRedirectUrl'),
-      allowedRedirects: (get('oauthAllowedRedirects') ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+      allowedRedirects: (get('oauthAllowedRedirects') ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
       recheckSec: int(get('oauthRecheckSec') ?? '3600', 'oauth recheck', 1),
     },
   };

@@ -37,10 +37,15 @@ async function explainStartFailure(err: unknown, config: Config): Promise<string
   const o = OPTIONS[which.option]!;
   const code = await bindError(m[2]!, Number(m[3]));
   const why =
-    code === 'EADDRINUSE' ? 'the port is already in use (another node or program listens there)'
-    : code === 'EADDRNOTAVAIL' ? 'this machine has no such address'
-    : code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)'
-    : code ? code : 'the address could not be bound';
+    code === 'EADDRINUSE'
+      ? 'the port is already in use (another node or program listens there)'
+      : code === 'EADDRNOTAVAIL'
+        ? 'this machine has no such address'
+        : code === 'EACCES'
+          ? 'permission denied (ports below 1024 need privileges)'
+          : code
+            ? code
+            : 'the address could not be bound';
   return `cannot listen on ${m[2]}:${m[3]} for interface ${m[1]}: ${why}. Choose another address with --${o.flag} host:port or ${o.env}=host:port (0 as port picks a free one). Data directory: ${config.dataDir}`;
 }
 
@@ -97,7 +102,7 @@ async function main(): Promise<void> {
     process.stdout.write(usage());
     return;
   }
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
@@ -120,7 +125,9 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   if (missing.includes('ledger.mdb')) {
-    log.info(`data directory ${config.dataDir}: new; genesis block written, keys created in ${join(config.dataDir, 'keys')} (validator.priv, admin.priv; mode 0600)`);
+    log.info(
+      `data directory ${config.dataDir}: new; genesis block written, keys created in ${join(config.dataDir, 'keys')} (validator.priv, admin.priv; mode 0600)`,
+    );
   } else {
     const made = missing.map((f) => f.replace(/^keys[/\\]/, '')).join(', ');
     log.info(`data directory ${config.dataDir}: existing, head block ${node.ledger.head.blockNum}${made ? `; created ${made}` : ''}`);

@@ -90,7 +90,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     name: 'ledger',
     maxBodyBytes: config.maxBodyBytes,
     bodyBudget,
-    // Interface C validates its ids itself (400 code 60/62, as upstream).
+    // The ledger gateway validates its ids itself (400 code 60/62, as upstream).
     boundParams: false,
     errorReply: ledgerErrorReplyFactory(),
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
@@ -105,7 +105,16 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
   let circuits: Circuits;
   try {
-    circuits = await startCircuits({ config, db, server: nodeServer, router: nodeApi.router, auth: nodeApi.auth, registry: nodeApi.registry, identity: nodeApi.identity, nodeSigner });
+    circuits = await startCircuits({
+      config,
+      db,
+      server: nodeServer,
+      router: nodeApi.router,
+      auth: nodeApi.auth,
+      registry: nodeApi.registry,
+      identity: nodeApi.identity,
+      nodeSigner,
+    });
   } catch (err) {
     await ledger.close();
     await db.close();
@@ -125,7 +134,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner, auth: nodeApi.auth });
 
   const servers: HttpServer[] = [];
-  let ports;
+  let ports: Omit<RunningNode['ports'], 'network'>;
   try {
     ports = {
       ledger: await ledgerServer.listen(config.ledgerBind.host, config.ledgerBind.port),
@@ -140,7 +149,9 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await db.close();
     throw err;
   }
-  log.info(`ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`);
+  log.info(
+    `ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`,
+  );
 
   let closed = false;
   return {
@@ -165,7 +176,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   };
 }
 
-/** Interfaces A and B answer errors as `{message}`. */
+/** The node API and the data API answer errors as `{message}`. */
 export function messageErrorReply(status: number, message: string): Reply {
   return { status, body: JSON.stringify({ message }) };
 }

@@ -1,6 +1,6 @@
 /**
- * Three node processes on loopback agree on circuits (research circuits.md §5.2 steps 1–4
- * and the negative checks): trust and challenge creates, identical proposals, circuits and
+ * Three node processes on loopback agree on circuits (upstream's three-node walk and its
+ * negative checks): trust and challenge creates, identical proposals, circuits and
  * events on every member, a rejection, a duplicate, wrong voters, a member killed and
  * restarted mid-proposal, disband, abandon, purge and event replay with `last`.
  */
@@ -19,7 +19,8 @@ const [A, B, C] = nodes as [CircuitNode, CircuitNode, CircuitNode];
 const clients = new Map<string, EventClient>();
 const ws = (n: CircuitNode): EventClient => clients.get(n.id)!;
 t.teardown(async () => {
-  if (process.env.CIRCUIT_TEST_LOGS) for (const n of nodes) (await import('node:fs')).writeFileSync(`${process.env.CIRCUIT_TEST_LOGS}-${n.id}.log`, n.child.log());
+  if (process.env.CIRCUIT_TEST_LOGS)
+    for (const n of nodes) (await import('node:fs')).writeFileSync(`${process.env.CIRCUIT_TEST_LOGS}-${n.id}.log`, n.child.log());
   for (const c of clients.values()) c.close();
   await stop();
 });
@@ -63,7 +64,10 @@ async function createAndAccept(t: Test, id: string, auth: 'trust' | 'challenge')
   t.equal(r.status, 202, `create answered 202 (${r.text})`);
   await waitAll('ProposalSubmitted', id);
   const props = await getAll(`/admin/proposals/${id}`);
-  t.ok(props.every((p) => p.status === 200 && p.text === props[0]!.text), 'the proposal is byte-identical on the three nodes');
+  t.ok(
+    props.every((p) => p.status === 200 && p.text === props[0]!.text),
+    'the proposal is byte-identical on the three nodes',
+  );
   const proposal = props[0]!.body as { circuit_hash: string; votes: unknown[]; circuit: { roster: Array<{ arguments: unknown }> } };
   t.same(proposal.votes, []);
   t.same(proposal.circuit.roster[0]!.arguments, spec(id).roster[0]!.arguments, 'arguments are [key, value] pairs in submitted order');
@@ -71,15 +75,24 @@ async function createAndAccept(t: Test, id: string, auth: 'trust' | 'challenge')
   t.equal((await submit(B, votePayload(B.admin, 'beta', id, proposal.circuit_hash, true))).status, 202, 'beta votes on beta');
   await waitAll('ProposalVote', id);
   const voted = await getAll(`/admin/proposals/${id}`);
-  t.ok(voted.every((p) => p.text === voted[0]!.text), 'the voted proposal is identical');
+  t.ok(
+    voted.every((p) => p.text === voted[0]!.text),
+    'the voted proposal is identical',
+  );
   t.same((voted[0]!.body as { votes: unknown[] }).votes, [{ public_key: B.admin.publicKey, vote: 'Accept', voter_node_id: 'beta' }]);
 
   t.equal((await submit(C, votePayload(C.admin, 'gamma', id, proposal.circuit_hash, true))).status, 202, 'gamma votes on gamma');
   await waitAll('CircuitReady', id);
   const circuits = await getAll(`/admin/circuits/${id}`);
-  t.ok(circuits.every((c) => c.status === 200 && c.text === circuits[0]!.text), 'the circuit is byte-identical on the three nodes');
+  t.ok(
+    circuits.every((c) => c.status === 200 && c.text === circuits[0]!.text),
+    'the circuit is byte-identical on the three nodes',
+  );
   t.match(circuits[0]!.body, { id, circuit_status: 'Active', circuit_version: 2, management_type: 'test', display_name: `circuit ${id}` });
-  t.ok((await getAll(`/admin/proposals/${id}`)).every((p) => p.status === 404), 'the accepted proposal is gone');
+  t.ok(
+    (await getAll(`/admin/proposals/${id}`)).every((p) => p.status === 404),
+    'the accepted proposal is gone',
+  );
 }
 
 t.test('three-party create with trust: proposal, votes, circuit', async (t) => {
@@ -108,8 +121,8 @@ t.test('three-party create with trust: proposal, votes, circuit', async (t) => {
   const garbage = await submit(A, new Uint8Array([0xff, 0xff, 0xff]));
   t.equal(garbage.status, 400, 'malformed payload');
   t.match(garbage.body, { message: /Failed to parse payload/ });
-  const tampered = createPayload(A.admin, 'alpha', spec('zzzzz-00000'));
-  tampered[tampered.length - 1] ^= 1;
+  const tampered = Buffer.from(createPayload(A.admin, 'alpha', spec('zzzzz-00000')));
+  tampered.writeUInt8(tampered.readUInt8(tampered.length - 1) ^ 1, tampered.length - 1);
   const bad = await submit(A, tampered);
   t.equal(bad.status, 400, 'a payload altered after signing');
 
@@ -119,13 +132,20 @@ t.test('three-party create with trust: proposal, votes, circuit', async (t) => {
   await waitAll('ProposalAccepted', id);
   await waitAll('CircuitReady', id);
   const circuits = await getAll(`/admin/circuits/${id}`);
-  t.ok(circuits.every((c) => c.text === circuits[0]!.text), 'identical circuits');
+  t.ok(
+    circuits.every((c) => c.text === circuits[0]!.text),
+    'identical circuits',
+  );
   t.match(circuits[0]!.body, { id, circuit_status: 'Active', members: [{ node_id: 'alpha' }, { node_id: 'beta' }, { node_id: 'gamma' }] });
   const v1 = await getAll(`/admin/circuits/${id}`, 1);
   t.same((v1[0]!.body as { members: string[] }).members, ['alpha', 'beta', 'gamma'], 'version 1 members are ids');
   t.equal((await A.call('GET', '/admin/circuits/nope0-00000', { auth: A.auth })).status, 404);
   const accepted = ws(A).events.find((e) => e.eventType === 'ProposalAccepted')!;
-  t.same((accepted.message as [unknown, number[]])[1], Array.from(Buffer.from(C.admin.publicKey, 'hex')), 'ProposalAccepted carries the last voter key');
+  t.same(
+    (accepted.message as [unknown, number[]])[1],
+    Array.from(Buffer.from(C.admin.publicKey, 'hex')),
+    'ProposalAccepted carries the last voter key',
+  );
 });
 
 t.test('three-party create with challenge authorization', async (t) => {
@@ -157,7 +177,10 @@ t.test('a member killed mid-proposal and restarted: the proposal completes', asy
   await c.opened;
   await waitAll('ProposalVote', id);
   const voted = await getAll(`/admin/proposals/${id}`);
-  t.ok(voted.every((p) => p.text === voted[0]!.text), 'the vote reached the restarted member');
+  t.ok(
+    voted.every((p) => p.text === voted[0]!.text),
+    'the vote reached the restarted member',
+  );
   t.equal((await submit(C, votePayload(C.admin, 'gamma', id, hash, true))).status, 202);
   await waitAll('CircuitReady', id);
   const circuits = await getAll(`/admin/circuits/${id}`);
@@ -169,7 +192,9 @@ t.test('event sequences are identical on every member', async (t) => {
   t.ok(seqs[0]!.length >= 12);
   t.same(seqs[1], seqs[0], 'beta = alpha');
   t.same(seqs[2], seqs[0], 'gamma (reconnected after its restart, full replay) = alpha');
-  const types = ws(A).events.filter((e) => JSON.stringify(e.message).includes('abcde-12345')).map((e) => e.eventType);
+  const types = ws(A)
+    .events.filter((e) => JSON.stringify(e.message).includes('abcde-12345'))
+    .map((e) => e.eventType);
   t.same(types, ['ProposalSubmitted', 'ProposalVote', 'ProposalAccepted', 'CircuitReady'], 'upstream sequence');
   t.same(JSON.parse(ws(A).frames[0]!), { status: 'OK', circuit_management_type: 'test', error_reason: null });
 });
@@ -188,11 +213,20 @@ t.test('disband with votes', async (t) => {
   t.ok(circuits.every((x) => x.text === circuits[0]!.text));
   t.match(circuits[0]!.body, { circuit_status: 'Disbanded' });
   const listed = (await A.call('GET', '/admin/circuits', { auth: A.auth })).body as { data: Array<{ id: string }> };
-  t.notOk(listed.data.some((c) => c.id === id), 'version 2 lists Active circuits only');
+  t.notOk(
+    listed.data.some((c) => c.id === id),
+    'version 2 lists Active circuits only',
+  );
   const v1 = (await A.call('GET', '/admin/circuits', { auth: A.auth, version: 1 })).body as { data: Array<{ id: string }> };
-  t.ok(v1.data.some((c) => c.id === id), 'version 1 lists every circuit');
+  t.ok(
+    v1.data.some((c) => c.id === id),
+    'version 1 lists every circuit',
+  );
   const disbanded = (await A.call('GET', '/admin/circuits?status=disbanded', { auth: A.auth })).body as { data: Array<{ id: string }> };
-  t.same(disbanded.data.map((c) => c.id), [id]);
+  t.same(
+    disbanded.data.map((c) => c.id),
+    [id],
+  );
 });
 
 t.test('abandon and purge are local', async (t) => {
@@ -219,7 +253,13 @@ t.test('event replay with last', async (t) => {
   const want = all.filter((e) => e.timestamp > cut).length;
   const until = Date.now() + 10_000;
   while (later.events.length < want && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-  t.same(later.frames.slice(1), ws(A).frames.slice(1).filter((f) => (JSON.parse(f) as { timestamp: number }).timestamp > cut), 'every event after last, in order, none repeated');
+  t.same(
+    later.frames.slice(1),
+    ws(A)
+      .frames.slice(1)
+      .filter((f) => (JSON.parse(f) as { timestamp: number }).timestamp > cut),
+    'every event after last, in order, none repeated',
+  );
   later.close();
   const other = new EventClient(A, 'other');
   await other.opened;
@@ -239,7 +279,8 @@ async function raw(n: CircuitNode): Promise<{ sock: Socket; got: () => Buffer; c
   return { sock, got: () => buf, closed };
 }
 
-const within = (p: Promise<void>, ms: number): Promise<boolean> => Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
+const within = (p: Promise<void>, ms: number): Promise<boolean> =>
+  Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
 const authMsg = (type: number, payload: Uint8Array): Buffer =>
   frame(encode(NetworkMessage, { messageType: 101, payload: encode(AuthorizationMessage, { messageType: type, payload }) }));
 const VERSIONS_1 = Buffer.from([0, 1, 0, 1]);
@@ -252,8 +293,8 @@ t.test('garbage on the peer port drops that connection only', async (t) => {
   t.ok(await within(r1.closed, 10_000), 'random bytes: connection dropped');
 
   const r2 = await raw(A);
-  const bad = frame(Buffer.from('x'));
-  bad[6] ^= 0xff;
+  const bad = Buffer.from(frame(Buffer.from('x')));
+  bad.writeUInt8(bad.readUInt8(6) ^ 0xff, 6);
   r2.sock.write(Buffer.concat([VERSIONS_1, bad]));
   t.ok(await within(r2.closed, 10_000), 'bad checksum: connection dropped');
 
@@ -271,7 +312,13 @@ t.test('garbage on the peer port drops that connection only', async (t) => {
 
   // A challenge handshake whose signature does not verify.
   const r6 = await raw(A);
-  r6.sock.write(Buffer.concat([VERSIONS_1, authMsg(101, encode(AuthProtocolRequest, { authProtocolMin: 1, authProtocolMax: 1 })), authMsg(120, new Uint8Array(0))]));
+  r6.sock.write(
+    Buffer.concat([
+      VERSIONS_1,
+      authMsg(101, encode(AuthProtocolRequest, { authProtocolMin: 1, authProtocolMax: 1 })),
+      authMsg(120, new Uint8Array(0)),
+    ]),
+  );
   const until = Date.now() + 10_000;
   while (!r6.got().includes(Buffer.from([0x08, 0x79])) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
   const sig = Buffer.alloc(64, 7);
@@ -281,13 +328,21 @@ t.test('garbage on the peer port drops that connection only', async (t) => {
   t.match(A.child.log(), /protocol error: frame header checksum mismatch/);
   t.match(A.child.log(), /authorization refused: challenge signature is invalid/);
   const after = await getAll('/admin/circuits?status=disbanded');
-  t.same(after.map((x) => x.text), before.map((x) => x.text), 'circuits intact');
+  t.same(
+    after.map((x) => x.text),
+    before.map((x) => x.text),
+    'circuits intact',
+  );
   for (const n of nodes) t.equal((await n.call('GET', '/status', { auth: n.auth })).status, 200, `${n.id} serves`);
   await createAndAccept(t, 'after-00001', 'trust');
 });
 
 t.test('status shows the node id and the advertised endpoint', async (t) => {
-  const s = (await A.call('GET', '/status', { auth: A.auth })).body as { node_id: string; network_endpoints: string[]; advertised_endpoints: string[] };
+  const s = (await A.call('GET', '/status', { auth: A.auth })).body as {
+    node_id: string;
+    network_endpoints: string[];
+    advertised_endpoints: string[];
+  };
   t.equal(s.node_id, 'alpha');
   t.same(s.network_endpoints, [A.endpoint]);
   t.same(s.advertised_endpoints, [A.endpoint]);
@@ -299,7 +354,20 @@ t.test('the circuit command builds, signs and submits payloads', async (t) => {
   const id = 'clicl-00001';
   const members = nodes.flatMap((n) => ['--member', `${n.id}=${n.endpoint}`]);
   const services = nodes.flatMap((n, i) => ['--service', `s${'ABC'[i]}01::${n.id}`]);
-  const p = await cli(A, ['propose', '--node-id', 'alpha', '--circuit-id', id, '--management-type', 'test', ...members, ...services, '--peer-services', '--service-arg', `*::admin_keys=${A.admin.publicKey}`]);
+  const p = await cli(A, [
+    'propose',
+    '--node-id',
+    'alpha',
+    '--circuit-id',
+    id,
+    '--management-type',
+    'test',
+    ...members,
+    ...services,
+    '--peer-services',
+    '--service-arg',
+    `*::admin_keys=${A.admin.publicKey}`,
+  ]);
   t.equal(p.code, 0, p.log);
   t.match(p.log, /^202/m);
   await waitAll('ProposalSubmitted', id);

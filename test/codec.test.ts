@@ -11,7 +11,28 @@ t.test('upstream vectors', async (t) => {
 });
 
 t.test('round trips and heads', async (t) => {
-  const values = [0, 23, 24, 255, 256, 65535, 65536, 4294967295, 4294967296, -1, -24, -25, -1000, 2n ** 64n - 1n, -(2n ** 63n), 'héllo', true, false, null, [1, [2, 'x']]];
+  const values = [
+    0,
+    23,
+    24,
+    255,
+    256,
+    65535,
+    65536,
+    4294967295,
+    4294967296,
+    -1,
+    -24,
+    -25,
+    -1000,
+    2n ** 64n - 1n,
+    -(2n ** 63n),
+    'héllo',
+    true,
+    false,
+    null,
+    [1, [2, 'x']],
+  ];
   for (const v of values) {
     const back = decode(encode(v));
     t.same(typeof back === 'bigint' || typeof v === 'bigint' ? String(back) : back, typeof v === 'bigint' ? String(v) : v, `value ${String(v)}`);
@@ -19,7 +40,14 @@ t.test('round trips and heads', async (t) => {
   const bytes = Buffer.from([1, 2, 3]);
   t.same(decode(encode(bytes)), bytes);
   t.same(decode(encodeBytes(bytes)), bytes);
-  const m = decode(encode(new Map<number, string>([[2, 'b'], [1, 'a']]))) as Map<number, string>;
+  const m = decode(
+    encode(
+      new Map<number, string>([
+        [2, 'b'],
+        [1, 'a'],
+      ]),
+    ),
+  ) as Map<number, string>;
   t.same([...m.keys()], [1, 2], 'non-text keys sorted by encoding');
 });
 

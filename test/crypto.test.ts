@@ -19,8 +19,7 @@ const V = [
   },
 ];
 const N = BigInt('0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141');
-const highS = (sig: string): string =>
-  sig.slice(0, 64) + (N - BigInt('0x' + sig.slice(64))).toString(16).padStart(64, '0');
+const highS = (sig: string): string => sig.slice(0, 64) + (N - BigInt(`0x${sig.slice(64)}`)).toString(16).padStart(64, '0');
 
 t.test('upstream vectors with the native backend', async (t) => {
   t.equal(backend, 'native', 'libsecp256k1 loads on this machine');
@@ -30,15 +29,15 @@ t.test('upstream vectors with the native backend', async (t) => {
     t.equal(publicKeyFromPrivate(v.priv), v.pub);
     t.equal(s.sign(v.msg), v.sig, 'deterministic RFC 6979 low-S signature');
     t.ok(verify(v.sig, Buffer.from(v.msg), v.pub));
-    t.notOk(verify(v.sig, Buffer.from(v.msg + '!'), v.pub), 'other message');
+    t.notOk(verify(v.sig, Buffer.from(`${v.msg}!`), v.pub), 'other message');
     t.notOk(verify(highS(v.sig), Buffer.from(v.msg), v.pub), 'high-S form is rejected');
   }
   t.notOk(verify(V[0]!.sig, Buffer.from(V[0]!.msg), V[1]!.pub), 'wrong key');
   t.notOk(verify('zz', Buffer.from('x'), V[0]!.pub), 'malformed signature');
-  t.notOk(verify(V[0]!.sig, Buffer.from('test'), '04' + 'a'.repeat(64)), 'malformed key');
+  t.notOk(verify(V[0]!.sig, Buffer.from('test'), `04${'a'.repeat(64)}`), 'malformed key');
   t.notOk(verify('f'.repeat(128), Buffer.from('test'), V[0]!.pub), 'out-of-range signature');
   t.ok(isValidPublicKey(V[0]!.pub));
-  t.notOk(isValidPublicKey('02' + '0'.repeat(64)));
+  t.notOk(isValidPublicKey(`02${'0'.repeat(64)}`));
   t.ok(isValidPrivateKey(randomPrivateKey()));
   t.notOk(isValidPrivateKey('0'.repeat(64)));
   t.throws(() => new Signer('0'.repeat(64)));
@@ -59,5 +58,5 @@ t.test('the @noble fallback gives the same answers', async (t) => {
   });
   const parsed = JSON.parse(out) as { backend: string; results: Array<[string, string, boolean, boolean]> };
   t.equal(parsed.backend, 'noble');
-  V.forEach((v, i) => t.same(parsed.results[i], [v.pub, v.sig, true, false]));
+  for (const [i, v] of V.entries()) t.same(parsed.results[i], [v.pub, v.sig, true, false]);
 });

@@ -1,5 +1,5 @@
 /**
- * Interface B with authorization on (CAIRN_DATA_AUTH=on): credentials from the node API
+ * The data API with authorization on (CAIRN_DATA_AUTH=on): credentials from the node API
  * (Cylinder admin token, Biome users with roles), data.read / data.write /
  * data.sign.<key> permissions, 401 and 403 in B's {message} shape, over real HTTP.
  */
@@ -27,7 +27,11 @@ t.test('the default follows the bind address', async (t) => {
 });
 
 t.test('no credentials: 401 with a message that says what is expected', async (t) => {
-  for (const [m, p, body] of [['GET', '/organization', undefined], ['POST', '/organization?wait=5', ORG], ['GET', '/batch_statuses?id=' + 'a'.repeat(128), undefined]] as const) {
+  for (const [m, p, body] of [
+    ['GET', '/organization', undefined],
+    ['POST', '/organization?wait=5', ORG],
+    ['GET', `/batch_statuses?id=${'a'.repeat(128)}`, undefined],
+  ] as const) {
     const r = await b(m, p, { body });
     t.equal(r.status, 401, `${m} ${p}`);
     t.match((r.body as { message: string }).message, /Bearer Biome:.*Bearer Cylinder:.*Bearer OAuth2:/, 'names the accepted credentials');

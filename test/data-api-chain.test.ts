@@ -1,5 +1,5 @@
 /**
- * Interface B over real HTTP: a whole supply chain. Two organizations with agents and
+ * The data API over real HTTP: a whole supply chain. Two organizations with agents and
  * roles, the GS1 schemas, products and locations with properties, a purchase order
  * through the collaborative workflow to `confirmed` with an accepted version and three
  * revisions (one of them from a client-signed, Sabre-wrapped batch at POST /batches),
@@ -46,7 +46,7 @@ t.before(async () => {
 });
 t.teardown(() => node.stop());
 
-/** Posts a client-signed (by default Sabre-wrapped) batch to interface B and waits for its verdict. */
+/** Posts a client-signed (by default Sabre-wrapped) batch to the data API and waits for its verdict. */
 async function clientSubmit(t: Test, signer: Signer, action: Record<string, unknown> & { action: string }, sabre = true): Promise<any> {
   const { id, body } = clientBatch(signer, [action], sabre);
   const posted = await postProtobuf(node.dataUrl, body);
@@ -75,17 +75,28 @@ t.test('two organizations with agents and roles', async (t) => {
   );
   t.match(acme.json.link, { batch_id: /^[0-9a-f]{128}$/, event_id: /^[0-9a-f-]{36}$/ });
   await expectCommitted(
-    api.post(w('/organization', BETA_ADMIN), { data: [{ id: 'beta', name: 'Beta Ltd', alternate_ids: [{ id_type: 'gs1_company_prefix', id: PREFIX_B }] }] }),
+    api.post(w('/organization', BETA_ADMIN), {
+      data: [{ id: 'beta', name: 'Beta Ltd', alternate_ids: [{ id_type: 'gs1_company_prefix', id: PREFIX_B }] }],
+    }),
     'beta',
   );
 
   const org = await api.get('/organization/acme');
   t.equal(org.status, 200);
-  t.match(org.json, { id: 'acme', name: 'Acme Corp', alternate_ids: [`gs1_company_prefix:${PREFIX_A}`], locations: [gln(1)], metadata: [{ country: 'US' }] });
+  t.match(org.json, {
+    id: 'acme',
+    name: 'Acme Corp',
+    alternate_ids: [`gs1_company_prefix:${PREFIX_A}`],
+    locations: [gln(1)],
+    metadata: [{ country: 'US' }],
+  });
   t.type(org.json.last_updated, 'number');
   t.notOk('service_id' in org.json, 'no service_id on the default ledger');
   const orgs = await api.get('/organization');
-  t.same(orgs.json.data.map((o: any) => o.id), ['acme', 'beta']);
+  t.same(
+    orgs.json.data.map((o: any) => o.id),
+    ['acme', 'beta'],
+  );
   t.equal(orgs.json.paging.total, 2);
 
   await expectCommitted(
@@ -108,12 +119,19 @@ t.test('two organizations with agents and roles', async (t) => {
     }),
     'acme agents',
   );
-  await expectCommitted(api.post(w('/organization/beta/agent', BETA_ADMIN), { data: [{ public_key: SELLER.publicKey, roles: ['po_partner'] }] }), 'beta agent');
+  await expectCommitted(
+    api.post(w('/organization/beta/agent', BETA_ADMIN), { data: [{ public_key: SELLER.publicKey, roles: ['po_partner'] }] }),
+    'beta agent',
+  );
 
   const agents = await api.get('/organization/acme/agent');
   t.equal(agents.json.paging.total, 3);
   const node = agents.json.data.find((a: any) => a.public_key === NODE_KEY);
-  t.same(node.roles.map((r: any) => r.name), ['admin', 'catalog'], 'roles answered as Role objects');
+  t.same(
+    node.roles.map((r: any) => r.name),
+    ['admin', 'catalog'],
+    'roles answered as Role objects',
+  );
   t.match(node.roles[1], { org_id: 'acme', description: 'Catalog data', permissions: CATALOG_PERMISSIONS });
   const clerk = await api.get(`/organization/acme/agent/${CLERK.publicKey}`);
   t.match(clerk.json, { public_key: CLERK.publicKey, org_id: 'acme', active: true, roles: [], metadata: { email: 'clerk@acme.example' } });
@@ -124,7 +142,10 @@ t.test('two organizations with agents and roles', async (t) => {
   t.equal((await api.get(`/organization/acme/agent/${SELLER.publicKey}`)).status, 404, 'agent of another organization');
 
   const roles = await api.get('/role/acme');
-  t.same(roles.json.data.map((r: any) => r.name), ['admin', 'catalog', 'po_partner']);
+  t.same(
+    roles.json.data.map((r: any) => r.name),
+    ['admin', 'catalog', 'po_partner'],
+  );
   t.equal(roles.json.paging.total, 3);
   const role = await api.get('/role/acme/po_partner');
   t.equal(role.json.data.length, 1, 'role fetch answers data + paging');
@@ -151,7 +172,10 @@ t.test('schemas, products and locations with properties', async (t) => {
   const color = { name: 'color', data_type: 'STRING', description: 'Colour' };
   await expectCommitted(api.put(w('/schema/gs1_product'), { ...PRODUCT_SCHEMA, properties: [...PRODUCT_SCHEMA.properties, color] }), 'schema update');
   const schema = await api.get('/schema/gs1_product');
-  t.same(schema.json.properties.map((p: any) => p.name), ['GDSN_3_1', 'weight', 'color']);
+  t.same(
+    schema.json.properties.map((p: any) => p.name),
+    ['GDSN_3_1', 'weight', 'color'],
+  );
   t.match(schema.json.properties[1], { data_type: 'NUMBER', number_exponent: -3, required: false });
   t.equal((await api.get('/schema')).json.paging.total, 2);
 
@@ -170,7 +194,10 @@ t.test('schemas, products and locations with properties', async (t) => {
   );
   const p1 = await api.get(`/product/${gtin(1)}`);
   t.match(p1.json, { product_id: gtin(1), product_namespace: 'GS1', owner: 'acme', properties: props });
-  await expectCommitted(api.put(w(`/product/${gtin(1)}`), { properties: [...props, { name: 'color', data_type: 'STRING', value: 'red' }] }), 'product update');
+  await expectCommitted(
+    api.put(w(`/product/${gtin(1)}`), { properties: [...props, { name: 'color', data_type: 'STRING', value: 'red' }] }),
+    'product update',
+  );
   t.equal((await api.get(`/product/${gtin(1)}`)).json.properties.length, 3);
   await expectCommitted(api.del(w(`/product/${gtin(2)}`)), 'product delete');
   t.equal((await api.get(`/product/${gtin(2)}`)).status, 404);
@@ -184,7 +211,10 @@ t.test('schemas, products and locations with properties', async (t) => {
   await expectCommitted(api.post(w('/location'), { data: [{ location_id: gln(1), owner: 'acme', properties: where }] }), 'location');
   const loc = await api.get(`/location/${gln(1)}`);
   t.match(loc.json, { location_id: gln(1), location_namespace: 'GS1', owner: 'acme', properties: where });
-  await expectCommitted(api.put(w(`/location/${gln(1)}`), { properties: [...where, { name: 'open', data_type: 'BOOLEAN', value: true }] }), 'location update');
+  await expectCommitted(
+    api.put(w(`/location/${gln(1)}`), { properties: [...where, { name: 'open', data_type: 'BOOLEAN', value: true }] }),
+    'location update',
+  );
   t.equal((await api.get(`/location/${gln(1)}`)).json.properties.length, 4);
   t.equal((await api.get('/location')).json.paging.total, 1);
 });
@@ -206,7 +236,10 @@ t.test('an agent without the role is refused', async (t) => {
   // The same agent as a client: a Sabre-wrapped location create, refused by the contract.
   const loc = await clientSubmit(t, CLERK, { action: 'create_location', location_id: gln(2), owner: 'acme', properties: [] });
   t.equal(loc.status, 'INVALID');
-  t.equal(loc.invalid_transactions[0].message, `The signer "${CLERK.publicKey}" does not have the "location::can-create-location" permission for org "acme"`);
+  t.equal(
+    loc.invalid_transactions[0].message,
+    `The signer "${CLERK.publicKey}" does not have the "location::can-create-location" permission for org "acme"`,
+  );
 
   // Without a purchase-order alias the clerk cannot create an order either.
   const po = await api.post(w('/purchase_order', CLERK), { data: [{ uid: 'PO-X', buyer_org_id: 'acme', seller_org_id: 'beta' }] });
@@ -315,7 +348,12 @@ t.test('purchase order: collaborative workflow to confirmed, three revisions, cl
     'closed',
   );
   po = (await api.get('/purchase_order/PO-1')).json;
-  t.match(po, { workflow_state: 'closed', is_closed: true, alternate_ids: ['po_number:4500001'], versions: [{ workflow_state: 'obsolete', revisions: [1, 2, 3] }] });
+  t.match(po, {
+    workflow_state: 'closed',
+    is_closed: true,
+    alternate_ids: ['po_number:4500001'],
+    versions: [{ workflow_state: 'obsolete', revisions: [1, 2, 3] }],
+  });
   t.notOk('accepted_version_number' in po);
   t.equal((await api.get('/purchase_order?is_open=false')).json.paging.total, 1);
   t.equal((await api.get('/purchase_order?is_open=true')).json.paging.total, 0);

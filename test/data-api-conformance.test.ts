@@ -1,5 +1,5 @@
 /**
- * Interface B field choices the spec settles: a property definition's `value` is stored
+ * Data API field choices the spec settles: a property definition's `value` is stored
  * and returned as given, and a location's `owner` may name an agent's public key (it
  * stands for the agent's organization, which is what the ledger stores and reads return).
  */

@@ -1,5 +1,5 @@
 /**
- * Interface B and bad input: 400s naming the field (nothing submitted) for malformed
+ * The data API and bad input: 400s naming the field (nothing submitted) for malformed
  * JSON, wrong types, unknown fields, missing required fields, bad GTIN/GLN, unknown
  * organizations and duplicate ids; INVALID batches with the contract's message for rules
  * that need state; 404s; `service_id`, `signer`, `wait`, event ids and POST /batches.
@@ -51,24 +51,58 @@ t.test('wrong types, unknown fields, missing required fields', async (t) => {
   await refused(t, api.post('/product', { data: [{ ...ok, product_id: 12345 }] }), '`data[0].product_id` must be a string');
   await refused(t, api.post('/product', { data: [ok, { ...ok, product_id: gtin(3), properties: 'red' }] }), '`data[1].properties` must be an array');
   await refused(t, api.post('/product', { data: [{ ...ok, colour: 'red' }] }), '`data[0].colour` is not a known field');
-  await refused(t, api.post('/product', { data: [{ ...ok, properties: [{ ...PROPS[0], unit: 'kg' }] }] }), '`data[0].properties[0].unit` is not a known field');
-  await refused(t, api.post('/product', { data: [{ ...ok, properties: [{ name: 'GDSN_3_1', data_type: 'STRING', value: 5 }] }] }), /^`data\[0\].properties\[0\]`: property GDSN_3_1 must be a string/);
-  await refused(t, api.post('/product', { data: [{ ...ok, properties: [{ name: 'x', data_type: 'COLOUR', value: 5 }] }] }), /^`data\[0\].properties\[0\]`: unknown data_type: COLOUR/);
+  await refused(
+    t,
+    api.post('/product', { data: [{ ...ok, properties: [{ ...PROPS[0], unit: 'kg' }] }] }),
+    '`data[0].properties[0].unit` is not a known field',
+  );
+  await refused(
+    t,
+    api.post('/product', { data: [{ ...ok, properties: [{ name: 'GDSN_3_1', data_type: 'STRING', value: 5 }] }] }),
+    /^`data\[0\].properties\[0\]`: property GDSN_3_1 must be a string/,
+  );
+  await refused(
+    t,
+    api.post('/product', { data: [{ ...ok, properties: [{ name: 'x', data_type: 'COLOUR', value: 5 }] }] }),
+    /^`data\[0\].properties\[0\]`: unknown data_type: COLOUR/,
+  );
   await refused(t, api.post('/product', { data: [{ product_id: gtin(2), properties: PROPS }] }), '`data[0].owner` is required');
   await refused(t, api.post('/product', { data: [{ ...ok, owner: '' }] }), '`data[0].owner` must not be empty');
   await refused(t, api.post('/organization', { data: [{ id: 'x' }] }), '`data[0].name` is required');
-  await refused(t, api.post('/organization/acme/agent', { data: [{ public_key: newKey().publicKey, active: 'yes' }] }), '`data[0].active` must be a boolean');
-  await refused(t, api.post('/organization/acme/agent', { data: [{ public_key: 'not-a-key' }] }), /^`data\[0\].public_key` must be a compressed secp256k1 public key/);
-  await refused(t, api.post('/organization/acme/agent', { data: [{ public_key: newKey().publicKey, roles: ['nope'] }] }), '`data[0].roles[0]`: unknown role nope for organization acme');
-  await refused(t, api.post('/role/acme', { data: [{ name: 'r', permissions: 'all' }] }), '`data[0].permissions` must be an array of strings');
-  await refused(t, api.post('/schema', { data: [{ name: 's', owner: 'acme', properties: [] }] }), '`data[0].properties` must not be empty');
-  await refused(t, api.post('/schema', { data: [{ name: 's', owner: 'acme', properties: [{ name: 'e', data_type: 'ENUM' }] }] }), /`data\[0\].properties\[0\]`: 'enum_options' cannot be empty/);
   await refused(
     t,
-    api.post('/purchase_order', { data: [{ uid: 'PO-9', buyer_org_id: 'acme', seller_org_id: 'acme', create_version_payload: { version_id: '1' } }] }),
+    api.post('/organization/acme/agent', { data: [{ public_key: newKey().publicKey, active: 'yes' }] }),
+    '`data[0].active` must be a boolean',
+  );
+  await refused(
+    t,
+    api.post('/organization/acme/agent', { data: [{ public_key: 'not-a-key' }] }),
+    /^`data\[0\].public_key` must be a compressed secp256k1 public key/,
+  );
+  await refused(
+    t,
+    api.post('/organization/acme/agent', { data: [{ public_key: newKey().publicKey, roles: ['nope'] }] }),
+    '`data[0].roles[0]`: unknown role nope for organization acme',
+  );
+  await refused(t, api.post('/role/acme', { data: [{ name: 'r', permissions: 'all' }] }), '`data[0].permissions` must be an array of strings');
+  await refused(t, api.post('/schema', { data: [{ name: 's', owner: 'acme', properties: [] }] }), '`data[0].properties` must not be empty');
+  await refused(
+    t,
+    api.post('/schema', { data: [{ name: 's', owner: 'acme', properties: [{ name: 'e', data_type: 'ENUM' }] }] }),
+    /`data\[0\].properties\[0\]`: 'enum_options' cannot be empty/,
+  );
+  await refused(
+    t,
+    api.post('/purchase_order', {
+      data: [{ uid: 'PO-9', buyer_org_id: 'acme', seller_org_id: 'acme', create_version_payload: { version_id: '1' } }],
+    }),
     /^`data\[0\].create_version_payload.revision` is required/,
   );
-  await refused(t, api.post('/purchase_order', { data: [{ uid: 'PO-9', buyer_org_id: 'acme', seller_org_id: 'acme', workflow_id: 'mine' }] }), /^`data\[0\].workflow_id`: unknown workflow mine/);
+  await refused(
+    t,
+    api.post('/purchase_order', { data: [{ uid: 'PO-9', buyer_org_id: 'acme', seller_org_id: 'acme', workflow_id: 'mine' }] }),
+    /^`data\[0\].workflow_id`: unknown workflow mine/,
+  );
 });
 
 t.test('bad GTIN and GLN', async (t) => {
@@ -85,10 +119,22 @@ t.test('bad GTIN and GLN', async (t) => {
 });
 
 t.test('unknown organizations', async (t) => {
-  await refused(t, api.post('/product', { data: [{ product_id: gtin(2), owner: 'nobody', properties: PROPS }] }), '`data[0].owner`: unknown organization nobody');
+  await refused(
+    t,
+    api.post('/product', { data: [{ product_id: gtin(2), owner: 'nobody', properties: PROPS }] }),
+    '`data[0].owner`: unknown organization nobody',
+  );
   await refused(t, api.post('/location', { data: [{ location_id: gln(2), owner: 'nobody' }] }), '`data[0].owner`: unknown organization nobody');
-  await refused(t, api.post('/schema', { data: [{ name: 's', owner: 'nobody', properties: [{ name: 'a', data_type: 'STRING' }] }] }), '`data[0].owner`: unknown organization nobody');
-  await refused(t, api.post('/purchase_order', { data: [{ uid: 'PO-9', buyer_org_id: 'acme', seller_org_id: 'nobody' }] }), '`data[0].seller_org_id`: unknown organization nobody');
+  await refused(
+    t,
+    api.post('/schema', { data: [{ name: 's', owner: 'nobody', properties: [{ name: 'a', data_type: 'STRING' }] }] }),
+    '`data[0].owner`: unknown organization nobody',
+  );
+  await refused(
+    t,
+    api.post('/purchase_order', { data: [{ uid: 'PO-9', buyer_org_id: 'acme', seller_org_id: 'nobody' }] }),
+    '`data[0].seller_org_id`: unknown organization nobody',
+  );
   await refused(t, api.post('/organization/nobody/agent', { data: [{ public_key: newKey().publicKey }] }), 'Organization nobody not found', 404);
   await refused(t, api.post('/role/nobody', { data: [{ name: 'r' }] }), 'Organization nobody not found', 404);
   t.equal((await api.get('/role/nobody')).status, 404);
@@ -100,18 +146,39 @@ t.test('duplicate ids', async (t) => {
   await refused(t, api.post('/product', { data: [item, item] }), `\`data[1].product_id\`: ${gtin(2)} appears more than once in this request`);
   await refused(t, api.post('/product', { data: [{ ...item, product_id: gtin(1) }] }), `\`data[0].product_id\`: product ${gtin(1)} already exists`);
   await refused(t, api.post('/organization', { data: [{ id: 'acme', name: 'Again' }] }), '`data[0].id`: organization acme already exists');
-  await refused(t, api.post('/organization', { data: [{ id: 'o1', name: 'O1' }, { id: 'o2', name: 'O2' }] }), /^`data`: one organization per request/);
+  await refused(
+    t,
+    api.post('/organization', {
+      data: [
+        { id: 'o1', name: 'O1' },
+        { id: 'o2', name: 'O2' },
+      ],
+    }),
+    /^`data`: one organization per request/,
+  );
   await refused(t, api.post('/organization', { data: [{ id: 'other', name: 'Other' }] }), /^`signer`: .* is already an agent of organization acme/);
   await refused(t, api.post('/role/acme', { data: [{ name: 'catalog' }] }), '`data[0].name`: role catalog already exists in organization acme');
-  await refused(t, api.post('/schema', { data: [{ name: 'gs1_product', owner: 'acme', properties: [{ name: 'a', data_type: 'STRING' }] }] }), '`data[0].name`: schema gs1_product already exists');
+  await refused(
+    t,
+    api.post('/schema', { data: [{ name: 'gs1_product', owner: 'acme', properties: [{ name: 'a', data_type: 'STRING' }] }] }),
+    '`data[0].name`: schema gs1_product already exists',
+  );
 });
 
 t.test('path and body disagree; unknown records', async (t) => {
-  await refused(t, api.put(`/product/${gtin(1)}`, { product_id: gtin(2), properties: PROPS }), `\`product_id\` (${gtin(2)}) does not match the path (${gtin(1)})`);
+  await refused(
+    t,
+    api.put(`/product/${gtin(1)}`, { product_id: gtin(2), properties: PROPS }),
+    `\`product_id\` (${gtin(2)}) does not match the path (${gtin(1)})`,
+  );
   await refused(t, api.put(`/product/${gtin(1)}`, { owner: 'beta', properties: PROPS }), '`owner` cannot change (the product belongs to acme)');
   await refused(t, api.put(`/product/${gtin(5)}`, { properties: PROPS }), `Product ${gtin(5)} not found`, 404);
   await refused(t, api.del(`/location/${gln(5)}`), `Location ${gln(5)} not found`, 404);
-  await refused(t, api.put('/schema/gs1_product', { properties: [{ name: 'GDSN_3_1', data_type: 'STRING', required: true, description: 'trade item XML' }] }), '`properties` adds no new property definition to the schema');
+  await refused(
+    t,
+    api.put('/schema/gs1_product', { properties: [{ name: 'GDSN_3_1', data_type: 'STRING', required: true, description: 'trade item XML' }] }),
+    '`properties` adds no new property definition to the schema',
+  );
   await refused(t, api.put('/purchase_order/PO-0', { workflow_state: 'issued' }), 'Purchase order PO-0 not found', 404);
   t.equal((await api.get('/product/00000')).status, 404);
   t.match((await api.get('/purchase_order/nope')).json, { message: 'Purchase order nope not found' });
@@ -179,7 +246,7 @@ t.test('wait, batch statuses and event ids', async (t) => {
   t.same(Object.keys(r3.json), ['link']);
 });
 
-t.test('POST /batches on interface B', async (t) => {
+t.test('POST /batches on the data API', async (t) => {
   const key = agentKey(node.dataDir, 'extra');
   const { id, body } = clientBatch(key, [{ action: 'create_role', org_id: 'acme', name: 'x', permissions: [] }]);
   const posted = await postProtobuf(node.dataUrl, body, '?wait=10');
@@ -195,19 +262,23 @@ t.test('POST /batches on interface B', async (t) => {
   t.equal(r.status, 202);
   t.equal(r.json.link.batch_id, `${a.id},${b.id}`);
   const s = await api.get(`/batch_statuses?id=${r.json.link.event_id}&wait=10`);
-  t.same(s.json.data.map((e: any) => e.batch_id), [a.id, b.id]);
+  t.same(
+    s.json.data.map((e: any) => e.batch_id),
+    [a.id, b.id],
+  );
 
-  const raw = (bytes: Buffer, ct: string): Promise<Response> => fetch(`${node.dataUrl}/batches`, { method: 'POST', headers: { 'content-type': ct }, body: new Uint8Array(bytes) });
+  const raw = (bytes: Buffer, ct: string): Promise<Response> =>
+    fetch(`${node.dataUrl}/batches`, { method: 'POST', headers: { 'content-type': ct }, body: new Uint8Array(bytes) });
   t.equal((await raw(Buffer.alloc(0), 'application/octet-stream')).status, 400);
   const garbage = await raw(Buffer.from('not a batch list'), 'application/octet-stream');
   t.equal(garbage.status, 400);
   t.match((await garbage.json()).message, /rejected/);
   t.equal((await raw(Buffer.from('{}'), 'application/json')).status, 415);
   const tampered = Buffer.from(body);
-  tampered[tampered.length - 3] ^= 1;
+  tampered.writeUInt8(tampered.readUInt8(tampered.length - 3) ^ 1, tampered.length - 3);
   t.equal((await raw(tampered, 'application/octet-stream')).status, 400, 'bad signature');
 
-  // A batch sent through interface C has no event id.
+  // A batch sent through the ledger gateway has no event id.
   const c = clientBatch(key, [{ action: 'create_role', org_id: 'acme', name: 'c', permissions: [] }]);
   t.equal((await postProtobuf(node.ledgerUrl, c.body)).status, 202);
   const viaC = (await api.get(`/batch_statuses?id=${c.id}&wait=10`)).json.data;
@@ -222,7 +293,11 @@ t.test('signer and service_id', async (t) => {
   await refused(t, api.post('/product?service_id=c1::s1', { data: [{ product_id: gtin(2), owner: 'acme' }] }), 'Service c1::s1 not found', 404);
   await refused(t, api.get('/batch_statuses?id=x&service_id=c1::s1'), 'Service c1::s1 not found', 404);
   await refused(t, api.get('/product?service_id=plain'), 'Must provide a fully-qualified service_id: <circuit_id>::<service_id>');
-  await refused(t, api.post('/product', { data: [{ product_id: gtin(2), owner: 'acme', service_id: 'c1::s1' }] }), "`data[0].service_id` (c1::s1) does not match the request's service_id (none)");
+  await refused(
+    t,
+    api.post('/product', { data: [{ product_id: gtin(2), owner: 'acme', service_id: 'c1::s1' }] }),
+    "`data[0].service_id` (c1::s1) does not match the request's service_id (none)",
+  );
 
   // A node that knows a circuit service: records carry its service_id.
   const { config, db, ledger, nodeSigner } = node.node;
@@ -234,7 +309,9 @@ t.test('signer and service_id', async (t) => {
   const list = await api2.get('/product?service_id=c1::s1&limit=1');
   t.equal(list.json.data[0].service_id, 'c1::s1');
   t.equal(list.json.paging.next, '/product?limit=1&service_id=c1%3A%3As1&offset=1');
-  const made = await api2.post('/product?service_id=c1::s1&wait=10', { data: [{ product_id: gtin(11), owner: 'acme', properties: PROPS, service_id: 'c1::s1' }] });
+  const made = await api2.post('/product?service_id=c1::s1&wait=10', {
+    data: [{ product_id: gtin(11), owner: 'acme', properties: PROPS, service_id: 'c1::s1' }],
+  });
   t.equal(made.json.status, 'COMMITTED');
   const po = await api2.get('/organization/acme/agent?service_id=c1::s1');
   t.equal(po.json.data[0].roles[0].service_id, 'c1::s1');

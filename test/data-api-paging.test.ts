@@ -1,5 +1,5 @@
 /**
- * Interface B paging over 250 products (created in three calls, several records per
+ * The data API paging over 250 products (created in three calls, several records per
  * batch): the true total, the spec's paging object (relative links, `prev`/`next` left out
  * at the ends) on the first, a middle and the last page, defaults and bounds of
  * offset/limit, and paging of the nested lists.
@@ -135,7 +135,10 @@ t.test('other query parameters are kept in links', async (t) => {
 t.test('nested lists page too', async (t) => {
   const r = await api.get('/role/acme?limit=1&offset=1');
   t.equal(r.json.paging.total, 2);
-  t.same(r.json.data.map((x: any) => x.name), ['catalog']);
+  t.same(
+    r.json.data.map((x: any) => x.name),
+    ['catalog'],
+  );
   t.notOk('next' in r.json.paging);
   t.equal(r.json.paging.prev, '/role/acme?limit=1&offset=0');
 });

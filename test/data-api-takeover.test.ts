@@ -1,6 +1,6 @@
 /**
  * No organization can act for another, over real HTTP. An outsider with a fresh key signs
- * its own batches (POST /batches on interface B): it creates an organization of its own,
+ * its own batches (POST /batches on the data API): it creates an organization of its own,
  * then tries upstream Pike's takeover (a role written into the victim's organization, that
  * role or the victim's admin role given to itself, an admin agent created in the victim's
  * organization, a role of its own naming the victim). Every step is INVALID with the
@@ -73,17 +73,35 @@ t.test('the takeover sequence with client-signed batches is refused step by step
   }
   // A role of its own naming acme as an allowed organization gives nothing in acme.
   t.equal(
-    (await clientSubmit(t, EVIL, { action: 'create_role', org_id: 'evil', name: 'reach', permissions: ['pike::can-create-agents'], allowed_organizations: ['acme'] })).status,
+    (
+      await clientSubmit(t, EVIL, {
+        action: 'create_role',
+        org_id: 'evil',
+        name: 'reach',
+        permissions: ['pike::can-create-agents'],
+        allowed_organizations: ['acme'],
+      })
+    ).status,
     'COMMITTED',
   );
-  t.equal((await clientSubmit(t, EVIL, { action: 'update_agent', org_id: 'evil', public_key: EVIL.publicKey, roles: ['admin', 'reach'], active: true })).status, 'COMMITTED');
-  const last = await clientSubmit(t, EVIL, { action: 'create_agent', org_id: 'acme', public_key: newKey().publicKey, roles: ['admin'], active: true });
+  t.equal(
+    (await clientSubmit(t, EVIL, { action: 'update_agent', org_id: 'evil', public_key: EVIL.publicKey, roles: ['admin', 'reach'], active: true }))
+      .status,
+    'COMMITTED',
+  );
+  const last = await clientSubmit(t, EVIL, {
+    action: 'create_agent',
+    org_id: 'acme',
+    public_key: newKey().publicKey,
+    roles: ['admin'],
+    active: true,
+  });
   t.equal(last.status, 'INVALID');
   t.equal(last.invalid_transactions[0]?.message, denied('pike::can-create-agents'));
   t.same(await acmeSnapshot(), before, "acme's organization, roles and agents are unchanged");
 });
 
-t.test('the node key cannot write roles of an organization it is no agent of (interface B)', async (t) => {
+t.test('the node key cannot write roles of an organization it is no agent of (data API)', async (t) => {
   const beta = newKey();
   t.equal((await clientSubmit(t, beta, { action: 'create_organization', org_id: 'beta', name: 'Beta' })).status, 'COMMITTED');
   const msg = `The signer "${NODE_KEY}" does not have the "pike::can-create-roles" permission for org "beta"`;
@@ -94,7 +112,11 @@ t.test('the node key cannot write roles of an organization it is no agent of (in
   const u = await api.put(w('/role/beta/intruder'), { permissions: ['pike::can-create-agents'] });
   t.equal(u.json.status, 'INVALID');
   t.equal(u.json.invalid_transactions[0].message, `The signer "${NODE_KEY}" does not have the "pike::can-update-roles" permission for org "beta"`);
-  t.same((await api.get('/role/beta')).json.data.map((x: { name: string }) => x.name), ['admin'], "beta's roles unchanged");
+  t.same(
+    (await api.get('/role/beta')).json.data.map((x: { name: string }) => x.name),
+    ['admin'],
+    "beta's roles unchanged",
+  );
 });
 
 t.test('a role that lists another organization in allowed_organizations works for it', async (t) => {
@@ -114,10 +136,16 @@ t.test('a role that lists another organization in allowed_organizations works fo
     'gamma admin holds acme.onboarding',
   );
   const helper = newKey().publicKey;
-  await expectCommitted(api.post(w('/organization/acme/agent', gammaAdmin), { data: [{ public_key: helper }] }), 'gamma admin onboards an acme agent');
+  await expectCommitted(
+    api.post(w('/organization/acme/agent', gammaAdmin), { data: [{ public_key: helper }] }),
+    'gamma admin onboards an acme agent',
+  );
   t.equal((await api.get(`/organization/acme/agent/${helper}`)).status, 200);
   // It does not make gamma a role writer of acme.
   const r = await api.post(w('/role/acme', gammaAdmin), { data: [{ name: 'gamma-made' }] });
   t.equal(r.json.status, 'INVALID');
-  t.equal(r.json.invalid_transactions[0].message, `The signer "${gammaAdmin.publicKey}" does not have the "pike::can-create-roles" permission for org "acme"`);
+  t.equal(
+    r.json.invalid_transactions[0].message,
+    `The signer "${gammaAdmin.publicKey}" does not have the "pike::can-create-roles" permission for org "acme"`,
+  );
 });

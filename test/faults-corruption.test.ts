@@ -9,7 +9,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestNode } from './helpers/node.js';
 import { startRefused, runToExit } from './helpers/child.js';
-import { newSigner, intkeyBatch, intkeySpec, batchList, postBatches, waitCommitted, getJson, buildBatch, buildTransaction } from './helpers/batches.js';
+import {
+  newSigner,
+  intkeyBatch,
+  intkeySpec,
+  batchList,
+  postBatches,
+  waitCommitted,
+  getJson,
+  buildBatch,
+  buildTransaction,
+} from './helpers/batches.js';
 import { intkeyAddress } from '../src/families/intkey.js';
 
 const dirs: string[] = [];
@@ -49,7 +59,11 @@ t.before(async () => {
   const n = await startTestNode({}, base);
   const batches = [intkeyBatch(signer, [['set', NAME, 12345]]), intkeyBatch(signer, [['set', 'other', 1]])];
   for (const b of batches) await postBatches(n.ledgerUrl, batchList(b));
-  await waitCommitted(n.ledgerUrl, batches.map((b) => b.id), 30);
+  await waitCommitted(
+    n.ledgerUrl,
+    batches.map((b) => b.id),
+    30,
+  );
   const leaf = await getJson(`${n.ledgerUrl}/state/${address}`);
   leafRaw = Buffer.from(leaf.json.data, 'base64');
   const spec = intkeySpec('set', 'waiting', 99, { dependencies: ['ab'.repeat(64)] });

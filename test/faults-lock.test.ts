@@ -59,7 +59,11 @@ t.test('a second process on the same ports fails to listen instead of sharing th
 t.test('in one process, a second node on a data directory in use is refused too', async (t) => {
   const n = await startTestNode();
   t.teardown(() => n.stop());
-  await t.rejects(startTestNode({}, n.dataDir), { name: 'StartupError', exitCode: 2, message: new RegExp(`in use by another process \\(pid ${process.pid}\\)`) });
+  await t.rejects(startTestNode({}, n.dataDir), {
+    name: 'StartupError',
+    exitCode: 2,
+    message: new RegExp(`in use by another process \\(pid ${process.pid}\\)`),
+  });
 });
 
 t.test('after kill -9 of the holder, a restart on the directory works and keeps the data', async (t) => {

@@ -28,7 +28,10 @@ t.test('prune keeps the last N state roots and the current state, and drops olde
   const blocks: string[] = [];
   // One block per batch; key k changes each time, so old roots hold records no later root needs.
   for (let i = 0; i < 8; i++) {
-    const b = intkeyBatch(signer, [[i === 0 ? 'set' : 'inc', 'k', i === 0 ? 0 : 1], ['set', `only${i}`, i]]);
+    const b = intkeyBatch(signer, [
+      [i === 0 ? 'set' : 'inc', 'k', i === 0 ? 0 : 1],
+      ['set', `only${i}`, i],
+    ]);
     t.equal((await postBatches(n.ledgerUrl, batchList(b))).status, 202);
     t.equal((await waitCommitted(n.ledgerUrl, [b.id], 30))[0].status, 'COMMITTED');
     const head = await getJson(`${n.ledgerUrl}/blocks?limit=1`);
@@ -52,8 +55,7 @@ t.test('prune keeps the last N state roots and the current state, and drops olde
 
   n = await startTestNode({}, dir);
   t.teardown(() => n.stop({ keepData: true }));
-  const value = async (name: string, head?: string) =>
-    getJson(`${n.ledgerUrl}/state/${intkeyAddress(name)}${head ? `?head=${head}` : ''}`);
+  const value = async (name: string, head?: string) => getJson(`${n.ledgerUrl}/state/${intkeyAddress(name)}${head ? `?head=${head}` : ''}`);
   for (let i = 0; i < 8; i++) t.equal((await value(`only${i}`)).status, 200, `current state keeps only${i}`);
   // Blocks 6, 7, 8 are the last three (block i+1 holds batch i).
   for (const i of [5, 6, 7]) {

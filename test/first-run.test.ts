@@ -66,7 +66,11 @@ t.test('intkey: --help, CAIRN_LEDGER_BIND, unreachable URL, exit codes', async (
   });
   const down = await tsx('src/cli/intkey.ts', ['get', 'nc'], { CAIRN_LEDGER_BIND: `127.0.0.1:${closed}` });
   t.equal(down.code, 1);
-  t.match(down.stderr, new RegExp(`cannot reach the ledger gateway at http://127\\.0\\.0\\.1:${closed}.*CAIRN_LEDGER_BIND`), 'names the URL and the setting');
+  t.match(
+    down.stderr,
+    new RegExp(`cannot reach the ledger gateway at http://127\\.0\\.0\\.1:${closed}.*CAIRN_LEDGER_BIND`),
+    'names the URL and the setting',
+  );
   t.notMatch(down.stderr, /^intkey: fetch failed$/m);
 });
 
@@ -98,9 +102,21 @@ t.test('node: --help lists the log level; a port in use names the flag; the log 
   t.match(usage(), /--log-level\s+CAIRN_LOG_LEVEL/);
   t.match(usage(), /--data-auth\s+CAIRN_DATA_AUTH/);
   const dir = join(tmp, 'busy');
-  const r = await tsx('src/main.ts', [], { CAIRN_DATA_DIR: dir, CAIRN_LEDGER_BIND: ledgerBind, CAIRN_NODE_BIND: '127.0.0.1:0', CAIRN_DATA_BIND: '127.0.0.1:0', CAIRN_NETWORK_BIND: '127.0.0.1:0', CAIRN_POOL_THREADS: '1' });
+  const r = await tsx('src/main.ts', [], {
+    CAIRN_DATA_DIR: dir,
+    CAIRN_LEDGER_BIND: ledgerBind,
+    CAIRN_NODE_BIND: '127.0.0.1:0',
+    CAIRN_DATA_BIND: '127.0.0.1:0',
+    CAIRN_NETWORK_BIND: '127.0.0.1:0',
+    CAIRN_POOL_THREADS: '1',
+  });
   t.equal(r.code, 1);
-  t.match(r.stderr, new RegExp(`cannot listen on ${ledgerBind.replace(/\./g, '\\.')} for interface ledger: the port is already in use.*--ledger-bind.*CAIRN_LEDGER_BIND`));
+  t.match(
+    r.stderr,
+    new RegExp(
+      `cannot listen on ${ledgerBind.replace(/\./g, '\\.')} for interface ledger: the port is already in use.*--ledger-bind.*CAIRN_LEDGER_BIND`,
+    ),
+  );
   const lvl = await tsx('src/main.ts', ['--log-level', 'loud']);
   t.equal(lvl.code, 2);
   t.match(lvl.stderr, /log level: expected one of debug, info, warn, error, silent/);
@@ -119,7 +135,8 @@ t.test('401 says what credentials are expected, logs a line, and leaks nothing',
     t.equal(r.status, 401);
     t.notMatch(r.text, /s3cr3t/, 'the token is not echoed');
   }
-  for (const r of [none, noPrefix]) t.match((r.body as { message: string }).message, /Bearer Biome:.*Bearer Cylinder:.*Bearer OAuth2:/, 'names the accepted forms');
+  for (const r of [none, noPrefix])
+    t.match((r.body as { message: string }).message, /Bearer Biome:.*Bearer Cylinder:.*Bearer OAuth2:/, 'names the accepted forms');
   t.match((none.body as { message: string }).message, /no Authorization header/);
   t.match((noPrefix.body as { message: string }).message, /lacks its type prefix/);
   t.match((badJwt.body as { message: string }).message, /Cylinder token is not a valid JWT/);
@@ -128,12 +145,21 @@ t.test('401 says what credentials are expected, logs a line, and leaks nothing',
 });
 
 t.test('an assignment for an unknown user or a malformed key is refused', async (t) => {
-  const role = await n.call('POST', '/authorization/roles', { auth: n.admin, body: { role_id: 'ops', display_name: 'Ops', permissions: ['status.read'] } });
+  const role = await n.call('POST', '/authorization/roles', {
+    auth: n.admin,
+    body: { role_id: 'ops', display_name: 'Ops', permissions: ['status.read'] },
+  });
   t.equal(role.status, 200);
-  const nullUser = await n.call('POST', '/authorization/assignments', { auth: n.admin, body: { identity_type: 'user', identity: 'null', roles: ['ops'] } });
+  const nullUser = await n.call('POST', '/authorization/assignments', {
+    auth: n.admin,
+    body: { identity_type: 'user', identity: 'null', roles: ['ops'] },
+  });
   t.equal(nullUser.status, 404, 'user "null"');
   t.match((nullUser.body as { message: string }).message, /no user with id "null"/);
-  const badKey = await n.call('POST', '/authorization/assignments', { auth: n.admin, body: { identity_type: 'key', identity: 'null', roles: ['ops'] } });
+  const badKey = await n.call('POST', '/authorization/assignments', {
+    auth: n.admin,
+    body: { identity_type: 'key', identity: 'null', roles: ['ops'] },
+  });
   t.equal(badKey.status, 400, 'key "null"');
   const list = await n.call('GET', '/authorization/assignments', { auth: n.admin });
   t.same((list.body as { data: unknown[] }).data, [], 'nothing stored');

@@ -1,6 +1,6 @@
 /**
  * Fuzzing one running node for a bounded time: protobuf BatchLists mutated from a valid
- * signed one, JSON bodies of interfaces A and B mutated from valid ones, random query
+ * signed one, JSON bodies of the node API and the data API mutated from valid ones, random query
  * strings on list routes, and random or mutated websocket frames on /subscriptions.
  * Every answer must be a 2xx/4xx in the interface's shape (never a 5xx, never a reset),
  * the node must keep serving, and a batch committed before the fuzzing must still be
@@ -35,10 +35,53 @@ const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
 const chance = (p: number): boolean => rnd() < p;
 
 const NASTY_STRINGS = [
-  '', ' ', '0', '-1', '-0', '1e309', 'NaN', 'null', 'true', 'false', '__proto__', 'constructor', 'toString',
-  'hasOwnProperty', 'valueOf', '%', '%zz', '%00', '\u0000', '\ud800', '😀', 'é'.repeat(1000), 'x'.repeat(600),
-  '0'.repeat(128), 'f'.repeat(128), 'F'.repeat(128), '1cf126', '000000', '0x0000000000000001', '../..', '<x/>', '{}', '[]',
-  '"', "'", '\\', 'a,b,,c', ',', '::', 'latest', '9'.repeat(30), '2147483648', '-2147483649', '1.5', ' 7 ', '+3', '1_000',
+  '',
+  ' ',
+  '0',
+  '-1',
+  '-0',
+  '1e309',
+  'NaN',
+  'null',
+  'true',
+  'false',
+  '__proto__',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '%',
+  '%zz',
+  '%00',
+  '\u0000',
+  '\ud800',
+  '😀',
+  'é'.repeat(1000),
+  'x'.repeat(600),
+  '0'.repeat(128),
+  'f'.repeat(128),
+  'F'.repeat(128),
+  '1cf126',
+  '000000',
+  '0x0000000000000001',
+  '../..',
+  '<x/>',
+  '{}',
+  '[]',
+  '"',
+  "'",
+  '\\',
+  'a,b,,c',
+  ',',
+  '::',
+  'latest',
+  '9'.repeat(30),
+  '2147483648',
+  '-2147483649',
+  '1.5',
+  ' 7 ',
+  '+3',
+  '1_000',
 ];
 const NASTY_KEYS = ['__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', 'data', 'id', 'name', '', 'x'.repeat(300)];
 
@@ -52,15 +95,24 @@ function randomString(): string {
 
 function randomValue(depth = 0): unknown {
   switch (int(depth > 3 ? 6 : 9)) {
-    case 0: return randomString();
-    case 1: return pick([0, -1, 1, 2 ** 53, -(2 ** 63), 1.5, 1e308, 4294967296]);
-    case 2: return null;
-    case 3: return chance(0.5);
-    case 4: return pick(NASTY_STRINGS);
-    case 5: return '';
-    case 6: return Array.from({ length: int(4) }, () => randomValue(depth + 1));
-    case 7: return Object.fromEntries(Array.from({ length: int(4) }, () => [pick(NASTY_KEYS), randomValue(depth + 1)]));
-    default: return Array.from({ length: pick([0, 1, 1001]) }, () => 'x');
+    case 0:
+      return randomString();
+    case 1:
+      return pick([0, -1, 1, 2 ** 53, -(2 ** 63), 1.5, 1e308, 4294967296]);
+    case 2:
+      return null;
+    case 3:
+      return chance(0.5);
+    case 4:
+      return pick(NASTY_STRINGS);
+    case 5:
+      return '';
+    case 6:
+      return Array.from({ length: int(4) }, () => randomValue(depth + 1));
+    case 7:
+      return Object.fromEntries(Array.from({ length: int(4) }, () => [pick(NASTY_KEYS), randomValue(depth + 1)]));
+    default:
+      return Array.from({ length: pick([0, 1, 1001]) }, () => 'x');
   }
 }
 
@@ -86,13 +138,16 @@ function mutate(v: unknown, depth = 0): unknown {
 function mutatedText(valid: unknown): string {
   const text = JSON.stringify(mutate(valid));
   switch (int(8)) {
-    case 0: return text.slice(0, int(text.length));
+    case 0:
+      return text.slice(0, int(text.length));
     case 1: {
       const i = int(text.length + 1);
       return text.slice(0, i) + pick(['{', '}', '"', ',', '\\', '\u0000', 'é', ']']) + text.slice(i);
     }
-    case 2: return text.replace('{', '{"__proto__":{"name":"p","id":"p","username":"p"},');
-    default: return text;
+    case 2:
+      return text.replace('{', '{"__proto__":{"name":"p","id":"p","username":"p"},');
+    default:
+      return text;
   }
 }
 
@@ -103,18 +158,21 @@ function mutateBytes(valid: Uint8Array): Buffer {
       for (let i = 0, n = 1 + int(5); i < n; i++) b[int(b.length)] = int(256);
       return b;
     }
-    case 1: return b.subarray(0, int(b.length));
+    case 1:
+      return b.subarray(0, int(b.length));
     case 2: {
       const i = int(b.length);
       return Buffer.concat([b.subarray(0, i), Buffer.from(Array.from({ length: 1 + int(20) }, () => int(256))), b.subarray(i)]);
     }
-    case 3: return Buffer.from(Array.from({ length: int(300) }, () => int(256)));
+    case 3:
+      return Buffer.from(Array.from({ length: int(300) }, () => int(256)));
     case 4: {
       // A huge declared length at a random place.
       const i = int(b.length);
       return Buffer.concat([b.subarray(0, i), Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f]), b.subarray(i)]);
     }
-    default: return Buffer.concat([b, b.subarray(0, int(b.length))]);
+    default:
+      return Buffer.concat([b, b.subarray(0, int(b.length))]);
   }
 }
 
@@ -127,7 +185,8 @@ type Iface = 'A' | 'B' | 'C';
 const SHAPES: Record<Iface, (j: any) => boolean> = {
   A: (j) => typeof j?.message === 'string',
   B: (j) => typeof j?.message === 'string',
-  C: (j) => j && Object.keys(j).length === 1 && typeof j.error?.code === 'number' && typeof j.error.message === 'string' && typeof j.error.title === 'string',
+  C: (j) =>
+    j && Object.keys(j).length === 1 && typeof j.error?.code === 'number' && typeof j.error.message === 'string' && typeof j.error.title === 'string',
 };
 
 function base(iface: Iface): string {
@@ -139,7 +198,15 @@ function fail(what: string): void {
 }
 
 /** Sends one request and checks the answer. */
-async function probe(phase: string, iface: Iface, method: string, path: string, body?: string | Buffer, contentType = 'application/json', auth?: string): Promise<void> {
+async function probe(
+  phase: string,
+  iface: Iface,
+  method: string,
+  path: string,
+  body?: string | Buffer,
+  contentType = 'application/json',
+  auth?: string,
+): Promise<void> {
   counts[phase] = (counts[phase] ?? 0) + 1;
   const headers: Record<string, string> = {};
   if (body !== undefined) headers['content-type'] = contentType;
@@ -147,7 +214,13 @@ async function probe(phase: string, iface: Iface, method: string, path: string, 
   const what = `${iface} ${method} ${path.slice(0, 120)} ${typeof body === 'string' ? body.slice(0, 160) : body ? `<${body.length} bytes>` : ''}`;
   let r: Response;
   try {
-    r = await fetch(base(iface) + path, { method, headers, body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body), redirect: 'manual', signal: AbortSignal.timeout(30000) });
+    r = await fetch(base(iface) + path, {
+      method,
+      headers,
+      body: typeof body === 'string' || body === undefined ? body : new Uint8Array(body),
+      redirect: 'manual',
+      signal: AbortSignal.timeout(30000),
+    });
   } catch (err) {
     return fail(`${what}: no answer (${(err as Error).message})`);
   }
@@ -182,10 +255,23 @@ t.teardown(() => a?.stop());
 
 t.test('mutated protobuf BatchLists on C and B', async () => {
   const signer = newSigner();
-  const valid = batchList(intkeyBatch(signer, [['set', 'fz', 1], ['inc', 'fz', 2]]), intkeyBatch(signer, [['set', 'fy', 3]]));
+  const valid = batchList(
+    intkeyBatch(signer, [
+      ['set', 'fz', 1],
+      ['inc', 'fz', 2],
+    ]),
+    intkeyBatch(signer, [['set', 'fy', 3]]),
+  );
   await forAWhile(async () => {
     const iface = pick(['C', 'B'] as const);
-    await probe('protobuf', iface, 'POST', '/batches', mutateBytes(valid), pick(['application/octet-stream', 'application/octet-stream', 'application/json', 'text/plain']));
+    await probe(
+      'protobuf',
+      iface,
+      'POST',
+      '/batches',
+      mutateBytes(valid),
+      pick(['application/octet-stream', 'application/octet-stream', 'application/json', 'text/plain']),
+    );
   });
 });
 
@@ -198,7 +284,12 @@ t.test('mutated JSON bodies on A', async () => {
     ['POST', '/authorization/roles', { role_id: 'fz', display_name: 'Fz', permissions: ['registry.read'] }, true],
     ['PATCH', '/authorization/roles/fz', { display_name: 'Fz2', permissions: ['registry.read'] }, true],
     ['POST', '/authorization/assignments', { identity_type: 'user', identity: 'someone', roles: ['fz'] }, true],
-    ['POST', '/registry/nodes', { identity: 'fz-node', endpoints: ['tcp://fz:1'], display_name: 'Fz', keys: ['02' + 'ab'.repeat(32)], metadata: { a: 'b' } }, true],
+    [
+      'POST',
+      '/registry/nodes',
+      { identity: 'fz-node', endpoints: ['tcp://fz:1'], display_name: 'Fz', keys: [`02${'ab'.repeat(32)}`], metadata: { a: 'b' } },
+      true,
+    ],
     ['PUT', '/registry/nodes/fz-node', { identity: 'fz-node', endpoints: ['tcp://fz:2'], display_name: 'Fz', keys: ['k'], metadata: {} }, true],
     ['PUT', '/biome/users/nobody', { username: 'x', hashed_password: 'y', new_password: 'z' }, true],
   ];
@@ -210,14 +301,32 @@ t.test('mutated JSON bodies on A', async () => {
 
 t.test('mutated JSON bodies on B', async () => {
   const bodies: Array<[string, string, unknown]> = [
-    ['POST', '/organization', { data: [{ id: 'fz-org', name: 'Fz', alternate_ids: ['gs1_company_prefix:0614141'], metadata: [{ key: 'a', value: 'b' }] }] }],
+    [
+      'POST',
+      '/organization',
+      { data: [{ id: 'fz-org', name: 'Fz', alternate_ids: ['gs1_company_prefix:0614141'], metadata: [{ key: 'a', value: 'b' }] }] },
+    ],
     ['PUT', '/organization/fz-org', { name: 'Fz 2', locations: [] }],
     ['POST', '/role/fz-org', { data: [{ name: 'r', description: 'd', permissions: ['schema::can-create-schema'] }] }],
     ['POST', '/schema', { data: [{ name: 's', owner: 'fz-org', properties: [{ name: 'p', data_type: 'STRING', required: true }] }] }],
     ['POST', '/product', { data: [{ product_id: '06141410000017', owner: 'fz-org', properties: [{ name: 'p', data_type: 'STRING', value: 'v' }] }] }],
     ['POST', '/location', { data: [{ location_id: '0614141000001', owner: 'fz-org', properties: [] }] }],
-    ['POST', '/organization/fz-org/agent', { data: [{ public_key: '02' + 'ab'.repeat(32), roles: ['admin'] }] }],
-    ['POST', '/purchase_order', { data: [{ uid: 'po-1', buyer_org_id: 'fz-org', seller_org_id: 'fz-org', workflow_state: 'issued', create_version_payload: { version_id: 'v1', workflow_state: 'proposed', revision: { order_xml_v3_4: '<x/>' } } }] }],
+    ['POST', '/organization/fz-org/agent', { data: [{ public_key: `02${'ab'.repeat(32)}`, roles: ['admin'] }] }],
+    [
+      'POST',
+      '/purchase_order',
+      {
+        data: [
+          {
+            uid: 'po-1',
+            buyer_org_id: 'fz-org',
+            seller_org_id: 'fz-org',
+            workflow_state: 'issued',
+            create_version_payload: { version_id: 'v1', workflow_state: 'proposed', revision: { order_xml_v3_4: '<x/>' } },
+          },
+        ],
+      },
+    ],
   ];
   await forAWhile(async () => {
     const [method, path, valid] = pick(bodies);
@@ -227,11 +336,48 @@ t.test('mutated JSON bodies on B', async () => {
 
 t.test('random query strings on list routes of A, B and C', async () => {
   const routes: Array<[Iface, string]> = [
-    ['C', '/batches'], ['C', '/transactions'], ['C', '/blocks'], ['C', '/state'], ['C', '/batch_statuses'], ['C', '/receipts'], ['C', '/peers'], ['C', '/status'],
-    ['B', '/organization'], ['B', '/agent'], ['B', '/product'], ['B', '/location'], ['B', '/schema'], ['B', '/purchase_order'], ['B', '/batch_statuses'], ['B', '/role/fz-org'],
-    ['A', '/registry/nodes'], ['A', '/authorization/roles'], ['A', '/authorization/assignments'], ['A', '/biome/users'], ['A', '/oauth/users'],
+    ['C', '/batches'],
+    ['C', '/transactions'],
+    ['C', '/blocks'],
+    ['C', '/state'],
+    ['C', '/batch_statuses'],
+    ['C', '/receipts'],
+    ['C', '/peers'],
+    ['C', '/status'],
+    ['B', '/organization'],
+    ['B', '/agent'],
+    ['B', '/product'],
+    ['B', '/location'],
+    ['B', '/schema'],
+    ['B', '/purchase_order'],
+    ['B', '/batch_statuses'],
+    ['B', '/role/fz-org'],
+    ['A', '/registry/nodes'],
+    ['A', '/authorization/roles'],
+    ['A', '/authorization/assignments'],
+    ['A', '/biome/users'],
+    ['A', '/oauth/users'],
   ];
-  const keys = ['limit', 'start', 'head', 'reverse', 'id', 'address', 'offset', 'service_id', 'filter', 'org_id', 'signer', 'buyer_org_id', 'seller_org_id', 'has_accepted_version', 'is_open', 'wait', 'x', '__proto__'];
+  const keys = [
+    'limit',
+    'start',
+    'head',
+    'reverse',
+    'id',
+    'address',
+    'offset',
+    'service_id',
+    'filter',
+    'org_id',
+    'signer',
+    'buyer_org_id',
+    'seller_org_id',
+    'has_accepted_version',
+    'is_open',
+    'wait',
+    'x',
+    '__proto__',
+  ];
   await forAWhile(async () => {
     const [iface, path] = pick(routes);
     const parts: string[] = [];
@@ -244,12 +390,20 @@ t.test('random query strings on list routes of A, B and C', async () => {
       parts.push(`${raw ? k : encodeURIComponent(k)}=${raw ? wellFormed.replace(/[\s#&]/g, '') : encodeURIComponent(wellFormed)}`);
     }
     const q = parts.join('&');
-    await probe('queries', iface, 'GET', `${path}${q ? '?' : ''}${q}`.slice(0, 7000), undefined, undefined, iface === 'A' ? `Bearer ${a.admin}` : undefined);
+    await probe(
+      'queries',
+      iface,
+      'GET',
+      `${path}${q ? '?' : ''}${q}`.slice(0, 7000),
+      undefined,
+      undefined,
+      iface === 'A' ? `Bearer ${a.admin}` : undefined,
+    );
   });
 });
 
 t.test('random and mutated frames on /subscriptions', async (t) => {
-  const url = a.t.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions';
+  const url = `${a.t.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`;
   const valid: unknown[] = [
     { action: 'subscribe', address_prefixes: ['1cf126'] },
     { action: 'subscribe' },

@@ -48,7 +48,14 @@ t.test('composite keys cannot be forged with the separator', async (t) => {
           workflowState: 'issued',
           buyerOrgId: 'acme',
           sellerOrgId: 'beta',
-          versions: [{ versionId, workflowState: 'proposed', currentRevisionId: 1, revisions: [{ revisionId: 1, submitter: 'k', createdAt: 1, orderXmlV3_4: xml }] }],
+          versions: [
+            {
+              versionId,
+              workflowState: 'proposed',
+              currentRevisionId: 1,
+              revisions: [{ revisionId: 1, submitter: 'k', createdAt: 1, orderXmlV3_4: xml }],
+            },
+          ],
           createdAt: 1,
           workflowId: 'built-in::collaborative::v1',
         },
@@ -60,15 +67,35 @@ t.test('composite keys cannot be forged with the separator', async (t) => {
 
   const rm = new ReadModel(root);
   const acmeAgents = rm.page<AgentRecord>('agent', gridPrefixes.agentsOf('acme'), 0, 100);
-  t.same(acmeAgents.items.map((a) => a.public_key), ['k-acme'], "acme lists only its own agent");
+  t.same(
+    acmeAgents.items.map((a) => a.public_key),
+    ['k-acme'],
+    'acme lists only its own agent',
+  );
   t.equal(acmeAgents.total, 1);
-  t.same(rm.page<RoleRecord>('role', gridPrefixes.rolesOf('acme'), 0, 100).items.map((r) => r.org_id), ['acme'], 'and only its own role');
-  t.same(rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(evilOrg), 0, 100).items.map((a) => a.public_key), ['k-evil'], 'the other org keeps its agent');
+  t.same(
+    rm.page<RoleRecord>('role', gridPrefixes.rolesOf('acme'), 0, 100).items.map((r) => r.org_id),
+    ['acme'],
+    'and only its own role',
+  );
+  t.same(
+    rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(evilOrg), 0, 100).items.map((a) => a.public_key),
+    ['k-evil'],
+    'the other org keeps its agent',
+  );
 
   const versions = rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf('PO-X'), 0, 100);
-  t.same(versions.items.map((v) => v.version_id), ['1'], 'PO-X has only its own version');
+  t.same(
+    versions.items.map((v) => v.version_id),
+    ['1'],
+    'PO-X has only its own version',
+  );
   const revisions = rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf('PO-X', '1'), 0, 100);
-  t.same(revisions.items.map((r) => r.order_xml_v3_4), ['<mine/>'], 'and only its own revisions');
+  t.same(
+    revisions.items.map((r) => r.order_xml_v3_4),
+    ['<mine/>'],
+    'and only its own revisions',
+  );
   t.same(
     rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(`PO-X${SEP}1`, 'x'), 0, 100).items.map((r) => r.order_xml_v3_4),
     ['<forged/>'],

@@ -7,7 +7,18 @@
 import t, { type Test } from 'tap';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { ApiError, type Req } from '../src/http/server.js';
-import { ANY_JSON, answer, paramNames, runRoute, serializer, setReplyCheck, toReply, type Answer, type Outcome, type RouteSpec } from '../src/http/route.js';
+import {
+  ANY_JSON,
+  answer,
+  paramNames,
+  runRoute,
+  serializer,
+  setReplyCheck,
+  toReply,
+  type Answer,
+  type Outcome,
+  type RouteSpec,
+} from '../src/http/route.js';
 import { ledgerApiRoutes } from '../src/ledger-api/index.js';
 import { LedgerErrorCode } from '../src/ledger-api/errors.js';
 import { nodeApiRoutes } from '../src/node-api/index.js';
@@ -26,8 +37,22 @@ interface Snapshot {
 /** A request snapshot as the server makes one (src/http/server.ts). */
 function request(method: string, path: string, s: Snapshot = {}): Req {
   const body = s.body === undefined ? Buffer.alloc(0) : Buffer.from(typeof s.body === 'string' ? s.body : JSON.stringify(s.body));
-  const headers: Record<string, string> = { host: 'node.test', ...(s.body !== undefined && typeof s.body !== 'string' ? { 'content-type': 'application/json' } : {}), ...s.headers };
-  return { method, path, rawQuery: s.query ?? '', query: new URLSearchParams(s.query ?? ''), headers, params: s.params ?? [], body, aborted: false, remoteAddress: '127.0.0.1' };
+  const headers: Record<string, string> = {
+    host: 'node.test',
+    ...(s.body !== undefined && typeof s.body !== 'string' ? { 'content-type': 'application/json' } : {}),
+    ...s.headers,
+  };
+  return {
+    method,
+    path,
+    rawQuery: s.query ?? '',
+    query: new URLSearchParams(s.query ?? ''),
+    headers,
+    params: s.params ?? [],
+    body,
+    aborted: false,
+    remoteAddress: '127.0.0.1',
+  };
 }
 
 function find<S extends RouteSpec<any, any>>(routes: readonly S[], method: string, path: string): S {
@@ -78,12 +103,27 @@ t.test('ledger gateway handlers', async (t) => {
   t.equal(one.data.header_signature, genesis);
   t.equal(one.link, `http://node.test/blocks/${genesis}`);
 
-  await refused(t, run(find(routes, 'get', '/blocks/:block_id'), {}, request('GET', '/blocks/abc', { params: ['abc'] })), 400, LedgerErrorCode.InvalidResourceId);
+  await refused(
+    t,
+    run(find(routes, 'get', '/blocks/:block_id'), {}, request('GET', '/blocks/abc', { params: ['abc'] })),
+    400,
+    LedgerErrorCode.InvalidResourceId,
+  );
   const zeros = '0'.repeat(128);
-  await refused(t, run(find(routes, 'get', '/blocks/:block_id'), {}, request('GET', `/blocks/${zeros}`, { params: [zeros] })), 404, LedgerErrorCode.BlockNotFound);
+  await refused(
+    t,
+    run(find(routes, 'get', '/blocks/:block_id'), {}, request('GET', `/blocks/${zeros}`, { params: [zeros] })),
+    404,
+    LedgerErrorCode.BlockNotFound,
+  );
   // The query parser runs before the handler: a missing `id` is the parser's error.
   await refused(t, run(find(routes, 'get', '/batch_statuses'), {}, request('GET', '/batch_statuses')), 400, LedgerErrorCode.StatusIdQueryInvalid);
-  await refused(t, run(find(routes, 'post', '/batch_statuses'), {}, request('POST', '/batch_statuses', { body: 'x', headers: { 'content-type': 'text/plain' } })), 400, LedgerErrorCode.WrongContentTypeStatuses);
+  await refused(
+    t,
+    run(find(routes, 'post', '/batch_statuses'), {}, request('POST', '/batch_statuses', { body: 'x', headers: { 'content-type': 'text/plain' } })),
+    400,
+    LedgerErrorCode.WrongContentTypeStatuses,
+  );
   const statuses = await value(run(find(routes, 'post', '/batch_statuses'), {}, request('POST', '/batch_statuses', { body: [zeros] })));
   t.same(statuses, { data: [{ id: zeros, invalid_transactions: [], status: 'UNKNOWN' }] });
 
@@ -107,7 +147,13 @@ t.test('node API handlers', async (t) => {
   t.equal(status.version, 'test');
   t.match(status.node_id, /^cairn-/);
 
-  const reg = await value(run(find(routes, 'post', '/biome/register'), anonymous, request('POST', '/biome/register', { body: { username: 'direct', hashed_password: 'pw' } })));
+  const reg = await value(
+    run(
+      find(routes, 'post', '/biome/register'),
+      anonymous,
+      request('POST', '/biome/register', { body: { username: 'direct', hashed_password: 'pw' } }),
+    ),
+  );
   t.equal(reg.message, 'User created successfully');
   const userId: string = reg.data.user_id;
   const user = await value(run(find(routes, 'get', '/biome/users/:user_id'), admin, request('GET', `/biome/users/${userId}`, { params: [userId] })));
@@ -131,7 +177,17 @@ t.test('data API handlers', async (t) => {
   const call = (method: string, path: string, req: Req): Promise<Outcome> => run(find(routes, method, path), ctx(req), req);
 
   const empty = await value(call('get', '/organization', request('GET', '/organization', { query: 'limit=5' })));
-  t.same(empty, { data: [], paging: { current: '/organization?limit=5&offset=0', offset: 0, limit: 5, total: 0, first: '/organization?limit=5&offset=0', last: '/organization?limit=5&offset=0' } });
+  t.same(empty, {
+    data: [],
+    paging: {
+      current: '/organization?limit=5&offset=0',
+      offset: 0,
+      limit: 5,
+      total: 0,
+      first: '/organization?limit=5&offset=0',
+      last: '/organization?limit=5&offset=0',
+    },
+  });
 
   const e = await refused(t, call('get', '/organization/:id', request('GET', '/organization/acme', { params: ['acme'] })), 404);
   t.equal(e.message, 'Organization acme not found');
@@ -140,7 +196,11 @@ t.test('data API handlers', async (t) => {
   const limit = await refused(t, call('get', '/product', request('GET', '/product', { query: 'limit=0' })), 400);
   t.match(limit.message, /^`limit` must be an integer/);
 
-  const made = await call('post', '/organization', request('POST', '/organization', { body: { data: [{ id: 'acme', name: 'Acme' }] }, query: 'wait=30' }));
+  const made = await call(
+    'post',
+    '/organization',
+    request('POST', '/organization', { body: { data: [{ id: 'acme', name: 'Acme' }] }, query: 'wait=30' }),
+  );
   t.equal((made as Answer).status, 200);
   t.equal((made as Answer<{ status: string }>).value.status, 'COMMITTED');
   const org = await value(call('get', '/organization/:id', request('GET', '/organization/acme', { params: ['acme'] })));

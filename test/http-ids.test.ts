@@ -46,8 +46,20 @@ t.test('A: over-long path ids are 404, over-long body ids 400', async (t) => {
     t.equal(r.status, 404, `${m} ${p.slice(0, 40)}…`);
     t.type((r.body as { message: unknown }).message, 'string');
   }
-  const node = (over: Record<string, unknown>): unknown => ({ identity: 'n1', endpoints: ['tcp://n1:8044'], display_name: 'N1', keys: ['02' + 'cd'.repeat(32)], metadata: {}, ...over });
-  for (const body of [node({ endpoints: [ACCENTS] }), node({ endpoints: ['tcp://ok:1', `tcp://${'é'.repeat(300)}`] }), node({ identity: '€'.repeat(200) }), node({ identity: HUGE })]) {
+  const node = (over: Record<string, unknown>): unknown => ({
+    identity: 'n1',
+    endpoints: ['tcp://n1:8044'],
+    display_name: 'N1',
+    keys: [`02${'cd'.repeat(32)}`],
+    metadata: {},
+    ...over,
+  });
+  for (const body of [
+    node({ endpoints: [ACCENTS] }),
+    node({ endpoints: ['tcp://ok:1', `tcp://${'é'.repeat(300)}`] }),
+    node({ identity: '€'.repeat(200) }),
+    node({ identity: HUGE }),
+  ]) {
     const r = await call('POST', '/registry/nodes', { auth: admin, body });
     t.equal(r.status, 400, JSON.stringify(body).slice(0, 80));
     t.match((r.body as { message: string }).message, new RegExp(`at most (256 characters|${MAX_ID_BYTES} bytes)|longer than`));
@@ -61,7 +73,16 @@ t.test('A: over-long path ids are 404, over-long body ids 400', async (t) => {
 t.test('B: over-long path ids are 404, over-long record ids 400 before anything is submitted', async (t) => {
   const api = new Api(a.t.dataUrl);
   for (const id of [LONG, encodeURIComponent(ACCENTS)]) {
-    for (const p of [`/organization/${id}`, `/agent/${id}`, `/schema/${id}`, `/product/${id}`, `/location/${id}`, `/purchase_order/${id}`, `/role/${id}/x`, `/purchase_order/x/version/${id}`]) {
+    for (const p of [
+      `/organization/${id}`,
+      `/agent/${id}`,
+      `/schema/${id}`,
+      `/product/${id}`,
+      `/location/${id}`,
+      `/purchase_order/${id}`,
+      `/role/${id}/x`,
+      `/purchase_order/x/version/${id}`,
+    ]) {
       const r = await api.get(p);
       t.equal(r.status, 404, p.slice(0, 40));
       t.type(r.json.message, 'string');

@@ -31,7 +31,8 @@ interface Target {
   shape: (j: any) => boolean;
 }
 
-const ledgerShape = (j: any): boolean => typeof j?.error?.code === 'number' && typeof j.error.message === 'string' && typeof j.error.title === 'string';
+const ledgerShape = (j: any): boolean =>
+  typeof j?.error?.code === 'number' && typeof j.error.message === 'string' && typeof j.error.title === 'string';
 const messageShape = (j: any): boolean => typeof j?.message === 'string' && Object.keys(j).length === 1;
 
 const TARGETS: Target[] = [
@@ -63,7 +64,10 @@ for (const target of TARGETS) {
   });
 
   t.test(`${target.name}: an over-long request target gets a readable 414`, async (t) => {
-    const r = await rawRequest(target.port(), `GET ${target.ok}${target.ok.includes('?') ? '&' : '?'}x=${'a'.repeat(MAX_URL_BYTES + 10)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    const r = await rawRequest(
+      target.port(),
+      `GET ${target.ok}${target.ok.includes('?') ? '&' : '?'}x=${'a'.repeat(MAX_URL_BYTES + 10)} HTTP/1.1\r\nHost: x\r\n\r\n`,
+    );
     t.equal(r.status, 414, r.text.slice(0, 100));
     t.ok(target.shape(rawJson(r)));
     // Unknown paths and wrong methods are bounded the same way.
@@ -126,7 +130,7 @@ t.test('a throwing handler, a rejected promise, an unsendable reply and throwing
     t.equal(r.status, 500, p);
     t.same(await r.json(), { message: 'Internal server error' }, `${p}: no internals leak`);
   }
-  t.equal((await fetch(base + '/http-error')).status, 409);
+  t.equal((await fetch(`${base}/http-error`)).status, 409);
   t.match(log.text(), /unhandled error on GET \/sync/);
   t.notMatch(log.text(), /at .*server\.ts/, 'no stack at the default log level');
 
@@ -145,7 +149,7 @@ t.test('a throwing handler, a rejected promise, an unsendable reply and throwing
   });
   t.equal(closeCode, 1011, 'a throwing message handler closes that socket with 1011');
 
-  const echo = await fetch(base + '/echo', { method: 'POST', body: 'abc' });
+  const echo = await fetch(`${base}/echo`, { method: 'POST', body: 'abc' });
   t.equal(await echo.text(), 'abc', 'the server still serves');
 });
 
@@ -155,17 +159,28 @@ t.test('request bodies held at once are bounded across the interfaces: 503 over 
   const part = Buffer.alloc(LIMIT - 4096, 0x61);
   const head = (path: string): string => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT - 1}\r\n\r\n`;
   // Two slow uploads, on two interfaces, that never finish: they hold most of the budget.
-  const slow = [rawRequest(m.node.ports.node, head('/biome/login'), [part], 2, 3000), rawRequest(m.node.ports.data, head('/organization'), [part], 2, 3000)];
+  const slow = [
+    rawRequest(m.node.ports.node, head('/biome/login'), [part], 2, 3000),
+    rawRequest(m.node.ports.data, head('/organization'), [part], 2, 3000),
+  ];
   await new Promise((r) => setTimeout(r, 500));
   const third = await rawRequest(m.node.ports.ledger, head('/batch_statuses'), [part], 2, 10000);
   t.equal(third.status, 503, third.text.slice(0, 100));
   t.ok(ledgerShape(rawJson(third)));
   t.match(third.text, /retry-after: 1/i);
   const held = await Promise.all(slow);
-  t.same(held.map((r) => r.status), [0, 0], 'the slow uploads got no answer (they never finished)');
+  t.same(
+    held.map((r) => r.status),
+    [0, 0],
+    'the slow uploads got no answer (they never finished)',
+  );
   // Their bytes are given back when they go away.
   await new Promise((r) => setTimeout(r, 200));
-  const r = await fetch(`http://127.0.0.1:${m.node.ports.ledger}/batch_statuses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(['f'.repeat(128)]) });
+  const r = await fetch(`http://127.0.0.1:${m.node.ports.ledger}/batch_statuses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(['f'.repeat(128)]),
+  });
   t.equal(r.status, 200);
 });
 
@@ -195,8 +210,11 @@ t.test('pipelined requests from a client that does not read do not pile up answe
   });
   await new Promise((r) => setTimeout(r, 1500));
   const grown = (process.memoryUsage().rss - rss0) / 1048576;
-  t.ok(grown < 150, `the node holds little for them (${grown.toFixed(0)} MiB; all answers would be ${((2 * requests * size) / 1048576).toFixed(0)} MiB)`);
-  socks.forEach((s) => s.destroy());
+  t.ok(
+    grown < 150,
+    `the node holds little for them (${grown.toFixed(0)} MiB; all answers would be ${((2 * requests * size) / 1048576).toFixed(0)} MiB)`,
+  );
+  for (const s of socks) s.destroy();
 
   // A client that pipelines and reads gets whole answers; once an answer had to wait for
   // the socket, uWS reads no further pipelined request and closes the connection (the

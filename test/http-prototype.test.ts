@@ -1,8 +1,8 @@
 /**
  * `__proto__` and the names Object.prototype carries (`constructor`, `toString`, `valueOf`,
- * `hasOwnProperty`) in JSON bodies: on interface B they are unknown fields (400, nothing
+ * `hasOwnProperty`) in JSON bodies: on the data API they are unknown fields (400, nothing
  * submitted), never a 500 and never a way to fill a required field through a prototype;
- * on interface A they are plain data or missing fields.
+ * on the node API they are plain data or missing fields.
  */
 import t, { type Test } from 'tap';
 import { Api, acmeWithSchemas, w } from './helpers/data-api.js';
@@ -30,7 +30,13 @@ async function refusedB(t: Test, method: string, path: string, raw: string, mess
 }
 
 t.test('B: __proto__ in a record is an unknown field (was a 500 on /organization)', async (t) => {
-  await refusedB(t, 'POST', w('/organization'), '{"data":[{"__proto__":{"id":"evil","name":"Evil"}}]}', /`data\[0\]\.__proto__` is not a known field/);
+  await refusedB(
+    t,
+    'POST',
+    w('/organization'),
+    '{"data":[{"__proto__":{"id":"evil","name":"Evil"}}]}',
+    /`data\[0\]\.__proto__` is not a known field/,
+  );
   await refusedB(t, 'POST', w('/organization'), '{"data":[{"id":"evil","name":"Evil","__proto__":{"x":1}}]}', /__proto__` is not a known field/);
   await refusedB(t, 'PUT', w('/organization/acme'), '{"__proto__":{"name":"Renamed"}}', /`__proto__` is not a known field/);
   t.equal((await api.get('/organization/evil')).status, 404);
@@ -44,7 +50,13 @@ t.test('B: a required field cannot come through __proto__ (a /role batch used to
 
 for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__defineGetter__', 'isPrototypeOf']) {
   t.test(`B: \`${name}\` is not a known field`, async (t) => {
-    await refusedB(t, 'POST', w('/role/acme'), JSON.stringify({ data: [{ name: `r-${name}`, [name]: 'x' }] }), new RegExp(`\`data\\[0\\]\\.${name}\` is not a known field`));
+    await refusedB(
+      t,
+      'POST',
+      w('/role/acme'),
+      JSON.stringify({ data: [{ name: `r-${name}`, [name]: 'x' }] }),
+      new RegExp(`\`data\\[0\\]\\.${name}\` is not a known field`),
+    );
     await refusedB(t, 'POST', w('/organization'), JSON.stringify({ data: [{ id: `o-${name}`, name: 'x', [name]: {} }] }), /is not a known field/);
     await refusedB(t, 'PUT', w('/organization/acme'), JSON.stringify({ [name]: 1 }), /is not a known field/);
   });
@@ -66,8 +78,8 @@ t.test('A: prototype names in bodies are data or missing fields, never a 500', a
   t.not(ctor.status, 500);
 
   // Registry metadata: `__proto__` is refused (it cannot be stored as data), other member names are plain keys.
-  const node = { identity: 'proto-node', endpoints: ['tcp://proto:8044'], display_name: 'P', keys: ['02' + 'ab'.repeat(32)] };
-  const withMeta = (meta: string): string => JSON.stringify(node).slice(0, -1) + `,"metadata":${meta}}`;
+  const node = { identity: 'proto-node', endpoints: ['tcp://proto:8044'], display_name: 'P', keys: [`02${'ab'.repeat(32)}`] };
+  const withMeta = (meta: string): string => `${JSON.stringify(node).slice(0, -1)},"metadata":${meta}}`;
   const proto = await call('POST', '/registry/nodes', { auth: admin, raw: withMeta('{"__proto__":"x","region":"eu"}') });
   t.equal(proto.status, 400, proto.text);
   t.match((proto.body as { message: string }).message, /"__proto__" is reserved/);
@@ -88,7 +100,7 @@ t.test('A: prototype names in bodies are data or missing fields, never a 500', a
 });
 
 t.test('values whose own toString is not a function are shown, not converted (a throw inside the websocket handler)', async (t) => {
-  const ws = new WebSocket(a.t.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions');
+  const ws = new WebSocket(`${a.t.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`);
   await new Promise<void>((resolve, reject) => {
     ws.on('open', () => resolve());
     ws.on('error', reject);
@@ -102,7 +114,10 @@ t.test('values whose own toString is not a function are shown, not converted (a 
   ws.send(JSON.stringify({ action: 'get_block_deltas', block_id: { valueOf: {}, toString: {} } }));
   for (let i = 0; i < 100 && frames.length < 2 && closedWith === 0; i++) await new Promise((r) => setTimeout(r, 20));
   t.equal(closedWith, 0, 'the socket stays open');
-  t.same(frames.map((f) => JSON.parse(f)), [{ error: 'Unknown block id "{"toString":1}"' }, { error: 'Unknown block id "{"valueOf":{},"toString":{}}"' }]);
+  t.same(
+    frames.map((f) => JSON.parse(f)),
+    [{ error: 'Unknown block id "{"toString":1}"' }, { error: 'Unknown block id "{"valueOf":{},"toString":{}}"' }],
+  );
 
   const filter = encodeURIComponent(JSON.stringify({ region: [{ operator: { toString: 1 }, value: 'eu' }] }));
   const r = await a.call('GET', `/registry/nodes?filter=${filter}`, { auth: a.admin });

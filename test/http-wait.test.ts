@@ -1,5 +1,5 @@
 /**
- * The `wait` query of /batch_statuses, one parser for interfaces B and C: a negative
+ * The `wait` query of /batch_statuses, one parser for the data API and the ledger gateway: a negative
  * integer (`-1`, `-0`) does not wait (it used to wait the maximum), integers as Python
  * reads them, `false`, and the long wait for anything else.
  */

@@ -1,5 +1,5 @@
 /**
- * Interface C errors: the complete upstream table (codes, titles, HTTP statuses), every
+ * Ledger gateway errors: the complete upstream table (codes, titles, HTTP statuses), every
  * code the gateway emits provoked over HTTP, and unknown paths, wrong methods and oversized
  * bodies in the same error shape. Also /peers and /status with configured peers.
  */
@@ -10,9 +10,9 @@ import { get, post, type Res } from './helpers/ledger-api.js';
 import { LEDGER_ERRORS } from '../src/ledger-api/errors.js';
 
 const UNKNOWN = 'f'.repeat(128);
-const ADDR = '1cf126' + '0'.repeat(64);
+const ADDR = `1cf126${'0'.repeat(64)}`;
 
-/** research/sawtooth.md §1.10, row by row. */
+/** Upstream's error table, row by row. */
 const TABLE: Array<[number, number, string]> = [
   [10, 500, 'Unknown Validator Error'],
   [15, 503, 'Validator Not Ready'],
@@ -74,8 +74,11 @@ function isError(t: Test, r: Res, status: number, code: number, what: string): v
   t.match(r.headers.get('content-type') ?? 'application/json', /^application\/json/);
 }
 
-t.test('the error table is upstream\'s', async (t) => {
-  t.same(Object.keys(LEDGER_ERRORS).map(Number), TABLE.map(([c]) => c));
+t.test("the error table is upstream's", async (t) => {
+  t.same(
+    Object.keys(LEDGER_ERRORS).map(Number),
+    TABLE.map(([c]) => c),
+  );
   for (const [code, status, title] of TABLE) {
     const def = LEDGER_ERRORS[code as keyof typeof LEDGER_ERRORS];
     t.equal(def.status, status, `${code} status`);

@@ -1,5 +1,5 @@
 /**
- * Interface C lists: /blocks, /batches, /transactions. Chain order, paging by marker
+ * Ledger gateway lists: /blocks, /batches, /transactions. Chain order, paging by marker
  * (first page, next pages, last page, start in the middle, start not found), reverse,
  * limit edges, head (current, older, unknown, malformed, "latest", a block number), the
  * id filter, the empty list, single fetches, and link URLs (X-Forwarded-* / Forwarded).
@@ -9,7 +9,7 @@ import { startTestNode, type TestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted } from './helpers/batches.js';
 import { get, getWithHost, ids, keysSorted, walkPages } from './helpers/ledger-api.js';
 
-const marker = (n: number): string => '0x' + n.toString(16).padStart(16, '0');
+const marker = (n: number): string => `0x${n.toString(16).padStart(16, '0')}`;
 const UNKNOWN = 'f'.repeat(128);
 
 let n: TestNode;
@@ -32,8 +32,14 @@ t.before(async () => {
     ),
   );
   t.equal((await postBatches(url, batchList(...batches))).status, 202);
-  const st = await waitCommitted(url, batches.map((b) => b.id));
-  t.same(st.map((s) => s.status), Array(7).fill('COMMITTED'));
+  const st = await waitCommitted(
+    url,
+    batches.map((b) => b.id),
+  );
+  t.same(
+    st.map((s) => s.status),
+    Array(7).fill('COMMITTED'),
+  );
   const all = await get(`${url}/blocks`);
   head = all.json.head;
   blocks = all.json.data;
@@ -44,7 +50,10 @@ t.teardown(() => n?.stop());
 
 t.test('the chain under test', async (t) => {
   t.ok(blocks.length >= 5, `${blocks.length} blocks`);
-  t.same(blocks.map((b) => b.header.block_num), blocks.map((_, i) => String(blocks.length - 1 - i)));
+  t.same(
+    blocks.map((b) => b.header.block_num),
+    blocks.map((_, i) => String(blocks.length - 1 - i)),
+  );
   t.equal(blocks[0].header_signature, head);
   t.equal(allBatches.length, 8, 'genesis batch + 7');
   t.equal(allTxns.length, 3 + 1 + 2 + 3 + 1 + 2 + 3 + 1);
@@ -76,7 +85,11 @@ t.test('/blocks paging: first, next, last page; start; reverse', async (t) => {
     start: null,
   });
   const pages = await walkPages(`${url}/blocks?limit=2`);
-  t.same(pages.flatMap((p) => ids(p.json.data)), ids(blocks), 'walking next covers the chain once');
+  t.same(
+    pages.flatMap((p) => ids(p.json.data)),
+    ids(blocks),
+    'walking next covers the chain once',
+  );
   const last = pages[pages.length - 1]!;
   t.notOk('next' in last.json.paging, 'last page has no next');
   t.notOk('next_position' in last.json.paging);
@@ -91,7 +104,11 @@ t.test('/blocks paging: first, next, last page; start; reverse', async (t) => {
   t.equal(short.json.link, `${url}/blocks?head=${head}&start=${marker(2)}&limit=1000`);
 
   const rev = await walkPages(`${url}/blocks?reverse&limit=2`);
-  t.same(rev.flatMap((p) => ids(p.json.data)), ids(blocks).reverse(), 'reverse: genesis first');
+  t.same(
+    rev.flatMap((p) => ids(p.json.data)),
+    ids(blocks).reverse(),
+    'reverse: genesis first',
+  );
   t.equal(rev[0]!.json.paging.next, `${url}/blocks?head=${head}&start=${marker(2)}&limit=2&reverse`);
   const rev2 = await get(`${url}/blocks?reverse=block_num&start=${marker(1)}&limit=1`);
   t.same(ids(rev2.json.data), [blocks[blocks.length - 2].header_signature]);
@@ -137,7 +154,10 @@ for (const [path, list] of [
 
     const pages = await walkPages(`${url}${path}?limit=3`);
     t.equal(pages.length, Math.ceil(all.length / 3));
-    t.same(pages.flatMap((p) => ids(p.json.data)), ids(all));
+    t.same(
+      pages.flatMap((p) => ids(p.json.data)),
+      ids(all),
+    );
     t.same(pages[0]!.json.paging, {
       limit: 3,
       next: `${url}${path}?head=${head}&start=${all[3].header_signature}&limit=3`,
@@ -154,7 +174,11 @@ for (const [path, list] of [
 
     const rev = [...all].reverse();
     const rpages = await walkPages(`${url}${path}?reverse&limit=4`);
-    t.same(rpages.flatMap((p) => ids(p.json.data)), ids(rev), 'reverse flips the whole list');
+    t.same(
+      rpages.flatMap((p) => ids(p.json.data)),
+      ids(rev),
+      'reverse flips the whole list',
+    );
     t.match(rpages[0]!.json.paging.next, /&limit=4&reverse$/);
     const rmid = await get(`${url}${path}?reverse=default&start=${rev[2].header_signature}&limit=2`);
     t.same(ids(rmid.json.data), ids(rev.slice(2, 4)));
@@ -170,7 +194,7 @@ for (const [path, list] of [
     const onOlder = ids(blocks.slice(2).flatMap((b) => (path === '/batches' ? b.batches : b.batches.flatMap((x: any) => x.transactions))));
     const h = await get(`${url}${path}?head=${older.header_signature}`);
     t.equal(h.json.head, older.header_signature);
-    t.same(ids(h.json.data), onOlder, 'only what the older head\'s chain holds');
+    t.same(ids(h.json.data), onOlder, "only what the older head's chain holds");
     const newer = await get(`${url}${path}?head=${older.header_signature}&start=${all[0].header_signature}`);
     t.equal(newer.json.error.code, 54, 'start above the head');
 
@@ -248,7 +272,11 @@ t.test('start not found, bad reverse, bad or unknown head', async (t) => {
 });
 
 t.test('links honour Forwarded and X-Forwarded-*', async (t) => {
-  const x = await get(`${url}/blocks?limit=1`, { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'ledger.example.com', 'x-forwarded-path': '/api' });
+  const x = await get(`${url}/blocks?limit=1`, {
+    'x-forwarded-proto': 'https',
+    'x-forwarded-host': 'ledger.example.com',
+    'x-forwarded-path': '/api',
+  });
   t.equal(x.json.link, `https://ledger.example.com/api/blocks?head=${head}&start=${marker(blocks.length - 1)}&limit=1`);
   t.equal(x.json.paging.next, `https://ledger.example.com/api/blocks?head=${head}&start=${marker(blocks.length - 2)}&limit=1`);
   const f = await get(`${url}/batches/${allBatches[0].header_signature}`, {

@@ -1,6 +1,6 @@
 /**
  * A real client: the upstream JavaScript SDK (sawtooth-sdk) builds and signs intkey batches
- * as its guide shows; the results are checked through every interface C read route:
+ * as its guide shows; the results are checked through every ledger gateway read route:
  * statuses, batches, transactions, blocks, state (with head, paging by address), receipts
  * (GET, POST, wait), peers and status. Then the chain is walked from head to genesis:
  * links, signatures, and the head's state root rebuilt from the /state leaves.
@@ -65,13 +65,25 @@ t.test('SDK-built batches through every read route', async (t) => {
   t.equal(waited.status, 200, 'POST /receipts?wait returns once the receipts exist');
   t.ok(Date.now() - t0 < 10_000, `woken by the commit (${Date.now() - t0} ms)`);
   t.same(Object.keys(waited.json), ['data'], 'POST /receipts has no link');
-  t.same(waited.json.data.map((r: any) => r.id), [...a.txnIds, ...b.txnIds], 'request order');
+  t.same(
+    waited.json.data.map((r: any) => r.id),
+    [...a.txnIds, ...b.txnIds],
+    'request order',
+  );
 
   const st = await get(`${sub.json.link}&wait=5`);
-  t.same(st.json.data.map((s: any) => s.status), ['COMMITTED', 'COMMITTED']);
+  t.same(
+    st.json.data.map((s: any) => s.status),
+    ['COMMITTED', 'COMMITTED'],
+  );
   t.equal(st.json.link, `${url}/batch_statuses?id=${a.id},${b.id}&wait=5`);
   const stPost = await post(`${url}/batch_statuses`, JSON.stringify([b.id, a.id]), 'application/json');
-  t.same(stPost.json, { data: [{ id: b.id, invalid_transactions: [], status: 'COMMITTED' }, { id: a.id, invalid_transactions: [], status: 'COMMITTED' }] });
+  t.same(stPost.json, {
+    data: [
+      { id: b.id, invalid_transactions: [], status: 'COMMITTED' },
+      { id: a.id, invalid_transactions: [], status: 'COMMITTED' },
+    ],
+  });
 
   // The batch as stored is the batch the SDK built.
   const ba = await get(`${url}/batches/${a.id}`);
@@ -120,7 +132,11 @@ t.test('SDK-built batches through every read route', async (t) => {
   t.equal(sa.json.link, `${url}/state/${addrA}?head=${head}`);
   const list = await get(`${url}/state?address=1cf126`);
   const addrs = ['sdk-a', 'sdk-b', 'sdk-c', 'sdk-w'].map(intkeyAddressOf).sort();
-  t.same(list.json.data.map((e: any) => e.address), addrs, 'sorted by address');
+  t.same(
+    list.json.data.map((e: any) => e.address),
+    addrs,
+    'sorted by address',
+  );
   t.equal(list.json.link, `${url}/state?head=${head}&start=${addrs[0]}&limit=1000&address=1cf126`);
   t.same(list.json.paging, { limit: null, start: null });
 
@@ -138,7 +154,9 @@ t.test('SDK-built batches through every read route', async (t) => {
   const gTxns = genesis.batches[0].transactions.map((x: any) => x.header_signature);
   const gr = await get(`${url}/receipts?id=${gTxns.join(',')}`);
   t.equal(gr.json.data.length, 3);
-  t.same(gr.json.data[0].events, [{ attributes: [{ key: 'updated', value: 'sawtooth.settings.vote.authorized_keys' }], event_type: 'settings/update' }]);
+  t.same(gr.json.data[0].events, [
+    { attributes: [{ key: 'updated', value: 'sawtooth.settings.vote.authorized_keys' }], event_type: 'settings/update' },
+  ]);
   t.equal(gr.json.data[0].state_changes[0].type, 'SET');
   const missing = await get(`${url}/receipts?id=${a.txnIds[0]},${UNKNOWN}`);
   t.equal(missing.status, 404, 'one unknown id fails the whole request');
@@ -153,7 +171,10 @@ t.test('SDK-built batches through every read route', async (t) => {
   t.same((await get(`${url}/status`)).json, { data: { endpoint: '', peers: [] }, link: `${url}/status` });
 
   // A second block on top: the state at the older head is still there.
-  const c = sdkIntkeyBatch(signer, [['inc', 'sdk-a', 5], ['set', 'sdk-d', 1]]);
+  const c = sdkIntkeyBatch(signer, [
+    ['inc', 'sdk-a', 5],
+    ['set', 'sdk-d', 1],
+  ]);
   t.equal((await post(`${url}/batches`, sdkBatchList([c.batch]), 'application/octet-stream')).status, 202);
   const stc = await get(`${url}/batch_statuses?id=${c.id}&wait=10`);
   t.equal(stc.json.data[0].status, 'COMMITTED');
@@ -165,7 +186,11 @@ t.test('SDK-built batches through every read route', async (t) => {
   t.equal(atGenesis.status, 404);
   t.equal(atGenesis.json.error.code, 75);
   const oldList = await get(`${url}/state?address=1cf126&head=${head}`);
-  t.same(oldList.json.data.map((e: any) => e.address), addrs, 'sdk-d is not in the older state');
+  t.same(
+    oldList.json.data.map((e: any) => e.address),
+    addrs,
+    'sdk-d is not in the older state',
+  );
 });
 
 t.test('/state paging by address, reverse, prefixes and errors', async (t) => {
@@ -175,18 +200,33 @@ t.test('/state paging by address, reverse, prefixes and errors', async (t) => {
   t.ok(addrs.length >= 7, `${addrs.length} leaves`);
   t.same(addrs, [...addrs].sort());
   const pages = await walkPages(`${url}/state?limit=2`);
-  t.same(pages.flatMap((p) => p.json.data.map((e: any) => e.address)), addrs);
+  t.same(
+    pages.flatMap((p) => p.json.data.map((e: any) => e.address)),
+    addrs,
+  );
   t.same(pages[0]!.json.paging, { limit: 2, next: `${url}/state?head=${head}&start=${addrs[2]}&limit=2`, next_position: addrs[2], start: null });
   t.notOk('next' in pages[pages.length - 1]!.json.paging);
   const rev = await walkPages(`${url}/state?reverse&limit=3`);
-  t.same(rev.flatMap((p) => p.json.data.map((e: any) => e.address)), [...addrs].reverse());
+  t.same(
+    rev.flatMap((p) => p.json.data.map((e: any) => e.address)),
+    [...addrs].reverse(),
+  );
   const mid = await get(`${url}/state?start=${addrs[3]}&limit=2`);
-  t.same(mid.json.data.map((e: any) => e.address), addrs.slice(3, 5));
+  t.same(
+    mid.json.data.map((e: any) => e.address),
+    addrs.slice(3, 5),
+  );
   t.equal(mid.json.paging.start, addrs[3]);
   const rmid = await get(`${url}/state?start=${addrs[3]}&limit=2&reverse`);
-  t.same(rmid.json.data.map((e: any) => e.address), [addrs[3], addrs[2]]);
+  t.same(
+    rmid.json.data.map((e: any) => e.address),
+    [addrs[3], addrs[2]],
+  );
   const pre = await get(`${url}/state?address=1cf126&start=${intkeyAddressOf('sdk-d')}&limit=1`);
-  t.same(pre.json.data.map((e: any) => e.address), [intkeyAddressOf('sdk-d')]);
+  t.same(
+    pre.json.data.map((e: any) => e.address),
+    [intkeyAddressOf('sdk-d')],
+  );
   t.same((await get(`${url}/state?address=`)).json.data.length, addrs.length, 'an empty prefix is every leaf');
 
   const empty = await get(`${url}/state?address=ab&start=${addrs[0]}`);
@@ -196,7 +236,7 @@ t.test('/state paging by address, reverse, prefixes and errors', async (t) => {
   t.same(empty.json.paging, { limit: null, start: addrs[0] });
 
   const cases: Array<[string, number, number]> = [
-    [`/state?start=${'1cf126' + '0'.repeat(64)}`, 400, 54],
+    [`/state?start=${`1cf126${'0'.repeat(64)}`}`, 400, 54],
     ['/state?start=zz', 400, 54],
     [`/state?address=1cf126&start=${addrs[0]}`, 400, 54],
     ['/state?address=1cf12', 400, 62],
@@ -208,7 +248,7 @@ t.test('/state paging by address, reverse, prefixes and errors', async (t) => {
     ['/state?head=abc', 400, 60],
     [`/state/${addrs[0]}?head=12345`, 404, 70],
     ['/state/1cf126', 404, 75],
-    [`/state/${'1cf126' + '0'.repeat(64)}`, 404, 75],
+    [`/state/${`1cf126${'0'.repeat(64)}`}`, 404, 75],
     ['/state/1cf12g', 400, 62],
     [`/state/${addrs[0]}00`, 400, 62],
   ];

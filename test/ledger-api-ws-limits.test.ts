@@ -18,7 +18,7 @@ let bigBlockId: string;
 
 t.before(async () => {
   n = await startTestNode({ CAIRN_WS_MAX_SOCKETS: String(MAX_SOCKETS), CAIRN_WS_MAX_BUFFERED_BYTES: String(64 * 1024) });
-  wsUrl = n.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions';
+  wsUrl = `${n.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`;
   const signer = newSigner();
   const ops: Array<[string, string, number]> = [];
   for (let i = 0; i < 100; i++) ops.push(['set', `wide-${i}`, i]);
@@ -77,7 +77,9 @@ t.test('a socket that does not read is closed once its buffer is full; others ar
 
 t.test('sockets are capped: the next upgrade gets 503 until one closes', async (t) => {
   const socks: WebSocket[] = [];
-  t.teardown(() => socks.forEach((s) => s.terminate()));
+  t.teardown(() => {
+    for (const s of socks) s.terminate();
+  });
   for (let i = 0; i < MAX_SOCKETS; i++) socks.push(await open());
   const refused = await new Promise<{ status: number; body: string }>((resolve) => {
     const ws = new WebSocket(wsUrl);

@@ -65,7 +65,7 @@ let wsUrl: string;
 
 t.before(async () => {
   n = await startTestNode();
-  wsUrl = n.ledgerUrl.replace(/^http/, 'ws') + '/subscriptions';
+  wsUrl = `${n.ledgerUrl.replace(/^http/, 'ws')}/subscriptions`;
 });
 t.teardown(() => n?.stop());
 
@@ -93,22 +93,34 @@ t.test('a subscriber receives the block-commit event of a batch it submitted', a
   t.ok(first.state_changes.every((s: any) => s.address.startsWith('000000') && s.type === 'SET'));
   await all.next();
 
-  const b = intkeyBatch(signer, [['set', 'ws-a', 7], ['set', 'ws-b', 8], ['inc', 'ws-a', 2]]);
+  const b = intkeyBatch(signer, [
+    ['set', 'ws-a', 7],
+    ['set', 'ws-b', 8],
+    ['inc', 'ws-a', 2],
+  ]);
   t.equal((await postBatches(n.ledgerUrl, batchList(b))).status, 202);
   const raw = await c.next();
   t.notMatch(raw, /\n/, 'compact JSON');
   const ev = JSON.parse(raw);
   const block = (await get(`${n.ledgerUrl}/blocks?limit=1`)).json.data[0];
   t.same(block.header.batch_ids, [b.id], 'the block holds our batch');
-  t.same(ev, {
-    block_id: block.header_signature,
-    block_num: '1',
-    previous_block_id: head0.header_signature,
-    state_changes: [{ address: a, type: 'SET', value: ev.state_changes[0]?.value }],
-  }, 'only the changes under the prefixes; the last change per address');
+  t.same(
+    ev,
+    {
+      block_id: block.header_signature,
+      block_num: '1',
+      previous_block_id: head0.header_signature,
+      state_changes: [{ address: a, type: 'SET', value: ev.state_changes[0]?.value }],
+    },
+    'only the changes under the prefixes; the last change per address',
+  );
   t.same([...(decode(Buffer.from(ev.state_changes[0].value, 'base64')) as Map<string, number>)], [['ws-a', 9]]);
   const evAll = JSON.parse(await all.next());
-  t.same(evAll.state_changes.map((s: any) => s.address), [a, intkeyAddress('ws-b')], 'every change, in reverse order of occurrence');
+  t.same(
+    evAll.state_changes.map((s: any) => s.address),
+    [a, intkeyAddress('ws-b')],
+    'every change, in reverse order of occurrence',
+  );
   t.equal(evAll.block_id, block.header_signature);
 
   // A block with nothing under the prefixes still comes, with no changes.
@@ -123,7 +135,10 @@ t.test('a subscriber receives the block-commit event of a batch it submitted', a
   c.send({ action: 'get_block_deltas', block_id: block.header_signature, address_prefixes: [intkeyAddress('ws-b')] });
   const one = JSON.parse(await c.next());
   t.equal(one.block_id, block.header_signature);
-  t.same(one.state_changes.map((s: any) => s.address), [intkeyAddress('ws-b')]);
+  t.same(
+    one.state_changes.map((s: any) => s.address),
+    [intkeyAddress('ws-b')],
+  );
 
   // Unsubscribed: no more events.
   c.send({ action: 'unsubscribe' });

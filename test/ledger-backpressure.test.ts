@@ -29,7 +29,10 @@ t.test('429 under a tiny queue limit; node-key batches exempt', async (t) => {
   t.equal(garbage.status, 429);
 
   const statuses = await getJson(`${n.ledgerUrl}/batch_statuses?id=${a.id},${b.id},${c.id}`);
-  t.same(statuses.json.data.map((s: { status: string }) => s.status), ['PENDING', 'PENDING', 'UNKNOWN']);
+  t.same(
+    statuses.json.data.map((s: { status: string }) => s.status),
+    ['PENDING', 'PENDING', 'UNKNOWN'],
+  );
 
   const nodeSigner = loadOrCreateKey(join(n.dataDir, 'keys', 'validator.priv'));
   t.equal(nodeSigner.publicKey, n.node.nodeSigner.publicKey);
@@ -41,14 +44,17 @@ t.test('429 under a tiny queue limit; node-key batches exempt', async (t) => {
   await n.stop({ keepData: true });
   n = await startTestNode({}, dir);
   const after = await waitCommitted(n.ledgerUrl, [a.id, b.id, own.id, c.id]);
-  t.same(after.map((s: { status: string }) => s.status), ['COMMITTED', 'COMMITTED', 'COMMITTED', 'UNKNOWN']);
+  t.same(
+    after.map((s: { status: string }) => s.status),
+    ['COMMITTED', 'COMMITTED', 'COMMITTED', 'UNKNOWN'],
+  );
 });
 
 t.test('a full queue exempts only unseen node-signed batches, each one', async (t) => {
   const env = { CAIRN_QUEUE_MULTIPLIER: '1', CAIRN_QUEUE_INITIAL_AVERAGE: '1' };
   let n = await startTestNode();
   const nodeSigner = loadOrCreateKey(join(n.dataDir, 'keys', 'validator.priv'));
-  // A node-signed batch, committed: public on GET /batches, as every interface B write is.
+  // A node-signed batch, committed: public on GET /batches, as every data API write is.
   const published = intkeyBatch(nodeSigner, [['set', 'pub', 1]]);
   t.equal((await postBatches(n.ledgerUrl, batchList(published))).status, 202);
   t.equal((await waitCommitted(n.ledgerUrl, [published.id]))[0].status, 'COMMITTED');
@@ -69,5 +75,8 @@ t.test('a full queue exempts only unseen node-signed batches, each one', async (
   t.equal((await postBatches(n.ledgerUrl, batchList(published))).status, 429, 'a seen node batch is not exempt');
   t.equal((await postBatches(n.ledgerUrl, batchList(fresh))).status, 202, 'an unseen node batch is');
   const st = await getJson(`${n.ledgerUrl}/batch_statuses?id=${mine.id},${fresh.id}`);
-  t.same(st.json.data.map((s: { status: string }) => s.status), ['UNKNOWN', 'PENDING']);
+  t.same(
+    st.json.data.map((s: { status: string }) => s.status),
+    ['UNKNOWN', 'PENDING'],
+  );
 });

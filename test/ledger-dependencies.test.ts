@@ -5,7 +5,17 @@
  */
 import t from 'tap';
 import { startTestNode } from './helpers/node.js';
-import { newSigner, intkeyBatch, intkeySpec, buildBatch, buildTransaction, batchList, postBatches, getJson, waitCommitted } from './helpers/batches.js';
+import {
+  newSigner,
+  intkeyBatch,
+  intkeySpec,
+  buildBatch,
+  buildTransaction,
+  batchList,
+  postBatches,
+  getJson,
+  waitCommitted,
+} from './helpers/batches.js';
 
 const MISSING = 'ab'.repeat(64);
 
@@ -60,5 +70,8 @@ t.test('waiting batches neither block others nor live for ever', async (t) => {
   t.equal((await postBatches(n.ledgerUrl, batchList(child))).status, 202);
   t.equal((await postBatches(n.ledgerUrl, batchList(dep))).status, 202);
   const done = await waitCommitted(n.ledgerUrl, [child.id, dep.id], 20);
-  t.same(done.map((d: { status: string }) => d.status), ['COMMITTED', 'COMMITTED']);
+  t.same(
+    done.map((d: { status: string }) => d.status),
+    ['COMMITTED', 'COMMITTED'],
+  );
 });

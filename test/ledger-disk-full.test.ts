@@ -46,7 +46,7 @@ t.test('ENOSPC on the data directory', { skip: refused }, async (t) => {
   const others: string[] = [];
   for (let round = 0; round < 400 && exitCode === undefined; round++) {
     const batches = Array.from({ length: 50 }, (_, i) => intkeyBatch(signer, [['set', `r${round}i${i}`, i]]));
-    let r;
+    let r: Awaited<ReturnType<typeof postBatches>>;
     try {
       r = await postBatches(child.ledgerUrl, batchList(...batches));
     } catch {
@@ -64,7 +64,10 @@ t.test('ENOSPC on the data directory', { skip: refused }, async (t) => {
   const code = await Promise.race([child.exited, new Promise<string>((r) => setTimeout(() => r('still running'), 60_000))]);
   t.not(code, 'still running', 'the node ends on its own once its disk is full');
   t.ok(typeof code === 'number' && code !== 0, `exit code ${String(code)} is non-zero`);
-  const faults = child.log().split('\n').filter((l) => l.includes('ledger fault, no more batches are accepted'));
+  const faults = child
+    .log()
+    .split('\n')
+    .filter((l) => l.includes('ledger fault, no more batches are accepted'));
   t.equal(faults.length, 1, `one fault line: ${faults[0] ?? ''}`);
   t.match(faults[0], /Input\/output error|ENOSPC|No space left/, 'the fault names the disk error');
 

@@ -27,14 +27,20 @@ t.test('a failed block write is reported as WRITE_FAILED with its cause', async 
   const signer = newSigner();
   let committer: Committer;
   try {
-    committer = new Committer(root, pending, signer, {
-      dataDir: dir,
-      nodeKeyFile: '',
-      maxBatchesPerBlock: 0,
-      minBlockIntervalMs: 0,
-      queueMultiplier: 10,
-      queueInitialAverage: 30,
-    }, post);
+    committer = new Committer(
+      root,
+      pending,
+      signer,
+      {
+        dataDir: dir,
+        nodeKeyFile: '',
+        maxBatchesPerBlock: 0,
+        minBlockIntervalMs: 0,
+        queueMultiplier: 10,
+        queueInitialAverage: 30,
+      },
+      post,
+    );
   } finally {
     if (saved === undefined) delete process.env.CAIRN_TEST_FAULTS;
     else process.env.CAIRN_TEST_FAULTS = saved;
@@ -45,7 +51,10 @@ t.test('a failed block write is reported as WRITE_FAILED with its cause', async 
     rmSync(dir, { recursive: true, force: true });
   });
   await committer.init();
-  t.ok(events.some((e) => e.type === 'ready'), 'genesis written (first write)');
+  t.ok(
+    events.some((e) => e.type === 'ready'),
+    'genesis written (first write)',
+  );
   const fatal = new Promise<FromCommitter>((resolve) => {
     wake = () => {
       const f = events.find((e) => e.type === 'fatal');
@@ -57,5 +66,8 @@ t.test('a failed block write is reported as WRITE_FAILED with its cause', async 
   const f = await fatal;
   t.equal(f.type === 'fatal' && f.code, 'WRITE_FAILED');
   t.match(f.type === 'fatal' && f.message, /^block 1 write failed: .*EIO/);
-  t.notOk(events.some((e) => e.type === 'block'), 'no block event for the failed write');
+  t.notOk(
+    events.some((e) => e.type === 'block'),
+    'no block event for the failed write',
+  );
 });

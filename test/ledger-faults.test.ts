@@ -1,7 +1,7 @@
 /**
  * Storage faults, injected through the test-only hook (CAIRN_TEST_FAULTS): a failed
  * pending-pool write answers 503 to its request and nothing else; a failed ledger write
- * puts the node in the fault state (503 on every write of interfaces C and B, /status
+ * puts the node in the fault state (503 on every write of the ledger gateway and the data API, /status
  * 503), and, run as a process, the node ends non-zero and a restart commits every
  * acknowledged batch exactly once, with no gap in the chain.
  */
@@ -51,7 +51,10 @@ t.test('a failed pending write answers 503 to that request only', async (t) => {
   t.equal((await postBatches(n.ledgerUrl, batchList(c!))).status, 202, 'the next write works again');
   t.equal(n.node.ledger.fault, null, 'not a node fault');
   const st = await waitCommitted(n.ledgerUrl, [a!.id, b!.id, c!.id]);
-  t.same(st.map((s: { status: string }) => s.status), ['COMMITTED', 'UNKNOWN', 'COMMITTED']);
+  t.same(
+    st.map((s: { status: string }) => s.status),
+    ['COMMITTED', 'UNKNOWN', 'COMMITTED'],
+  );
 });
 
 t.test('a failed ledger write: 503 on C and B, /status 503', async (t) => {
@@ -73,10 +76,14 @@ t.test('a failed ledger write: 503 on C and B, /status 503', async (t) => {
   const status = await getJson(`${n.ledgerUrl}/status`);
   t.equal(status.status, 503);
   t.match(status.json.error.message, /EIO/);
-  const viaB = await fetch(`${n.dataUrl}/batches`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(batchList(b)) });
+  const viaB = await fetch(`${n.dataUrl}/batches`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: new Uint8Array(batchList(b)),
+  });
   t.equal(viaB.status, 503);
   t.match(((await viaB.json()) as { message: string }).message, /EIO/);
-  // Interface B's JSON writes (signed by the node) are refused too.
+  // The data API's JSON writes (signed by the node) are refused too.
   const json = await fetch(`${n.dataUrl}/organization`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -103,7 +110,10 @@ t.test('a failed block write ends the node; a restart commits every acknowledged
     stop = true;
   });
   const names = ['x', 'y', 'z'];
-  const seed = intkeyBatch(signer, names.map((k) => ['set', k, 0] as [string, string, number]));
+  const seed = intkeyBatch(
+    signer,
+    names.map((k) => ['set', k, 0] as [string, string, number]),
+  );
   t.equal((await postBatches(child.ledgerUrl, batchList(seed))).status, 202);
   acked.push(seed.id);
   t.equal((await waitCommitted(child.ledgerUrl, [seed.id]))[0].status, 'COMMITTED');
@@ -122,8 +132,19 @@ t.test('a failed block write ends the node; a restart commits every acknowledged
   await Promise.all([0, 1, 2, 3].map(worker));
   const code = await Promise.race([child.exited, new Promise<string>((r) => setTimeout(() => r('still running'), 60_000))]);
   t.ok(typeof code === 'number' && code !== 0, `the node ended non-zero on its own (${String(code)})`);
-  t.same(Object.keys(answers).filter((s) => s !== '202' && s !== '503'), [], `answers ${JSON.stringify(answers)}`);
-  t.equal(child.log().split('\n').filter((l) => l.includes('ledger fault,')).length, 1, 'one fault line');
+  t.same(
+    Object.keys(answers).filter((s) => s !== '202' && s !== '503'),
+    [],
+    `answers ${JSON.stringify(answers)}`,
+  );
+  t.equal(
+    child
+      .log()
+      .split('\n')
+      .filter((l) => l.includes('ledger fault,')).length,
+    1,
+    'one fault line',
+  );
   t.match(child.log(), /ledger fault, no more batches are accepted: committer: block \d+ write failed: EIO/);
 
   const n = await startTestNode({}, dir);
@@ -143,7 +164,10 @@ t.test('a failed block write ends the node; a restart commits every acknowledged
   const inBlocks = blocks.flatMap((b) => b.header.batch_ids);
   t.equal(new Set(inBlocks).size, inBlocks.length, 'no batch twice');
   const inBlock = new Set(inBlocks);
-  t.ok(acked.every((id) => inBlock.has(id)), 'every acknowledged batch is in a block');
+  t.ok(
+    acked.every((id) => inBlock.has(id)),
+    'every acknowledged batch is in a block',
+  );
   let sum = 0;
   for (const k of names) {
     const r = await getJson(`${n.ledgerUrl}/state/${intkeyAddress(k)}`);

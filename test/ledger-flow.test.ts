@@ -88,7 +88,10 @@ t.test('a failing transaction makes its batch INVALID and changes no state', asy
   t.teardown(() => n.stop());
   const signer = newSigner();
   const good = intkeyBatch(signer, [['set', 'a', 1]]);
-  const bad = intkeyBatch(signer, [['set', 'b', 5], ['inc', 'missing', 1]]);
+  const bad = intkeyBatch(signer, [
+    ['set', 'b', 5],
+    ['inc', 'missing', 1],
+  ]);
   const r = await postBatches(n.ledgerUrl, batchList(good, bad));
   t.equal(r.status, 202);
   const st = await waitCommitted(n.ledgerUrl, [good.id, bad.id]);

@@ -40,7 +40,10 @@ t.test('two ledgers in one process and one LMDB environment keep their chains, s
 
   const signer = newSigner();
   const a = intkeyBatch(signer, [['set', 'shared', 1]]);
-  const b = intkeyBatch(signer, [['set', 'shared', 2], ['set', 'only-other', 5]]);
+  const b = intkeyBatch(signer, [
+    ['set', 'shared', 2],
+    ['set', 'only-other', 5],
+  ]);
 
   // One batch to each: the node's through its ledger gateway, the other's through its engine.
   const posted = await postBatches(n.ledgerUrl, batchList(a));

@@ -34,14 +34,20 @@ t.test('limit = 10 × rolling average over a 5-sample window', async (t) => {
       };
     });
   const signer = newSigner();
-  const committer = new Committer(root, pending, signer, {
-    dataDir: dir,
-    nodeKeyFile: '',
-    maxBatchesPerBlock: 0,
-    minBlockIntervalMs: 0,
-    queueMultiplier: 10,
-    queueInitialAverage: 30,
-  }, post);
+  const committer = new Committer(
+    root,
+    pending,
+    signer,
+    {
+      dataDir: dir,
+      nodeKeyFile: '',
+      maxBatchesPerBlock: 0,
+      minBlockIntervalMs: 0,
+      queueMultiplier: 10,
+      queueInitialAverage: 30,
+    },
+    post,
+  );
   t.teardown(async () => {
     await committer.close();
     await Promise.all([root.close(), pending.close()]);
@@ -56,7 +62,10 @@ t.test('limit = 10 × rolling average over a 5-sample window', async (t) => {
   const block = async (n: number): Promise<number> => {
     const batches = Array.from({ length: n }, () => intkeyBatch(signer, [['set', `k${name++}`, 1]]));
     const done = nextBlock();
-    committer.enqueue(seq, batches.map((b) => ({ id: b.id, bytes: b.bytes })));
+    committer.enqueue(
+      seq,
+      batches.map((b) => ({ id: b.id, bytes: b.bytes })),
+    );
     seq += n;
     const e = await done;
     return e.type === 'block' ? e.queueLimit : -1;

@@ -42,7 +42,11 @@ t.test('a duplicate gets its 202 only once the first copy is durable', async (t)
   const n = await startTestNode({}, dir);
   t.teardown(() => n.stop({ keepData: true }));
   const st = await waitCommitted(n.ledgerUrl, [...acked], 30);
-  t.same(st.filter((s: { status: string }) => s.status !== 'COMMITTED'), [], 'every acknowledged batch committed');
+  t.same(
+    st.filter((s: { status: string }) => s.status !== 'COMMITTED'),
+    [],
+    'every acknowledged batch committed',
+  );
 });
 
 t.test('a resubmitted batch is not settled by its old INVALID verdict after a restart', async (t) => {

@@ -15,7 +15,12 @@ import type { Signer } from '../src/crypto/secp256k1.js';
 
 function proposal(signer: Signer, key: string, value: string): ReturnType<typeof buildBatch> {
   return buildBatch(signer, [
-    buildTransaction(signer, { familyName: 'sawtooth_settings', familyVersion: '1.0', ...settingsTxnAddresses(key), payload: proposalPayload(key, value, 'n1') }),
+    buildTransaction(signer, {
+      familyName: 'sawtooth_settings',
+      familyVersion: '1.0',
+      ...settingsTxnAddresses(key),
+      payload: proposalPayload(key, value, 'n1'),
+    }),
   ]);
 }
 
@@ -34,7 +39,10 @@ t.test('authorized proposals apply; others are refused', async (t) => {
   t.match(b.invalid_transactions[0].message, /is not authorized to change settings/);
   const st = await getJson(`${n.ledgerUrl}/state/${settingAddress('cairn.test.color')}`);
   const entries = decode(Setting, Buffer.from(st.json.data, 'base64')).entries;
-  t.same(entries.map((e) => [e.key, e.value]), [['cairn.test.color', 'blue']]);
+  t.same(
+    entries.map((e) => [e.key, e.value]),
+    [['cairn.test.color', 'blue']],
+  );
   // The genesis block made the node's key the authorized one.
   const auth = await getJson(`${n.ledgerUrl}/state/${settingAddress('sawtooth.settings.vote.authorized_keys')}`);
   t.match(Buffer.from(auth.json.data, 'base64').toString(), nodeKey.publicKey);
@@ -61,13 +69,23 @@ function txn(signer: string, payload: Uint8Array): TxnInfo {
   return {
     id: 'x',
     payload,
-    header: { signerPublicKey: signer, batcherPublicKey: signer, dependencies: [], familyName: 'sawtooth_settings', familyVersion: '1.0', inputs: [], outputs: [], nonce: '', payloadSha512: '' },
+    header: {
+      signerPublicKey: signer,
+      batcherPublicKey: signer,
+      dependencies: [],
+      familyName: 'sawtooth_settings',
+      familyVersion: '1.0',
+      inputs: [],
+      outputs: [],
+      nonce: '',
+      payloadSha512: '',
+    },
   };
 }
 
 t.test('voting rules', async (t) => {
   const { ctx, state, events } = memory();
-  const [k1, k2, k3] = ['02' + '1'.repeat(64), '02' + '2'.repeat(64), '02' + '3'.repeat(64)];
+  const [k1, k2, k3] = [`02${'1'.repeat(64)}`, `02${'2'.repeat(64)}`, `02${'3'.repeat(64)}`];
   const apply = (signer: string, payload: Uint8Array): void => applySettings(txn(signer, payload), ctx);
   const read = (key: string): string | undefined => readSetting((a) => state.get(a), key);
   const fails = (fn: () => void, msg: RegExp, what: string): void => {
@@ -77,7 +95,7 @@ t.test('voting rules', async (t) => {
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', ' , ')), /must not be empty/, 'empty key list');
   apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', `${k1},${k2},${k3}`));
   t.equal(read('sawtooth.settings.vote.authorized_keys'), `${k1},${k2},${k3}`);
-  fails(() => apply('02' + '9'.repeat(64), proposalPayload('a.b', '1')), /not authorized/, 'stranger');
+  fails(() => apply(`02${'9'.repeat(64)}`, proposalPayload('a.b', '1')), /not authorized/, 'stranger');
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '4')), /less than or equal/, 'threshold above keys');
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', 'x')), /positive integer/, 'threshold not a number');
   fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.proposals', 'x')), /read-only/, 'proposals are read-only');

@@ -5,16 +5,7 @@
 import t from 'tap';
 import protobuf from 'protobufjs';
 import { startTestNode } from './helpers/node.js';
-import {
-  newSigner,
-  intkeyBatch,
-  intkeySpec,
-  batchList,
-  postBatches,
-  getJson,
-  buildBatch,
-  buildTransaction,
-} from './helpers/batches.js';
+import { newSigner, intkeyBatch, intkeySpec, batchList, postBatches, getJson, buildBatch, buildTransaction } from './helpers/batches.js';
 import { TransactionHeader, encode } from '../src/proto/index.js';
 import { sha512Hex } from '../src/crypto/secp256k1.js';
 import type { BuiltTxn } from '../src/ledger/build.js';
@@ -23,7 +14,7 @@ const N = BigInt('0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd036
 
 /** The same signature with s replaced by n - s: valid ECDSA, but high-S. */
 function highS(sigHex: string): string {
-  const s = BigInt('0x' + sigHex.slice(64));
+  const s = BigInt(`0x${sigHex.slice(64)}`);
   return sigHex.slice(0, 64) + (N - s).toString(16).padStart(64, '0');
 }
 
@@ -114,10 +105,11 @@ t.test('bad input is rejected with the upstream codes and stores nothing', async
   t.equal(((await big.json()) as { error: { code: number } }).error.code, 413);
 
   // Nothing was stored, and the node still serves and commits.
-  const statuses = await getJson(
-    `${n.ledgerUrl}/batch_statuses?id=${[forged.id, highSTxn.id, wrongHash.id, unknownFamily.id, good.id].join(',')}`,
+  const statuses = await getJson(`${n.ledgerUrl}/batch_statuses?id=${[forged.id, highSTxn.id, wrongHash.id, unknownFamily.id, good.id].join(',')}`);
+  t.same(
+    statuses.json.data.map((s: { status: string }) => s.status),
+    ['UNKNOWN', 'UNKNOWN', 'UNKNOWN', 'UNKNOWN', 'UNKNOWN'],
   );
-  t.same(statuses.json.data.map((s: { status: string }) => s.status), ['UNKNOWN', 'UNKNOWN', 'UNKNOWN', 'UNKNOWN', 'UNKNOWN']);
   t.equal((await getJson(`${n.ledgerUrl}/blocks?limit=1`)).json.head, headBefore);
   const ok = await postBatches(n.ledgerUrl, goodBody);
   t.equal(ok.status, 202);

@@ -53,12 +53,21 @@ t.test('batch acknowledgements keep flowing under a failed-login flood', async (
 
   const refused = logins.filter((l) => l.status === 429 || l.status === 503);
   t.ok(refused.length > 0, `logins over the limit are refused (${refused.length} of ${logins.length})`);
-  t.ok(refused.every((l) => Number(l.retryAfter) >= 1), 'each refusal carries Retry-After');
-  t.ok(logins.every((l) => l.status === 401 || l.status === 429 || l.status === 503), 'no other answers');
+  t.ok(
+    refused.every((l) => Number(l.retryAfter) >= 1),
+    'each refusal carries Retry-After',
+  );
+  t.ok(
+    logins.every((l) => l.status === 401 || l.status === 429 || l.status === 503),
+    'no other answers',
+  );
   // Generous: twenty times the unloaded median plus two seconds. Without the gate, acks
   // wait behind every queued bcrypt (about 12 s here).
   const bound = 20 * median(baseline) + 2000;
-  t.ok(median(loaded) < bound, `acks under the flood: median ${median(loaded).toFixed(0)} ms (unloaded ${median(baseline).toFixed(0)} ms, bound ${bound.toFixed(0)} ms)`);
+  t.ok(
+    median(loaded) < bound,
+    `acks under the flood: median ${median(loaded).toFixed(0)} ms (unloaded ${median(baseline).toFixed(0)} ms, bound ${bound.toFixed(0)} ms)`,
+  );
 });
 
 t.test('the gate answers 503 with Retry-After when its queue is full, and failed logins from one address lock it', async (t) => {
@@ -71,7 +80,10 @@ t.test('the gate answers 503 with Retry-After when its queue is full, and failed
   t.ok(statuses.filter((s) => s === 401).length >= 2, `one running and one queued are checked (${statuses})`);
   const busy = rs.filter((r) => r.status === 503);
   t.ok(busy.length >= 1, 'the rest: 503');
-  t.ok(busy.every((r) => Number(r.headers.get('retry-after')) >= 1), 'with Retry-After');
+  t.ok(
+    busy.every((r) => Number(r.headers.get('retry-after')) >= 1),
+    'with Retry-After',
+  );
 
   const n3 = await startTestNode({ CAIRN_BCRYPT_COST: '4', CAIRN_LOGIN_ADDRESS_FAILURES: '5', CAIRN_LOGIN_BACKOFF_MS: '60000' });
   t.teardown(() => n3.stop());

@@ -18,7 +18,7 @@ function leaves(n: number): Map<string, Uint8Array> {
 }
 
 t.test('a tree per leaf encoding reaches the reference root, reads back and verifies its records', async (t) => {
-  const dir = fs.mkdtempSync(os.tmpdir() + '/merkle-enc-');
+  const dir = fs.mkdtempSync(`${os.tmpdir()}/merkle-enc-`);
   const env = open({ path: dir });
   t.teardown(async () => {
     await env.close();

@@ -35,7 +35,7 @@ const shortLeaves = () =>
   ]);
 
 /** The tap test object (the callback parameter of t.test). */
-type TT = Parameters<Parameters<typeof t.test>[0]>[0];
+type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
 
 interface Store {
   env: RootDatabase;
@@ -46,8 +46,8 @@ interface Store {
 }
 
 /** A real LMDB environment in a temp dir, closed and removed when the test ends. */
-function store(tt: TT): Store {
-  const dir = fs.mkdtempSync(os.tmpdir() + '/merkle-');
+function store(tt: TapTest): Store {
+  const dir = fs.mkdtempSync(`${os.tmpdir()}/merkle-`);
   const env = open({ path: dir });
   const db = env.openDB<Buffer, Buffer>('merkle', { keyEncoding: 'binary', encoding: 'binary' });
   const tree = new MerkleTree(db);
@@ -90,7 +90,7 @@ function recordHashes(fn: () => void): string[] {
 }
 
 /** Checks the storage invariants reachable from root; returns the number of records. */
-function checkRecords(tt: TT, db: Database<Buffer, Buffer>, root: string): number {
+function checkRecords(tt: TapTest, db: Database<Buffer, Buffer>, root: string): number {
   const seen = new Set<string>();
   let bad = 0;
   const visit = (h: Buffer, isRoot: boolean): void => {
@@ -131,11 +131,7 @@ t.test('node encoding vectors', async (t) => {
   t.equal(hex(encodeNode([], null)), 'a26163a06176f6', 'empty node bytes (text form)');
   t.equal(hashNode([], [], null), EMPTY_ROOT, 'empty root hash');
   t.equal(rootOf(new Map()), EMPTY_ROOT, 'rootOf of no leaves');
-  t.equal(
-    hex(encodeNode([['ab', '123']], ascii('hello'))),
-    'a26163a16261626331323361764568656c6c6f',
-    'node_serialize vector',
-  );
+  t.equal(hex(encodeNode([['ab', '123']], ascii('hello'))), 'a26163a16261626331323361764568656c6c6f', 'node_serialize vector');
   const d = decodeNode(Buffer.from('a26163a162303063616263617647676f6f64627965', 'hex'));
   t.same(d.v, ascii('goodbye'), 'node_deserialize v');
   t.same([...d.c], [['00', 'abc']], 'node_deserialize c');
@@ -147,13 +143,25 @@ t.test('node encoding vectors', async (t) => {
   t.equal(hex(encodeNode([], encodeBytes(raw))), 'a26163a061764847a163666f6f182a', 'text form agrees');
   t.equal(hashLeaf(raw), hashNode([], [], raw), 'hashLeaf = hashNode for a leaf');
   t.equal(rootOf(new Map([[FOO, raw]])), FOO_ROOT, 'foo root (reference)');
-  t.equal(rootOf(new Map([[FOO, raw], [BAR, barValue()]])), FOO_BAR_ROOT, 'foo+bar root (reference)');
+  t.equal(
+    rootOf(
+      new Map([
+        [FOO, raw],
+        [BAR, barValue()],
+      ]),
+    ),
+    FOO_BAR_ROOT,
+    'foo+bar root (reference)',
+  );
   t.equal(rootOf(shortLeaves()), SHORT_ROOT, 'short-address root (reference)');
 });
 
 t.test('fast encoder equals the text encoder', async (t) => {
   let seed = 7;
-  const rnd = (n: number) => (seed = (seed * 1103515245 + 12345) >>> 0) % n;
+  const rnd = (n: number) => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed % n;
+  };
   for (const n of [0, 1, 2, 23, 24, 255, 256]) {
     for (const valueLen of [-1, 0, 1, 22, 23, 24, 254, 255, 256, 70000]) {
       const toks = [...new Set(Array.from({ length: n }, () => rnd(256)))].sort((a, b) => a - b);
@@ -188,7 +196,32 @@ t.test('fast encoder equals the text encoder', async (t) => {
     'one child plus a value',
   );
   t.equal(headLen(0x10000), 5, 'u32 heads');
-  t.equal(hex(encodeNode([['b', '1'], ['aa', '2']], null)), hex(encode(new Map([['c', new Map([['b', '1'], ['aa', '2']])], ['v', null]]))), 'canonical key order');
+  t.equal(
+    hex(
+      encodeNode(
+        [
+          ['b', '1'],
+          ['aa', '2'],
+        ],
+        null,
+      ),
+    ),
+    hex(
+      encode(
+        new Map([
+          [
+            'c',
+            new Map([
+              ['b', '1'],
+              ['aa', '2'],
+            ]),
+          ],
+          ['v', null],
+        ]),
+      ),
+    ),
+    'canonical key order',
+  );
   t.end();
 });
 
@@ -242,7 +275,17 @@ t.test('vectors through LMDB', async (t) => {
   t.equal(fooRoot, FOO_ROOT, 'foo root');
   const both = s.apply(fooRoot, new Map([[BAR, barValue()]]));
   t.equal(both, FOO_BAR_ROOT, 'foo+bar root, incremental');
-  t.equal(s.apply(EMPTY_ROOT, new Map([[FOO, fooValue()], [BAR, barValue()]])), FOO_BAR_ROOT, 'foo+bar in one update');
+  t.equal(
+    s.apply(
+      EMPTY_ROOT,
+      new Map([
+        [FOO, fooValue()],
+        [BAR, barValue()],
+      ]),
+    ),
+    FOO_BAR_ROOT,
+    'foo+bar in one update',
+  );
   t.equal(s.apply(EMPTY_ROOT, shortLeaves()), SHORT_ROOT, 'short addresses');
   t.same(s.tree.get(both, FOO), fooValue(), 'get foo');
   t.same(s.tree.get(both, BAR), barValue(), 'get bar');
@@ -307,11 +350,11 @@ t.test('set, overwrite, delete, prune', async (t) => {
 
 t.test('one update sets and deletes under a shared 31-byte prefix', async (t) => {
   const s = store(t);
-  const prefix = '1cf126' + 'ab'.repeat(28); // 31 bytes
-  const a = prefix + '00000001';
-  const b = prefix + '00000002';
-  const c = prefix + '01000000';
-  const d = prefix + '00010000';
+  const prefix = `1cf126${'ab'.repeat(28)}`; // 31 bytes
+  const a = `${prefix}00000001`;
+  const b = `${prefix}00000002`;
+  const c = `${prefix}01000000`;
+  const d = `${prefix}00010000`;
   const start = new Map<string, Uint8Array>([
     [a, ascii('a')],
     [b, ascii('b')],
@@ -324,10 +367,13 @@ t.test('one update sets and deletes under a shared 31-byte prefix', async (t) =>
     [[c], [a]],
     [[c], [a, b]],
     [[d], [b]],
-    [[a, c, d], [b, FOO]],
+    [
+      [a, c, d],
+      [b, FOO],
+    ],
   ] as Array<[string[], string[]]>) {
     const leaves = new Map(start);
-    const setMap = new Map(sets.map((x) => [x, ascii('new ' + x.slice(-8))] as [string, Uint8Array]));
+    const setMap = new Map(sets.map((x) => [x, ascii(`new ${x.slice(-8)}`)] as [string, Uint8Array]));
     for (const [k, v] of setMap) leaves.set(k, v);
     for (const x of dels) leaves.delete(x);
     const r = s.apply(r0, setMap, dels);
@@ -362,10 +408,22 @@ t.test('addresses of different lengths (values on interior nodes)', async (t) =>
     ['ab01', 'ab0001', 'ab00', 'ab'],
     'and follows them in reverse',
   );
-  t.same([...s.tree.entries(r, 'ab00', { start: 'ab00' })].map((e) => e.address), ['ab00', 'ab0001']);
-  t.same([...s.tree.entries(r, 'ab', { start: 'ab00', reverse: true })].map((e) => e.address), ['ab00', 'ab']);
-  t.same([...s.tree.entries(r, '', { start: 'ab0000', reverse: true })].map((e) => e.address), ['ab00', 'ab']);
-  t.same([...s.tree.entries(r, '', { start: 'ab0000' })].map((e) => e.address), ['ab0001', 'ab01']);
+  t.same(
+    [...s.tree.entries(r, 'ab00', { start: 'ab00' })].map((e) => e.address),
+    ['ab00', 'ab0001'],
+  );
+  t.same(
+    [...s.tree.entries(r, 'ab', { start: 'ab00', reverse: true })].map((e) => e.address),
+    ['ab00', 'ab'],
+  );
+  t.same(
+    [...s.tree.entries(r, '', { start: 'ab0000', reverse: true })].map((e) => e.address),
+    ['ab00', 'ab'],
+  );
+  t.same(
+    [...s.tree.entries(r, '', { start: 'ab0000' })].map((e) => e.address),
+    ['ab0001', 'ab01'],
+  );
 
   t.same([...s.tree.entries(r, 'ac')], [], 'prefix without a child');
   t.same([...s.tree.entries(r, 'ab02')], [], 'prefix past the children');
@@ -376,9 +434,28 @@ t.test('addresses of different lengths (values on interior nodes)', async (t) =>
   t.same([...s.tree.entries(chained, '', { start: 'ab0001', reverse: true })].length, 1, 'reverse start past a chain');
   t.same([...s.tree.entries(chained, '', { start: 'ab', reverse: true })], [], 'reverse start above a chain');
   const long = 'ab'.repeat(100);
-  const longRoot = s.apply(EMPTY_ROOT, new Map([[long, ascii('deep')], [long + '00', ascii('deeper')]]));
-  t.equal(longRoot, rootOf(new Map([[long, ascii('deep')], [long + '00', ascii('deeper')]])), '101-byte address');
-  t.same([...s.tree.entries(longRoot, '')].map((e) => e.address), [long, long + '00'], 'long addresses listed');
+  const longRoot = s.apply(
+    EMPTY_ROOT,
+    new Map([
+      [long, ascii('deep')],
+      [`${long}00`, ascii('deeper')],
+    ]),
+  );
+  t.equal(
+    longRoot,
+    rootOf(
+      new Map([
+        [long, ascii('deep')],
+        [`${long}00`, ascii('deeper')],
+      ]),
+    ),
+    '101-byte address',
+  );
+  t.same(
+    [...s.tree.entries(longRoot, '')].map((e) => e.address),
+    [long, `${long}00`],
+    'long addresses listed',
+  );
 
   const r2 = s.apply(r, new Map(), ['ab00']);
   leaves.delete('ab00');
@@ -409,7 +486,10 @@ t.test('same subtree hash as a root and as an inner node', async (t) => {
       t.equal(roots.B, rootOf(B));
       t.same(s.tree.get(roots.A!, 'ab01'), ascii('v'));
       t.same(s.tree.get(roots.B!, 'ff00ab01'), ascii('v'));
-      t.same([...s.tree.entries(roots.A!, '')].map((e) => e.address), ['ab01']);
+      t.same(
+        [...s.tree.entries(roots.A!, '')].map((e) => e.address),
+        ['ab01'],
+      );
       // Deleting ff0100 leaves "ff" with one child whose record may be A's root branch.
       const r = s.apply(roots.B!, new Map(), ['ff0100']);
       t.equal(r, rootOf(new Map([['ff00ab01', ascii('v')]])));
@@ -417,7 +497,15 @@ t.test('same subtree hash as a root and as an inner node', async (t) => {
       checkRecords(t, s.db, r);
       // Updating from A's root works whichever record its key holds.
       const ra = s.apply(roots.A!, new Map([['ab02', ascii('x')]]));
-      t.equal(ra, rootOf(new Map([['ab01', ascii('v')], ['ab02', ascii('x')]])));
+      t.equal(
+        ra,
+        rootOf(
+          new Map([
+            ['ab01', ascii('v')],
+            ['ab02', ascii('x')],
+          ]),
+        ),
+      );
     });
   }
 });
@@ -518,9 +606,9 @@ t.test('randomized updates against the reference', async (t) => {
   const model = new Map<string, Uint8Array>();
   const history: Array<{ root: string; leaves: Map<string, Uint8Array> }> = [];
   let root = EMPTY_ROOT;
-  const UPDATES = 12;
+  const updates = 12;
   let ops = 0;
-  for (let u = 0; u < UPDATES; u++) {
+  for (let u = 0; u < updates; u++) {
     const sets = new Map<string, Uint8Array>();
     const deletes: string[] = [];
     const n = 150 + int(300);
@@ -552,9 +640,17 @@ t.test('randomized updates against the reference', async (t) => {
 
     const sorted = [...model.keys()].sort();
     const list = [...tree.entries(root, '')];
-    t.same(list.map((e) => e.address), sorted, 'entries ascending');
+    t.same(
+      list.map((e) => e.address),
+      sorted,
+      'entries ascending',
+    );
     t.equal(list.filter((e) => !e.value.equals(model.get(e.address)!)).length, 0, 'entries values');
-    t.same([...tree.entries(root, '', { reverse: true })].map((e) => e.address), [...sorted].reverse(), 'reverse');
+    t.same(
+      [...tree.entries(root, '', { reverse: true })].map((e) => e.address),
+      [...sorted].reverse(),
+      'reverse',
+    );
 
     for (let q = 0; q < 20; q++) {
       const some = sorted.length ? sorted[int(sorted.length)]! : newAddress();

@@ -25,7 +25,14 @@ t.test('add, list, fetch, rename, delete own keys in both versions', async (t) =
 
     const list = await call('GET', '/biome/keys', opts);
     t.equal(list.status, 200);
-    t.same(list.body, [{ ...key(1), user_id: u.userId }, { ...key(2), user_id: u.userId }], `v${v} list is a bare array of Key`);
+    t.same(
+      list.body,
+      [
+        { ...key(1), user_id: u.userId },
+        { ...key(2), user_id: u.userId },
+      ],
+      `v${v} list is a bare array of Key`,
+    );
 
     const one = await call('GET', `/biome/keys/${pk(1)}`, opts);
     t.same(one.body, { data: { ...key(1), user_id: u.userId } }, `v${v} fetch`);
@@ -39,7 +46,7 @@ t.test('add, list, fetch, rename, delete own keys in both versions', async (t) =
     const del = await call('DELETE', `/biome/keys/${pk(2)}`, opts);
     t.same([del.status, del.body], [200, { message: 'Key successfully deleted', data: { ...key(2), user_id: u.userId } }], `v${v} delete`);
     t.equal((await call('DELETE', `/biome/keys/${pk(2)}`, opts)).status, 404);
-    t.equal((await call('GET', '/biome/keys', opts)).body instanceof Array ? 1 : 0, 1);
+    t.equal(Array.isArray((await call('GET', '/biome/keys', opts)).body) ? 1 : 0, 1);
   }
 });
 
@@ -51,7 +58,10 @@ t.test('replace all keys: protocol 2 only', async (t) => {
   t.match((v1.body as { message: string }).message, /protocol version 2/);
   const put = await call('PUT', '/biome/keys', { version: 2, auth: u.token, body: [key(5), key(6)] });
   t.same([put.status, put.body], [200, { message: 'Keys replaced successfully' }]);
-  t.same((await call('GET', '/biome/keys', { auth: u.token })).body, [{ ...key(5), user_id: u.userId }, { ...key(6), user_id: u.userId }]);
+  t.same((await call('GET', '/biome/keys', { auth: u.token })).body, [
+    { ...key(5), user_id: u.userId },
+    { ...key(6), user_id: u.userId },
+  ]);
   const noHeader = await call('PUT', '/biome/keys', { auth: u.token, body: [] });
   t.equal(noHeader.status, 200, 'absent header means version 2');
   t.same((await call('GET', '/biome/keys', { auth: u.token })).body, []);

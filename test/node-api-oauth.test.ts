@@ -33,7 +33,11 @@ t.teardown(async () => {
 const { call, admin } = n;
 const APP = 'http://127.0.0.1:5999/app/logged-in';
 
-interface Login { token: string; displayName: string; visited: string[] }
+interface Login {
+  token: string;
+  displayName: string;
+  visited: string[];
+}
 
 async function oauthLogin(account: string, version?: number): Promise<Login> {
   const browser = new Browser();
@@ -69,8 +73,14 @@ t.test('full login round trip through the real provider', async (t) => {
   const login = await oauthLogin('alice');
   t.match(login.token, /^OAuth2:[\w-]{43}$/);
   t.equal(login.displayName, PEOPLE.alice!.name);
-  t.ok(login.visited.some((v) => v.startsWith('POST') && v.includes('/interaction/')), 'went through the provider login form');
-  t.ok(login.visited.some((v) => v.startsWith(`GET ${callback}?code=`)), 'provider redirected to the node callback with a code');
+  t.ok(
+    login.visited.some((v) => v.startsWith('POST') && v.includes('/interaction/')),
+    'went through the provider login form',
+  );
+  t.ok(
+    login.visited.some((v) => v.startsWith(`GET ${callback}?code=`)),
+    'provider redirected to the node callback with a code',
+  );
 
   for (const v of VERSIONS.filter((x) => x === 2)) {
     const prof = await call('GET', '/biome/profile', { version: v, auth: login.token });
@@ -86,13 +96,19 @@ t.test('full login round trip through the real provider', async (t) => {
     t.match(ub.paging, { offset: 0, limit: 100, total: 1, current: '/oauth/users?limit=100&offset=0' });
 
     const profiles = await call('GET', '/biome/profiles', { version: v, auth: admin });
-    t.ok((profiles.body as Array<{ user_id: string }>).some((x) => x.user_id === p.user_id), 'listed in profiles');
+    t.ok(
+      (profiles.body as Array<{ user_id: string }>).some((x) => x.user_id === p.user_id),
+      'listed in profiles',
+    );
     const one = await call('GET', `/biome/profiles/${String(p.user_id)}`, { version: v, auth: admin });
     t.same(one.body, p, 'fetch profile');
     t.equal((await call('GET', '/biome/profiles/nope', { version: v, auth: admin })).status, 404);
   }
 
-  const keys = await call('POST', '/biome/keys', { auth: login.token, body: { public_key: `02${'ee'.repeat(32)}`, display_name: 'oauth key', encrypted_private_key: 'x' } });
+  const keys = await call('POST', '/biome/keys', {
+    auth: login.token,
+    body: { public_key: `02${'ee'.repeat(32)}`, display_name: 'oauth key', encrypted_private_key: 'x' },
+  });
   t.equal(keys.status, 200, 'an OAuth user manages their own keys');
 
   const second = await oauthLogin('alice');
@@ -150,7 +166,7 @@ t.test('callback errors and bad redirects', async (t) => {
 });
 
 t.test('protocol versions and permissions of OAuth and profile routes', async (t) => {
-  for (const path of ['/oauth/login?redirect_url=' + encodeURIComponent(APP), '/oauth/callback?state=x&code=y']) {
+  for (const path of [`/oauth/login?redirect_url=${encodeURIComponent(APP)}`, '/oauth/callback?state=x&code=y']) {
     t.equal((await call('GET', path, { version: 1 })).status, 400, `${path} is protocol 2 only`);
   }
   const s = await oauthLogin('alice', 2);

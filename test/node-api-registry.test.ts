@@ -5,7 +5,13 @@ const n: ApiNode = await startApiNode();
 t.teardown(() => n.stop());
 const { call, admin } = n;
 
-interface Node { identity: string; endpoints: string[]; display_name: string; keys: string[]; metadata: Record<string, string> }
+interface Node {
+  identity: string;
+  endpoints: string[];
+  display_name: string;
+  keys: string[];
+  metadata: Record<string, string>;
+}
 const node = (id: string, meta: Record<string, string> = {}): Node => ({
   identity: id,
   endpoints: [`tcps://${id}.example:8044`],
@@ -70,11 +76,18 @@ t.test('validation rules with clear messages', async (t) => {
   const clash = await call('POST', '/registry/nodes', { auth: admin, body: { ...node('thief'), endpoints: node('owner').endpoints } });
   t.equal(clash.status, 400);
   t.match((clash.body as { message: string }).message, /another node with endpoint tcps:\/\/owner.example:8044 exists/);
-  const own = await call('PUT', '/registry/nodes/owner', { auth: admin, body: { ...node('owner'), endpoints: [...node('owner').endpoints, 'tcps://extra:1'] } });
+  const own = await call('PUT', '/registry/nodes/owner', {
+    auth: admin,
+    body: { ...node('owner'), endpoints: [...node('owner').endpoints, 'tcps://extra:1'] },
+  });
   t.equal(own.status, 200, 'a node may keep its own endpoints');
   t.equal((await call('POST', '/registry/nodes', { auth: admin, raw: '{"identity":' })).status, 400, 'malformed JSON');
   t.equal((await call('DELETE', '/registry/nodes/owner', { auth: admin })).status, 200);
-  t.equal((await call('POST', '/registry/nodes', { auth: admin, body: { ...node('taker'), endpoints: ['tcps://extra:1'] } })).status, 200, 'deleted node frees its endpoints');
+  t.equal(
+    (await call('POST', '/registry/nodes', { auth: admin, body: { ...node('taker'), endpoints: ['tcps://extra:1'] } })).status,
+    200,
+    'deleted node frees its endpoints',
+  );
 });
 
 t.test('list with metadata filters and paging', async (t) => {
@@ -95,11 +108,32 @@ t.test('list with metadata filters and paging', async (t) => {
   for (const v of VERSIONS) {
     const all = await list('', v);
     t.equal(all.data.length, 12, `v${v} list`);
-    t.same(all.paging, { current: '/registry/nodes?limit=100&offset=0', offset: 0, limit: 100, total: 12, first: '/registry/nodes?limit=100&offset=0', prev: '/registry/nodes?limit=100&offset=0', next: '/registry/nodes?limit=100&offset=0', last: '/registry/nodes?limit=100&offset=0' });
+    t.same(all.paging, {
+      current: '/registry/nodes?limit=100&offset=0',
+      offset: 0,
+      limit: 100,
+      total: 12,
+      first: '/registry/nodes?limit=100&offset=0',
+      prev: '/registry/nodes?limit=100&offset=0',
+      next: '/registry/nodes?limit=100&offset=0',
+      last: '/registry/nodes?limit=100&offset=0',
+    });
   }
   const page = await list('?limit=5&offset=5');
-  t.same(page.data.map((d) => d.identity), ['n05', 'n06', 'n07', 'n08', 'n09']);
-  t.same(page.paging, { current: '/registry/nodes?limit=5&offset=5', offset: 5, limit: 5, total: 12, first: '/registry/nodes?limit=5&offset=0', prev: '/registry/nodes?limit=5&offset=0', next: '/registry/nodes?limit=5&offset=10', last: '/registry/nodes?limit=5&offset=10' });
+  t.same(
+    page.data.map((d) => d.identity),
+    ['n05', 'n06', 'n07', 'n08', 'n09'],
+  );
+  t.same(page.paging, {
+    current: '/registry/nodes?limit=5&offset=5',
+    offset: 5,
+    limit: 5,
+    total: 12,
+    first: '/registry/nodes?limit=5&offset=0',
+    prev: '/registry/nodes?limit=5&offset=0',
+    next: '/registry/nodes?limit=5&offset=10',
+    last: '/registry/nodes?limit=5&offset=10',
+  });
 
   const f = (obj: unknown): string => `?filter=${encodeURIComponent(JSON.stringify(obj))}`;
   const ids = async (q: string): Promise<string[]> => (await list(q)).data.map((d) => d.identity);
@@ -112,7 +146,18 @@ t.test('list with metadata filters and paging', async (t) => {
   t.same(await ids(f({ region: ['=', 'eu'], company: ['=', 'Dune'] })), ['n03'], 'AND of keys');
   t.same(await ids(f({ region: ['!=', 'eu'] })).then((l) => l.length), 8, 'missing key passes != only');
   t.same(await ids(f({ region: ['>', ''] })).then((l) => l.length), 4, 'missing key fails other operators');
-  t.same(await ids(f({ rank: [{ operator: '>=', value: '03' }, { operator: '<', value: '05' }] })), ['n03', 'n04'], 'list-of-objects form');
+  t.same(
+    await ids(
+      f({
+        rank: [
+          { operator: '>=', value: '03' },
+          { operator: '<', value: '05' },
+        ],
+      }),
+    ),
+    ['n03', 'n04'],
+    'list-of-objects form',
+  );
   const paged = await list(`${f({ company: ['!=', 'Acme'] })}&limit=2&offset=2`);
   t.equal(paged.paging.total, 9, 'total counts filtered nodes');
   t.equal(paged.paging.next, `/registry/nodes?filter=${encodeURIComponent(JSON.stringify({ company: ['!=', 'Acme'] }))}&limit=2&offset=4`);

@@ -19,12 +19,28 @@ const keysWith = (tok: string): Promise<number> => call('GET', '/biome/keys', { 
 
 t.test('a valid access token works (control)', async (t) => {
   t.equal(await keysWith(user.token), 200);
-  const own = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('self-issued').setExpirationTime('1h').sign(secret('access_token.secret'));
+  const own = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setExpirationTime('1h')
+    .sign(secret('access_token.secret'));
   t.equal(await keysWith(`Biome:${own}`), 200, 'a token made with the persisted secret is accepted');
 });
 
 t.test('missing or malformed credentials are 401', async (t) => {
-  for (const h of [undefined, '', 'Bearer', 'Basic dXNlcjpwdw==', 'Bearer nocolon', 'Bearer Unknown:abc', 'Bearer Biome:', 'Bearer Biome:not.a.jwt', 'Bearer biome:' + user.token.slice(6), 'Bearer Cylinder:abc', 'Bearer OAuth2:nope']) {
+  for (const h of [
+    undefined,
+    '',
+    'Bearer',
+    'Basic dXNlcjpwdw==',
+    'Bearer nocolon',
+    'Bearer Unknown:abc',
+    'Bearer Biome:',
+    'Bearer Biome:not.a.jwt',
+    `Bearer biome:${user.token.slice(6)}`,
+    'Bearer Cylinder:abc',
+    'Bearer OAuth2:nope',
+  ]) {
     const r = await call('GET', '/biome/keys', h === undefined ? {} : { headers: { authorization: h } });
     t.equal(r.status, 401, `header ${JSON.stringify(h)}`);
     t.type((r.body as { message: string }).message, 'string');
@@ -33,11 +49,23 @@ t.test('missing or malformed credentials are 401', async (t) => {
 
 t.test('expired access and refresh tokens are rejected', async (t) => {
   const past = Math.floor(Date.now() / 1000) - 60;
-  const access = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('self-issued').setIssuedAt(past - 60).setExpirationTime(past).sign(secret('access_token.secret'));
+  const access = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setIssuedAt(past - 60)
+    .setExpirationTime(past)
+    .sign(secret('access_token.secret'));
   t.equal(await keysWith(`Biome:${access}`), 401, 'expired access token');
-  const refresh = await new SignJWT(claims({ use: 'refresh' })).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('self-issued').setExpirationTime(past).sign(secret('refresh_token.secret'));
+  const refresh = await new SignJWT(claims({ use: 'refresh' }))
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setExpirationTime(past)
+    .sign(secret('refresh_token.secret'));
   t.equal((await call('POST', '/biome/token', { body: { refresh_token: refresh } })).status, 401, 'expired refresh token');
-  const noExp = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('self-issued').sign(secret('access_token.secret'));
+  const noExp = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .sign(secret('access_token.secret'));
   t.equal(await keysWith(`Biome:${noExp}`), 401, 'a token without exp is refused');
 });
 
@@ -59,11 +87,23 @@ t.test('tampered tokens are rejected', async (t) => {
   t.equal(await keysWith(`Biome:${h}.${forged}.${s}`), 401, 'changed claims');
   const flipped = s.slice(0, -2) + (s.at(-2) === 'A' ? 'B' : 'A') + s.at(-1);
   t.equal(await keysWith(`Biome:${h}.${p}.${flipped}`), 401, 'changed signature');
-  const wrongSecret = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('self-issued').setExpirationTime('1h').sign(new Uint8Array(32));
+  const wrongSecret = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setExpirationTime('1h')
+    .sign(new Uint8Array(32));
   t.equal(await keysWith(`Biome:${wrongSecret}`), 401, 'signed with another secret');
-  const wrongIssuer = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('evil').setExpirationTime('1h').sign(secret('access_token.secret'));
+  const wrongIssuer = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('evil')
+    .setExpirationTime('1h')
+    .sign(secret('access_token.secret'));
   t.equal(await keysWith(`Biome:${wrongIssuer}`), 401, 'wrong issuer');
-  const staleGen = await new SignJWT(claims({ gen: 7 })).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).setIssuer('self-issued').setExpirationTime('1h').sign(secret('access_token.secret'));
+  const staleGen = await new SignJWT(claims({ gen: 7 }))
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setExpirationTime('1h')
+    .sign(secret('access_token.secret'));
   t.equal(await keysWith(`Biome:${staleGen}`), 401, 'token generation does not match');
 });
 
@@ -72,10 +112,18 @@ t.test('wrong algorithms are rejected', async (t) => {
   const body = b64url({ ...claims(), iss: 'self-issued', exp });
   t.equal(await keysWith(`Biome:${b64url({ alg: 'none', typ: 'JWT' })}.${body}.`), 401, 'alg none, empty signature');
   t.equal(await keysWith(`Biome:${b64url({ alg: 'none' })}.${body}`), 401, 'alg none, two segments');
-  const hs512 = await new SignJWT(claims()).setProtectedHeader({ alg: 'HS512', typ: 'JWT' }).setIssuer('self-issued').setExpirationTime('1h').sign(secret('access_token.secret'));
+  const hs512 = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'HS512', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setExpirationTime('1h')
+    .sign(secret('access_token.secret'));
   t.equal(await keysWith(`Biome:${hs512}`), 401, 'HS512 with the right secret');
   const { privateKey } = await generateKeyPair('RS256');
-  const rs = await new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', typ: 'JWT' }).setIssuer('self-issued').setExpirationTime('1h').sign(privateKey);
+  const rs = await new SignJWT(claims())
+    .setProtectedHeader({ alg: 'RS256', typ: 'JWT' })
+    .setIssuer('self-issued')
+    .setExpirationTime('1h')
+    .sign(privateKey);
   t.equal(await keysWith(`Biome:${rs}`), 401, 'RS256 token');
   const { createHmac } = await import('node:crypto');
   const head = b64url({ alg: 'RS256', typ: 'JWT' });
@@ -99,7 +147,7 @@ t.test('Cylinder tokens: valid, high-S, wrong key, tampered, wrong header', asyn
   const [h, c, s] = jwt.split('.') as [string, string, string];
   const sig = Buffer.from(s, 'base64');
   const r = sig.subarray(0, 32);
-  const sv = BigInt('0x' + sig.subarray(32).toString('hex'));
+  const sv = BigInt(`0x${sig.subarray(32).toString('hex')}`);
   const highS = Buffer.concat([r, Buffer.from((CURVE_N - sv).toString(16).padStart(64, '0'), 'hex')]);
   t.equal((await call('GET', '/status', { auth: `Cylinder:${h}.${c}.${highS.toString('base64')}` })).status, 401, 'high-S form of a valid signature');
 
@@ -112,7 +160,11 @@ t.test('Cylinder tokens: valid, high-S, wrong key, tampered, wrong header', asyn
   t.equal((await call('GET', '/status', { auth: `Cylinder:${h}.${tampered}.${s}` })).status, 401, 'claims changed after signing');
   const badHeader = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'cylinder+jwt' })).toString('base64');
   t.equal((await call('GET', '/status', { auth: `Cylinder:${badHeader}.${c}.${s}` })).status, 401, 'wrong alg in header');
-  t.equal((await call('GET', '/status', { auth: `Cylinder:${h}.${c}.${Buffer.from(sig).toString('base64url')}` })).status, 401, 'base64url is not the Cylinder encoding');
+  t.equal(
+    (await call('GET', '/status', { auth: `Cylinder:${h}.${c}.${Buffer.from(sig).toString('base64url')}` })).status,
+    401,
+    'base64url is not the Cylinder encoding',
+  );
   const expired = makeCylinderJwt(n.t.node.adminSigner, { exp: Math.floor(Date.now() / 1000) - 10 });
   t.equal((await call('GET', '/status', { auth: `Cylinder:${expired}` })).status, 401, 'exp in the past');
   t.equal((await call('GET', '/status', { auth: `Cylinder:${makeCylinderJwt(other)}` })).status, 403, 'valid signature, key without permission');
@@ -144,7 +196,11 @@ t.test('NodeProtocolVersion header', async (t) => {
   t.equal(await get({ nodeprotocolversion: '1', splinterprotocolversion: '2' }), 400, 'both headers, disagreeing');
   t.equal((await call('GET', '/status', { version: 1 })).status, 401, 'version 1 never skips authentication');
   t.equal((await call('GET', '/status', { version: 7 })).status, 401, 'auth is checked before the version');
-  t.equal((await call('POST', '/biome/login', { version: 3, body: { username: 'tess', hashed_password: 'x' } })).status, 400, 'public routes check it too');
+  t.equal(
+    (await call('POST', '/biome/login', { version: 3, body: { username: 'tess', hashed_password: 'x' } })).status,
+    400,
+    'public routes check it too',
+  );
 });
 
 t.test('no secret material in responses', async (t) => {

@@ -10,7 +10,7 @@ t.test('register and log in, both protocol versions', async (t) => {
     const username = `alice-v${v}@example.com`;
     const reg = await call('POST', '/biome/register', { version: v, body: { username, hashed_password: 'h1' } });
     t.equal(reg.status, 200, `v${v} register`);
-    const data = (reg.body as { message: string; data: { user_id: string; username: string } });
+    const data = reg.body as { message: string; data: { user_id: string; username: string } };
     t.equal(data.message, 'User created successfully');
     t.same(Object.keys(data.data).sort(), ['user_id', 'username']);
     t.equal(data.data.username, username);
@@ -89,7 +89,8 @@ t.test('log out kills every access and refresh token of the user at once', async
     t.equal(out.status, 200, `v${v} logout`);
     t.same(out.body, { message: 'User successfully logged out' });
     for (const tok of [a.token, b.token]) t.equal((await call('GET', '/biome/keys', { auth: tok })).status, 401, 'access token dead');
-    for (const rt of [a.refresh, b.refresh_token]) t.equal((await call('POST', '/biome/token', { body: { refresh_token: rt } })).status, 401, 'refresh token dead');
+    for (const rt of [a.refresh, b.refresh_token])
+      t.equal((await call('POST', '/biome/token', { body: { refresh_token: rt } })).status, 401, 'refresh token dead');
     const again = await call('POST', '/biome/login', { body: { username: name, hashed_password: `pw-of-${name}` } });
     const fresh = (again.body as { token: string }).token;
     t.equal((await call('GET', '/biome/keys', { auth: fresh })).status, 200, 'a new login works');
@@ -108,7 +109,10 @@ t.test('list, fetch, update, delete users', async (t) => {
     const list = await call('GET', '/biome/users', { version: v, auth: boss.token });
     t.equal(list.status, 200, `v${v} list`);
     t.ok(Array.isArray(list.body));
-    t.same((list.body as unknown[]).find((u) => (u as { user_id: string }).user_id === g.userId), { username: name, user_id: g.userId });
+    t.same(
+      (list.body as unknown[]).find((u) => (u as { user_id: string }).user_id === g.userId),
+      { username: name, user_id: g.userId },
+    );
     t.notOk(list.text.includes('password'), 'no password material');
     const one = await call('GET', `/biome/users/${g.userId}`, { version: v, auth: boss.token });
     t.same(one.body, { username: name, user_id: g.userId }, `v${v} fetch`);
@@ -134,7 +138,11 @@ t.test('list, fetch, update, delete users', async (t) => {
     t.equal((await call('POST', '/biome/login', { body: { username: name, hashed_password: 'new' } })).status, 200);
     const badPw = await call('PUT', `/biome/users/${g.userId}`, { version: v, auth: boss.token, body: { username: name, hashed_password: 'x' } });
     t.equal(badPw.status, 401, 'update needs the current password');
-    const otherName = await call('PUT', `/biome/users/${g.userId}`, { version: v, auth: boss.token, body: { username: 'boss', hashed_password: 'pw-of-boss' } });
+    const otherName = await call('PUT', `/biome/users/${g.userId}`, {
+      version: v,
+      auth: boss.token,
+      body: { username: 'boss', hashed_password: 'pw-of-boss' },
+    });
     t.equal(otherName.status, 401, "another user's credentials do not unlock this user");
 
     t.equal((await call('GET', '/biome/users', { version: v, auth: nobody.token })).status, 403, 'read needs identity.user.read');
@@ -186,7 +194,7 @@ t.test('repeated failed logins for one username slow down', async (t) => {
     const locked = await call('POST', '/biome/login', { body: { username: target, hashed_password: 'secret' } });
     t.equal(locked.status, 429, `${target}: locked right after, even with the right password`);
     t.ok(Number(locked.headers.get('retry-after')) >= 1, 'Retry-After given');
-    t.equal((await attempt('someone-else', 'bad')), 401, 'other usernames are not affected');
+    t.equal(await attempt('someone-else', 'bad'), 401, 'other usernames are not affected');
     await new Promise((r) => setTimeout(r, 350));
     t.equal(await attempt(target, 'bad'), 401, 'after the delay an attempt is checked again');
     t.equal(await attempt(target, 'bad'), 429, 'and the next lock is longer (doubled)');

@@ -1,6 +1,6 @@
 /**
  * The README walk (start, admin token from the CLI, create a user, grant a role, log in
- * as that user) plus a full run of interface A whose log must hold no secret.
+ * as that user) plus a full run of the node API whose log must hold no secret.
  */
 import t from 'tap';
 import { TS_ARGS } from './helpers/child.js';
@@ -33,7 +33,10 @@ t.test('the token CLI prints a Cylinder token for the admin key', async (t) => {
   t.match(adminToken, /^Cylinder:[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+\.[A-Za-z0-9+/=]+$/);
   const claims = JSON.parse(Buffer.from(adminToken.split('.')[1]!, 'base64').toString()) as { iss: string };
   t.equal(claims.iss, n.t.node.adminSigner.publicKey);
-  const err = await cli(join(n.t.dataDir, 'nowhere')).then(() => null, (e: { code: number; stderr: string }) => e);
+  const err = await cli(join(n.t.dataDir, 'nowhere')).then(
+    () => null,
+    (e: { code: number; stderr: string }) => e,
+  );
   t.equal(err?.code, 1, 'fails without a data directory');
   t.match(err?.stderr, /admin\.priv does not exist/);
 });
@@ -44,9 +47,15 @@ t.test('README walk: admin token, create a user, grant a role, log in as that us
   t.same(Object.keys(status.body as object), ['version', 'node_id', 'display_name', 'service_endpoint', 'network_endpoints', 'advertised_endpoints']);
   const reg = await call('POST', '/biome/register', { body: { username: 'operator', hashed_password: 'walk-secret-1' } });
   const userId = (reg.body as { data: { user_id: string } }).data.user_id;
-  const role = await call('POST', '/authorization/roles', { auth: adminToken, body: { role_id: 'operators', display_name: 'Operators', permissions: ['status.read', 'registry.read', 'registry.write'] } });
+  const role = await call('POST', '/authorization/roles', {
+    auth: adminToken,
+    body: { role_id: 'operators', display_name: 'Operators', permissions: ['status.read', 'registry.read', 'registry.write'] },
+  });
   t.equal(role.status, 200);
-  const assign = await call('POST', '/authorization/assignments', { auth: adminToken, body: { identity_type: 'user', identity: userId, roles: ['operators'] } });
+  const assign = await call('POST', '/authorization/assignments', {
+    auth: adminToken,
+    body: { identity_type: 'user', identity: userId, roles: ['operators'] },
+  });
   t.equal(assign.status, 200);
   const login = await call('POST', '/biome/login', { body: { username: 'operator', hashed_password: 'walk-secret-1' } });
   const token = (login.body as { token: string }).token;
@@ -97,8 +106,14 @@ t.test('a full run leaves no secret in the log', async (t) => {
   await c('POST', '/biome/verify', { auth: token, body: { username: 'logcheck', hashed_password: passwords[0] } });
   await c('POST', '/biome/keys', { auth: token, body: { public_key: userKey.publicKey, encrypted_private_key: encrypted, display_name: 'k' } });
   await c('GET', '/biome/keys', { auth: token });
-  await c('PUT', `/biome/users/${userId}`, { auth: admin, body: { username: 'logcheck', hashed_password: passwords[0], new_password: passwords[1], new_key_pairs: [] } });
-  await c('POST', '/registry/nodes', { auth: admin, body: { identity: 'n1', endpoints: ['tcp://n1:1'], display_name: 'n1', keys: [userKey.publicKey], metadata: {} } });
+  await c('PUT', `/biome/users/${userId}`, {
+    auth: admin,
+    body: { username: 'logcheck', hashed_password: passwords[0], new_password: passwords[1], new_key_pairs: [] },
+  });
+  await c('POST', '/registry/nodes', {
+    auth: admin,
+    body: { identity: 'n1', endpoints: ['tcp://n1:1'], display_name: 'n1', keys: [userKey.publicKey], metadata: {} },
+  });
   await c('GET', '/registry/nodes?filter=%7B', { auth: admin });
   await c('GET', '/status', { auth: `Cylinder:${makeCylinderJwt(userKey)}` });
   await c('GET', '/status', { auth: 'Bearer Biome:garbage' });

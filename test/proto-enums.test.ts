@@ -5,16 +5,7 @@
  */
 import t from 'tap';
 import type protobuf from 'protobufjs';
-import {
-  Batch,
-  SettingsAction,
-  SettingVoteValue,
-  StateChangeType,
-  decode,
-  encode,
-  loadProto,
-  protoEnum,
-} from '../src/proto/index.js';
+import { Batch, SettingsAction, SettingVoteValue, StateChangeType, decode, encode, loadProto, protoEnum } from '../src/proto/index.js';
 import {
   DATA_TYPE_NAMES,
   DataType,
@@ -58,7 +49,10 @@ t.test('named values are the .proto values', async (t) => {
   t.equal(SabreAction.EXECUTE_CONTRACT, 3);
   t.equal(PurchaseOrderAction.UPDATE_VERSION, 4);
   t.equal(StateChangeType.DELETE, 2);
-  t.same(DATA_TYPE_NAMES.map((n) => DataType[n]), [0, 1, 2, 3, 4, 5, 6, 7]);
+  t.same(
+    DATA_TYPE_NAMES.map((n) => DataType[n]),
+    [0, 1, 2, 3, 4, 5, 6, 7],
+  );
 });
 
 t.test('a name the .proto lacks fails at load', async (t) => {

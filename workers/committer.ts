@@ -11,7 +11,8 @@ import { writeFailure } from '../src/store/errors.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
 
-const port = parentPort!;
+if (parentPort === null) throw new Error('workers/committer.ts runs only as a worker thread');
+const port = parentPort;
 const opts = workerData as CommitterOptions;
 const post = (m: FromCommitter): void => port.postMessage(m);
 const db = openEnv(opts.dataDir);

@@ -40,7 +40,13 @@ export function generateBatches(o: GenOptions): GenBatch[] {
       const address = intkeyAddress(name);
       addresses.push(address);
       txns.push(
-        buildTransaction(signer, { familyName: 'intkey', familyVersion: '1.0', inputs: [address], outputs: [address], payload: intkeyPayload(verb, name, 1) }),
+        buildTransaction(signer, {
+          familyName: 'intkey',
+          familyVersion: '1.0',
+          inputs: [address],
+          outputs: [address],
+          payload: intkeyPayload(verb, name, 1),
+        }),
       );
     }
     const b = buildBatch(signer, txns);

@@ -1,5 +1,5 @@
 /**
- * The admin service `admin::<node id>` (research circuits.md §2): takes signed circuit
+ * The admin service `admin::<node id>`: takes signed circuit
  * management payloads, sends proposals to the other members, and agrees on each change
  * with upstream's two-phase commit (coordinator = the member with the smallest admin
  * service id; a coordinator timeout, plus a participant timeout of our own). Commit
@@ -35,7 +35,7 @@ import {
   type PayloadMsg,
   type ProposalMsg,
 } from './proto.js';
-import { AdminStore, type EventRecord, type NewEvent } from './store.js';
+import type { AdminStore, EventRecord, NewEvent } from './store.js';
 import { ValidationError, checkCircuit, checkEnvelope, parsePayload, sha256Hex, voteOf, type Envelope } from './validate.js';
 
 export interface AdminOptions {
@@ -192,7 +192,10 @@ export class AdminService {
     if (change.kind === 'vote' && env.header.requesterNodeId !== this.#o.nodeId) {
       fail(`A vote for node ${env.header.requesterNodeId} must be submitted to that node, not to ${this.#o.nodeId}`);
     }
-    if (this.#queue.some((q) => q.proposal.circuitId === change.proposal.circuitId && q.kind === change.kind && change.kind !== 'vote') || (change.kind !== 'vote' && this.#roundFor(change.proposal.circuitId))) {
+    if (
+      this.#queue.some((q) => q.proposal.circuitId === change.proposal.circuitId && q.kind === change.kind && change.kind !== 'vote') ||
+      (change.kind !== 'vote' && this.#roundFor(change.proposal.circuitId))
+    ) {
       fail(`Ignoring duplicate proposal for circuit ${change.proposal.circuitId}`);
     }
     if (change.kind === 'create') this.#ensureRefs(change.proposal.circuitProposal);
@@ -225,7 +228,8 @@ export class AdminService {
         const id = c?.circuitId ?? '';
         if (c && this.store.proposal(id)) fail(`Ignoring duplicate proposal for circuit ${id}`);
         if (c && this.store.circuit(id)) fail(`Circuit with circuit id ${id} already exists`);
-        if (!this.#registered(h.requesterNodeId, env.requesterHex)) fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
+        if (!this.#registered(h.requesterNodeId, env.requesterHex))
+          fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
         const circuit = checkCircuit(c, me);
         const proposal: ProposalMsg = {
           proposalType: ProposalType.CREATE,
@@ -242,10 +246,13 @@ export class AdminService {
         const v = p.circuitProposalVote!;
         const stored = this.store.proposal(v.circuitId);
         if (!stored) return fail(`Received vote for a proposal that does not exist: circuit id ${v.circuitId}`);
-        if (!this.#registered(h.requesterNodeId, env.requesterHex)) fail(`${env.requesterHex} is not registered for voting node ${h.requesterNodeId}`);
+        if (!this.#registered(h.requesterNodeId, env.requesterHex))
+          fail(`${env.requesterHex} is not registered for voting node ${h.requesterNodeId}`);
         if (h.requesterNodeId === stored.requesterNodeId) fail(`Received vote from requester node: ${h.requesterNodeId}`);
-        if (!stored.circuitProposal.members.some((m) => m.nodeId === h.requesterNodeId)) fail(`Received vote from node ${h.requesterNodeId}, which is not a member of circuit ${v.circuitId}`);
-        if (stored.votes.some((x) => x.voterNodeId === h.requesterNodeId)) fail(`Received duplicate vote from ${h.requesterNodeId} for ${v.circuitId}`);
+        if (!stored.circuitProposal.members.some((m) => m.nodeId === h.requesterNodeId))
+          fail(`Received vote from node ${h.requesterNodeId}, which is not a member of circuit ${v.circuitId}`);
+        if (stored.votes.some((x) => x.voterNodeId === h.requesterNodeId))
+          fail(`Received duplicate vote from ${h.requesterNodeId} for ${v.circuitId}`);
         if (v.circuitHash !== stored.circuitHash) fail(`Hash of circuit does not match circuit proposal: ${v.circuitId}`);
         const vote = voteOf(v.vote);
         const proposal: ProposalMsg = { ...stored, votes: [...stored.votes, { publicKey: h.requester, vote, voterNodeId: h.requesterNodeId }] };
@@ -253,7 +260,8 @@ export class AdminService {
       }
       case Action.DISBAND: {
         const id = p.circuitDisbandRequest!.circuitId;
-        if (!this.#registered(h.requesterNodeId, env.requesterHex)) fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
+        if (!this.#registered(h.requesterNodeId, env.requesterHex))
+          fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
         if (this.store.proposal(id)) fail(`Ignoring duplicate proposal for circuit ${id}`);
         const c = this.store.circuit(id);
         if (!c) return fail(`Circuit with circuit id ${id} does not exist`);
@@ -278,7 +286,7 @@ export class AdminService {
     }
   }
 
-  /** Abandon, purge, remove-proposal: this node only, no agreement (research §4.2–4.4). */
+  /** Abandon, purge, remove-proposal: this node only, no agreement. */
   async #local(env: Envelope): Promise<void> {
     const h = env.header;
     const me = this.#o.nodeId;
@@ -286,12 +294,14 @@ export class AdminService {
     const id = (p.circuitAbandon ?? p.circuitPurgeRequest ?? p.proposalRemoveRequest)!.circuitId;
     const what = h.action === Action.ABANDON ? 'abandon' : h.action === Action.PURGE ? 'purge' : 'remove the proposal of';
     if (h.requesterNodeId !== me) fail(`Unable to ${what} circuit ${id} from node ${me}: request came from node ${h.requesterNodeId}`);
-    if (!this.#registered(h.requesterNodeId, env.requesterHex)) fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
+    if (!this.#registered(h.requesterNodeId, env.requesterHex))
+      fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
     if (h.action === Action.REMOVE_PROPOSAL) {
       const prop = this.store.proposal(id);
       if (!prop) return fail(`Attempting to remove proposal for circuit ${id} that does not exist`);
       await this.store.commit({ deleteProposal: id });
-      for (const m of this.#others(prop.circuitProposal)) this.#sendNode(m, { messageType: AdminType.REMOVED_PROPOSAL, removedProposal: { circuitId: id } });
+      for (const m of this.#others(prop.circuitProposal))
+        this.#sendNode(m, { messageType: AdminType.REMOVED_PROPOSAL, removedProposal: { circuitId: id } });
       if (!this.store.circuit(id)) this.#dropRefs(id);
       log.info(`circuits: proposal for ${id} removed on this node`);
       return;
@@ -301,7 +311,8 @@ export class AdminService {
     if (h.action === Action.ABANDON) {
       if (c.circuitStatus !== Status.ACTIVE) fail(`Attempting to abandon a circuit that is not active: ${id}`);
       await this.store.commit({ putCircuit: { ...c, circuitStatus: Status.ABANDONED } });
-      for (const m of this.#others(c)) this.#sendNode(m, { messageType: AdminType.ABANDONED_CIRCUIT, abandonedCircuit: { circuitId: id, memberNodeId: me } });
+      for (const m of this.#others(c))
+        this.#sendNode(m, { messageType: AdminType.ABANDONED_CIRCUIT, abandonedCircuit: { circuitId: id, memberNodeId: me } });
       this.#dropRefs(id);
       log.info(`circuits: circuit ${id} abandoned on this node`);
     } else {
@@ -422,7 +433,10 @@ export class AdminService {
         // A member that restarted lost our mark: answer once when we are already done.
         if (!this.store.ready(r.circuitId) && this.store.circuit(r.circuitId) && !this.#readyReplied.has(key)) {
           this.#readyReplied.add(key);
-          this.#sendNode(r.memberNodeId, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: r.circuitId, memberNodeId: this.#o.nodeId } });
+          this.#sendNode(r.memberNodeId, {
+            messageType: AdminType.MEMBER_READY,
+            memberReady: { circuitId: r.circuitId, memberNodeId: this.#o.nodeId },
+          });
         }
         void this.#checkReady(r.circuitId);
         return;
@@ -448,7 +462,8 @@ export class AdminService {
       const c = decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal;
       for (const n of this.#others(c)) {
         const t = this.#routes.get(n);
-        if (t && `${t.remote}|${t.local}` === key) this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } });
+        if (t && `${t.remote}|${t.local}` === key)
+          this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } });
       }
     }
     this.#pump();
@@ -506,7 +521,10 @@ export class AdminService {
     if (!pc.circuitPayload) return;
     const env = checkEnvelope(pc.circuitPayload);
     const id = sha256Hex(env.bytes);
-    const verifiers = decode<{ verifiers: Buffer[] }>(RequiredVerifiers, pc.requiredVerifiers).verifiers.map((v) => v.toString('ascii')).filter((v) => v.startsWith(ADMIN)).map((v) => v.slice(ADMIN.length));
+    const verifiers = decode<{ verifiers: Buffer[] }>(RequiredVerifiers, pc.requiredVerifiers)
+      .verifiers.map((v) => v.toString('ascii'))
+      .filter((v) => v.startsWith(ADMIN))
+      .map((v) => v.slice(ADMIN.length));
     if (!verifiers.includes(this.#o.nodeId)) return log.warn(`circuits: received a proposal that does not name this node as a verifier`);
     if (env.header.action === Action.CREATE && env.payload.circuitCreateRequest?.circuit) {
       // A create teaches this node the other members' endpoints.
@@ -522,7 +540,9 @@ export class AdminService {
       const change = this.#propose(r.env);
       const got = sha256Hex(encode(CircuitProposal, change.proposal));
       if (got !== r.expected) {
-        log.warn(`circuits: proposal ${r.id.slice(0, 12)}… does not match this node's state (hash ${got.slice(0, 12)}… ≠ ${r.expected.slice(0, 12)}…)`);
+        log.warn(
+          `circuits: proposal ${r.id.slice(0, 12)}… does not match this node's state (hash ${got.slice(0, 12)}… ≠ ${r.expected.slice(0, 12)}…)`,
+        );
         return null;
       }
       return change;
@@ -555,7 +575,8 @@ export class AdminService {
     }, this.#o.coordinatorTimeoutMs);
     timer.unref();
     this.#current = { id: r.id, role: 'coordinator', verified: new Set([this.#o.nodeId]), timer };
-    for (const n of r.verifiers) if (n !== this.#o.nodeId) this.#sendConsensus(n, { messageType: TwoPhase.VERIFICATION_REQUEST, proposalId: Buffer.from(r.id, 'ascii') });
+    for (const n of r.verifiers)
+      if (n !== this.#o.nodeId) this.#sendConsensus(n, { messageType: TwoPhase.VERIFICATION_REQUEST, proposalId: Buffer.from(r.id, 'ascii') });
     void this.#maybeApply(r);
   }
 
@@ -679,7 +700,9 @@ export class AdminService {
       if (r && !r.committed && (own.attempts ?? 0) < MAX_ROUNDS) {
         // After a pause: a concurrent change (e.g. another member's vote) may still be landing here.
         const delay = RETRY_PAUSE_MS * 2 ** ((own.attempts ?? 1) - 1);
-        log.warn(`circuits: round for ${own.proposal.circuitId} ended without a commit; proposing it again in ${delay} ms (round ${(own.attempts ?? 0) + 1} of ${MAX_ROUNDS})`);
+        log.warn(
+          `circuits: round for ${own.proposal.circuitId} ended without a commit; proposing it again in ${delay} ms (round ${(own.attempts ?? 0) + 1} of ${MAX_ROUNDS})`,
+        );
         setTimeout(() => {
           if (this.#closed) return;
           this.#queue.unshift(own);
@@ -739,7 +762,8 @@ export class AdminService {
     }
     this.#emit(stored);
     if (accepted) {
-      for (const n of this.#others(p.circuitProposal)) this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } });
+      for (const n of this.#others(p.circuitProposal))
+        this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } });
       this.#mark(id, this.#o.nodeId);
       await this.#checkReady(id);
     }
@@ -747,7 +771,10 @@ export class AdminService {
 
   #mark(circuitId: string, nodeId: string): void {
     let s = this.#readyMarks.get(circuitId);
-    if (!s) this.#readyMarks.set(circuitId, (s = new Set()));
+    if (!s) {
+      s = new Set();
+      this.#readyMarks.set(circuitId, s);
+    }
     s.add(nodeId);
   }
 

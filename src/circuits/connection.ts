@@ -1,6 +1,6 @@
 /**
  * One TCP connection to a peer: frame version negotiation, frames, and the symmetric v1
- * authorization handshake (research circuits.md §1.5) in which each side proves its own
+ * authorization handshake in which each side proves its own
  * identity (trust: it names its node id; challenge: it signs a nonce with its peering
  * key) and verifies the other's. Any protocol error (bad checksum, unknown version, a
  * message that does not decode, a non-handshake message before the handshake ends, a bad
@@ -78,7 +78,10 @@ export class Connection {
   #gotRemoteComplete = false;
   readonly #timer: NodeJS.Timeout;
 
-  constructor(socket: Socket, opts: { me: LocalIdentity; expected: Token | null; local: Token | null; events: ConnectionEvents; handshakeMs: number; maxFrame: number }) {
+  constructor(
+    socket: Socket,
+    opts: { me: LocalIdentity; expected: Token | null; local: Token | null; events: ConnectionEvents; handshakeMs: number; maxFrame: number },
+  ) {
     this.#socket = socket;
     this.#me = opts.me;
     this.#expected = opts.expected;
@@ -198,8 +201,10 @@ export class Connection {
     switch (m.messageType) {
       case AuthType.PROTOCOL_REQUEST: {
         const r = decode<{ authProtocolMin: number; authProtocolMax: number }>(AuthProtocolRequest, m.payload);
-        if (r.authProtocolMin > 1 || r.authProtocolMax < 1) return this.#refuse(`authorization protocol ${r.authProtocolMin}..${r.authProtocolMax} not supported`);
-        const accepted = this.#expected === null ? [PeerAuth.TRUST, PeerAuth.CHALLENGE] : [isChallenge(this.#expected) ? PeerAuth.CHALLENGE : PeerAuth.TRUST];
+        if (r.authProtocolMin > 1 || r.authProtocolMax < 1)
+          return this.#refuse(`authorization protocol ${r.authProtocolMin}..${r.authProtocolMax} not supported`);
+        const accepted =
+          this.#expected === null ? [PeerAuth.TRUST, PeerAuth.CHALLENGE] : [isChallenge(this.#expected) ? PeerAuth.CHALLENGE : PeerAuth.TRUST];
         this.#sendAuth(AuthType.PROTOCOL_RESPONSE, encode(AuthProtocolResponse, { authProtocol: 1, acceptedAuthorizationType: accepted }));
         return;
       }
@@ -210,7 +215,8 @@ export class Connection {
         let method: number;
         if (this.local !== null) {
           method = isChallenge(this.local) ? PeerAuth.CHALLENGE : PeerAuth.TRUST;
-          if (!r.acceptedAuthorizationType.includes(method)) return this.#refuse(`the peer does not accept ${method === PeerAuth.TRUST ? 'trust' : 'challenge'} authorization`);
+          if (!r.acceptedAuthorizationType.includes(method))
+            return this.#refuse(`the peer does not accept ${method === PeerAuth.TRUST ? 'trust' : 'challenge'} authorization`);
         } else {
           const m0 = r.acceptedAuthorizationType.find((x) => x === PeerAuth.TRUST || x === PeerAuth.CHALLENGE);
           if (m0 === undefined) return this.#refuse('no common authorization type');
@@ -231,7 +237,8 @@ export class Connection {
         if (this.remote !== null) return this.#refuse('identity already established');
         if (this.#expected !== null && isChallenge(this.#expected)) return this.#refuse('this connection requires challenge authorization');
         if (r.identity === '' || isChallenge(r.identity) || r.identity.length > 256) return this.#refuse('invalid trust identity');
-        if (this.#expected !== null && r.identity !== this.#expected) return this.#refuse(`expected node ${this.#expected}, the peer claims ${r.identity}`);
+        if (this.#expected !== null && r.identity !== this.#expected)
+          return this.#refuse(`expected node ${this.#expected}, the peer claims ${r.identity}`);
         this.remote = r.identity;
         this.#sendAuth(AuthType.TRUST_RESPONSE, new Uint8Array(0));
         break;

@@ -1,5 +1,5 @@
 /**
- * Upstream's TCP framing (research circuits.md §1.3): once per connection the dialling
+ * Upstream's TCP framing: once per connection the dialling
  * side sends its supported frame versions (BE u16 min, max) and the accepting side answers
  * the version it uses (BE u16, 0 = none); then every message is a frame: BE u16 version
  * (1), BE u32 length, one LRC checksum byte over those six bytes, and the payload.

@@ -1,6 +1,6 @@
 /**
  * Wiring of circuits: the peer network, the admin service over the node's LMDB
- * environment, and interface A's /admin and /ws/admin routes.
+ * environment, and the node API's /admin and /ws/admin routes.
  */
 import type { RootDatabase } from 'lmdb';
 import type { Config } from '../config.js';

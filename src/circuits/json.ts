@@ -1,6 +1,5 @@
 /**
- * JSON of circuits, proposals and admin events, in protocol version 1 and 2 shapes
- * (research splinter.md §6.2–6.4, §6.6; spec "Interface A: circuits"). Built only from the
+ * JSON of circuits, proposals and admin events, in protocol version 1 and 2 shapes. Built only from the
  * stored protobuf records, so every member renders the same bytes for the same record.
  * Roster arguments are [key, value] pairs in submitted order everywhere.
  */
@@ -20,7 +19,9 @@ const args = (s: ServiceMsg): Array<[string, string]> => s.arguments.map((a) => 
 const optStr = (s: string): string | null => (s === '' ? null : s);
 
 function member(m: NodeMsg, v: Version): object {
-  return v === 1 ? { node_id: m.nodeId, endpoints: m.endpoints } : { node_id: m.nodeId, endpoints: m.endpoints, public_key: m.publicKey.length ? hex(m.publicKey) : null };
+  return v === 1
+    ? { node_id: m.nodeId, endpoints: m.endpoints }
+    : { node_id: m.nodeId, endpoints: m.endpoints, public_key: m.publicKey.length ? hex(m.publicKey) : null };
 }
 
 /** Circuit summary (list and fetch of circuits). */
@@ -60,7 +61,12 @@ export function proposalJson(p: ProposalMsg, v: Version): object {
       : {
           circuit_id: c.circuitId,
           members: c.members.map((m) => member(m, 2)),
-          roster: c.roster.map((s) => ({ service_id: s.serviceId, service_type: s.serviceType, node_id: s.allowedNodes[0] ?? null, arguments: args(s) })),
+          roster: c.roster.map((s) => ({
+            service_id: s.serviceId,
+            service_type: s.serviceType,
+            node_id: s.allowedNodes[0] ?? null,
+            arguments: args(s),
+          })),
           management_type: c.circuitManagementType,
           application_metadata: hex(c.applicationMetadata),
           comments: optStr(c.comments),
@@ -85,7 +91,11 @@ function eventProposal(p: ProposalMsg, v: Version): object {
   const base = {
     circuit_id: c.circuitId,
     roster: c.roster.map((s) => ({ service_id: s.serviceId, service_type: s.serviceType, allowed_nodes: s.allowedNodes, arguments: args(s) })),
-    members: c.members.map((m) => (v === 1 ? { node_id: m.nodeId, endpoints: m.endpoints } : { node_id: m.nodeId, endpoints: m.endpoints, public_key: m.publicKey.length ? Array.from(m.publicKey) : null })),
+    members: c.members.map((m) =>
+      v === 1
+        ? { node_id: m.nodeId, endpoints: m.endpoints }
+        : { node_id: m.nodeId, endpoints: m.endpoints, public_key: m.publicKey.length ? Array.from(m.publicKey) : null },
+    ),
     authorization_type: c.authorizationType === 2 ? 'Challenge' : 'Trust',
     persistence: 'Any',
     durability: 'NoDurability',
@@ -96,7 +106,13 @@ function eventProposal(p: ProposalMsg, v: Version): object {
   const circuit =
     v === 1
       ? { ...base, comments: c.comments }
-      : { ...base, comments: optStr(c.comments), display_name: optStr(c.displayName), circuit_version: circuitVersion(c), circuit_status: statusName(c.circuitStatus) };
+      : {
+          ...base,
+          comments: optStr(c.comments),
+          display_name: optStr(c.displayName),
+          circuit_version: circuitVersion(c),
+          circuit_status: statusName(c.circuitStatus),
+        };
   const type = PROPOSAL_TYPE[p.proposalType] ?? 'Create';
   return {
     proposal_type: v === 1 && type === 'Disband' ? 'Destroy' : type,

@@ -1,6 +1,5 @@
 /**
- * Builds and signs CircuitManagementPayloads as upstream's CLI does (research
- * splinter.md §6.5): serialize the action, SHA-512 it into the header, sign the header
+ * Builds and signs CircuitManagementPayloads as upstream's CLI does: serialize the action, SHA-512 it into the header, sign the header
  * bytes (SHA-256, compact secp256k1), then serialize the payload.
  */
 import { createHash } from 'node:crypto';
@@ -59,8 +58,17 @@ function sign(signer: Signer, nodeId: string, action: number, field: string, mes
 export function circuitMessage(spec: CircuitSpec): object {
   return {
     circuitId: spec.circuit_id,
-    roster: spec.roster.map((s) => ({ serviceId: s.service_id, serviceType: s.service_type, allowedNodes: [s.node_id], arguments: s.arguments.map(([key, value]) => ({ key, value })) })),
-    members: spec.members.map((m) => ({ nodeId: m.node_id, endpoints: m.endpoints, publicKey: m.public_key ? Buffer.from(m.public_key, 'hex') : undefined })),
+    roster: spec.roster.map((s) => ({
+      serviceId: s.service_id,
+      serviceType: s.service_type,
+      allowedNodes: [s.node_id],
+      arguments: s.arguments.map(([key, value]) => ({ key, value })),
+    })),
+    members: spec.members.map((m) => ({
+      nodeId: m.node_id,
+      endpoints: m.endpoints,
+      publicKey: m.public_key ? Buffer.from(m.public_key, 'hex') : undefined,
+    })),
     authorizationType: spec.authorization_type === 'challenge' ? AuthorizationType.CHALLENGE : AuthorizationType.TRUST,
     persistence: 1,
     durability: 1,
@@ -79,7 +87,14 @@ export function createPayload(signer: Signer, nodeId: string, spec: CircuitSpec)
 }
 
 export function votePayload(signer: Signer, nodeId: string, circuitId: string, circuitHash: string, accept: boolean): Uint8Array {
-  return sign(signer, nodeId, Action.VOTE, 'circuitProposalVote', { circuitId, circuitHash, vote: accept ? Vote.ACCEPT : Vote.REJECT }, CircuitProposalVote);
+  return sign(
+    signer,
+    nodeId,
+    Action.VOTE,
+    'circuitProposalVote',
+    { circuitId, circuitHash, vote: accept ? Vote.ACCEPT : Vote.REJECT },
+    CircuitProposalVote,
+  );
 }
 
 const ID_ACTIONS = {

@@ -1,5 +1,5 @@
 /**
- * The peer network (research circuits.md §1.7–1.8): a TCP listener, and reference-counted
+ * The peer network: a TCP listener, and reference-counted
  * peers identified by (remote token, local token), with endpoints taken from circuit
  * members. A referenced peer is dialled and kept connected: heartbeats on every
  * connection, re-dial with exponential backoff, sends to a disconnected peer queued and
@@ -80,13 +80,24 @@ export class PeerNetwork {
   listen(): Promise<number> {
     const server = createServer((socket) => {
       if (this.#closed) return void socket.destroy();
-      this.#track(new Connection(socket, { me: this.#o.me, expected: null, local: null, events: this.#events, handshakeMs: this.#o.handshakeMs, maxFrame: this.#o.maxFrame }));
+      this.#track(
+        new Connection(socket, {
+          me: this.#o.me,
+          expected: null,
+          local: null,
+          events: this.#events,
+          handshakeMs: this.#o.handshakeMs,
+          maxFrame: this.#o.maxFrame,
+        }),
+      );
     });
     this.#server = server;
     this.#heartbeat = setInterval(() => this.#beat(), this.#o.heartbeatMs);
     this.#heartbeat.unref();
     return new Promise((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) => reject(new Error(`network: cannot listen on ${this.#o.bind.host}:${this.#o.bind.port} (${err.code ?? err.message})`)));
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new Error(`network: cannot listen on ${this.#o.bind.host}:${this.#o.bind.port} (${err.code ?? err.message})`)),
+      );
       server.listen({ host: this.#o.bind.host, port: this.#o.bind.port, exclusive: true }, () => {
         server.on('error', (err) => log.warn(`peer network listener: ${err.message}`));
         const a = server.address();
@@ -136,7 +147,7 @@ export class PeerNetwork {
   send(remote: Token, local: Token, payload: Uint8Array): void {
     const key = keyOf(remote, local);
     const c = this.#connOf(key);
-    if (c && c.send(NetworkType.CIRCUIT, payload)) return;
+    if (c?.send(NetworkType.CIRCUIT, payload)) return;
     const p = this.#peers.get(key);
     if (!p) {
       log.warn(`peer network: dropped a message for ${remote}: no connection and no circuit refers to it`);
@@ -175,7 +186,16 @@ export class PeerNetwork {
     }
     const t = targets[p.next++ % targets.length]!;
     const socket = connect({ host: t.host, port: t.port });
-    p.dialing = this.#track(new Connection(socket, { me: this.#o.me, expected: p.remote, local: p.local, events: this.#events, handshakeMs: this.#o.handshakeMs, maxFrame: this.#o.maxFrame }));
+    p.dialing = this.#track(
+      new Connection(socket, {
+        me: this.#o.me,
+        expected: p.remote,
+        local: p.local,
+        events: this.#events,
+        handshakeMs: this.#o.handshakeMs,
+        maxFrame: this.#o.maxFrame,
+      }),
+    );
   }
 
   #retry(p: Peer): void {
@@ -192,7 +212,8 @@ export class PeerNetwork {
     for (const p of this.#peers.values()) {
       const before = p.queue.length;
       p.queue = p.queue.filter((q) => now - q.at < this.#o.queueTtlMs);
-      if (p.queue.length < before) log.warn(`peer network: dropped ${before - p.queue.length} message(s) for ${p.remote}: not reconnected in ${this.#o.queueTtlMs} ms`);
+      if (p.queue.length < before)
+        log.warn(`peer network: dropped ${before - p.queue.length} message(s) for ${p.remote}: not reconnected in ${this.#o.queueTtlMs} ms`);
     }
   }
 

@@ -147,11 +147,11 @@ export interface PayloadMsg {
 /** Drops proto3 default values (0, '', false, empty bytes and lists) so they are not written. */
 function prune(v: unknown): unknown {
   if (v instanceof Uint8Array) return v.length === 0 ? undefined : v;
-  if (Array.isArray(v)) return v.length === 0 ? undefined : v.map((x) => (typeof x === 'object' && x !== null ? prune(x) ?? {} : x));
+  if (Array.isArray(v)) return v.length === 0 ? undefined : v.map((x) => (typeof x === 'object' && x !== null ? (prune(x) ?? {}) : x));
   if (typeof v === 'object' && v !== null) {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) {
-      const p = typeof x === 'object' && x !== null && !(x instanceof Uint8Array) && !Array.isArray(x) ? prune(x) ?? {} : prune(x);
+      const p = typeof x === 'object' && x !== null && !(x instanceof Uint8Array) && !Array.isArray(x) ? (prune(x) ?? {}) : prune(x);
       if (p !== undefined) out[k] = p;
     }
     return out;

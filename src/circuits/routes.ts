@@ -1,7 +1,6 @@
 /**
- * Interface A's circuit operations: `/admin/proposals[/{id}]`, `/admin/circuits[/{id}]`,
- * `POST /admin/submit` and the websocket `/ws/admin/register/{type}` (research
- * splinter.md §6; spec "Interface A: circuits"). Declared in the node API's current route
+ * The node API's circuit operations: `/admin/proposals[/{id}]`, `/admin/circuits[/{id}]`,
+ * `POST /admin/submit` and the websocket `/ws/admin/register/{type}`. Declared in the node API's current route
  * style (Router.secured), in a file of their own.
  */
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
@@ -29,7 +28,10 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
       .filter((p) => mgmt === null || p.circuitProposal.circuitManagementType === mgmt)
       .filter((p) => member === null || p.circuitProposal.members.some((m) => m.nodeId === member))
       .map((p) => proposalJson(p, version));
-    const filters = [mgmt !== null ? `management_type=${encodeURIComponent(mgmt)}` : '', member !== null ? `member=${encodeURIComponent(member)}` : ''].filter(Boolean);
+    const filters = [
+      mgmt !== null ? `management_type=${encodeURIComponent(mgmt)}` : '',
+      member !== null ? `member=${encodeURIComponent(member)}` : '',
+    ].filter(Boolean);
     const base = filters.length ? `/admin/proposals?${filters.join('&')}&` : '/admin/proposals?';
     return json(pageOf(items, base, page));
   });
@@ -52,7 +54,10 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
       .filter((c) => filter === null || c.members.some((m) => m.nodeId === filter))
       .sort((a, b) => (a.circuitId < b.circuitId ? 1 : a.circuitId > b.circuitId ? -1 : 0))
       .map((c) => circuitJson(c, version));
-    const filters = [filter !== null ? `filter=${encodeURIComponent(filter)}` : '', status !== null ? `status=${encodeURIComponent(status)}` : ''].filter(Boolean);
+    const filters = [
+      filter !== null ? `filter=${encodeURIComponent(filter)}` : '',
+      status !== null ? `status=${encodeURIComponent(status)}` : '',
+    ].filter(Boolean);
     const base = filters.length ? `/admin/circuits?${filters.join('&')}&` : '/admin/circuits?';
     return json(pageOf(items, base, page));
   });
@@ -64,7 +69,8 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
   });
 
   r.secured('post', '/admin/submit', 'circuit.write', async ({ req }) => {
-    if (req.body.length === 0) throw new HttpError(400, 'Failed to parse payload: the body is empty (send the CircuitManagementPayload protobuf bytes)');
+    if (req.body.length === 0)
+      throw new HttpError(400, 'Failed to parse payload: the body is empty (send the CircuitManagementPayload protobuf bytes)');
     try {
       await admin.submit(req.body);
     } catch (err) {
@@ -136,7 +142,17 @@ export class AdminEvents {
     });
     const rawQuery = ureq.getQuery() ?? '';
     const type = decodeURIComponent(ureq.getParameter(0) ?? '');
-    const req: Req = { method: 'GET', path: ureq.getUrl(), rawQuery, query: new URLSearchParams(rawQuery), headers, params: [type], body: Buffer.alloc(0), aborted: false, remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString() };
+    const req: Req = {
+      method: 'GET',
+      path: ureq.getUrl(),
+      rawQuery,
+      query: new URLSearchParams(rawQuery),
+      headers,
+      params: [type],
+      body: Buffer.alloc(0),
+      aborted: false,
+      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    };
     res.onAborted(() => {
       req.aborted = true;
     });
@@ -154,7 +170,8 @@ export class AdminEvents {
         await authorize(authn, access, req, 'circuit.read', 'node');
         const version = protocolVersion(req);
         const lastRaw = req.query.get('last');
-        if (lastRaw !== null && !/^\d{1,16}$/.test(lastRaw)) throw new HttpError(400, `Invalid last value passed: ${lastRaw.slice(0, 40)}. Expected milliseconds since the epoch`);
+        if (lastRaw !== null && !/^\d{1,16}$/.test(lastRaw))
+          throw new HttpError(400, `Invalid last value passed: ${lastRaw.slice(0, 40)}. Expected milliseconds since the epoch`);
         if (type === '') throw new HttpError(400, 'A circuit management type is required');
         if (req.aborted) return;
         res.cork(() => {

@@ -111,7 +111,13 @@ export class AdminStore {
       if (effect.deleteReady !== undefined) void this.#ready.remove(effect.deleteReady);
       if (effect.putReady) void this.#ready.put(effect.putReady[0], effect.putReady[1]);
       for (const e of effect.events ?? []) {
-        const rec: EventRecord = { ts: e.ts, type: e.type, mgmt: e.proposal.circuitProposal.circuitManagementType, proposal: encode(CircuitProposal, e.proposal), key: e.key };
+        const rec: EventRecord = {
+          ts: e.ts,
+          type: e.type,
+          mgmt: e.proposal.circuitProposal.circuitManagementType,
+          proposal: encode(CircuitProposal, e.proposal),
+          key: e.key,
+        };
         const seq = this.#nextEvent++;
         void this.#events.put(seq, rec);
         stored.push([seq, rec]);

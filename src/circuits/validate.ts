@@ -1,5 +1,5 @@
 /**
- * Checks on circuit management payloads (research circuits.md §2.4, splinter.md §6.5):
+ * Checks on circuit management payloads:
  * the envelope (header, requester key, signature, payload hash) and the rules of each
  * action. Every member runs the action rules against its own store and registry.
  */
@@ -50,17 +50,27 @@ const ACTION_NAMES: Record<number, string> = {
 function actionBytes(p: PayloadMsg, action: number): Uint8Array {
   switch (action) {
     case Action.VOTE:
-      return p.circuitProposalVote ? encode(CircuitProposalVote, p.circuitProposalVote) : fail('CircuitManagementPayload is missing its circuit_proposal_vote');
+      return p.circuitProposalVote
+        ? encode(CircuitProposalVote, p.circuitProposalVote)
+        : fail('CircuitManagementPayload is missing its circuit_proposal_vote');
     case Action.CREATE:
-      return p.circuitCreateRequest ? encode(CircuitCreateRequest, p.circuitCreateRequest) : fail('CircuitManagementPayload is missing its circuit_create_request');
+      return p.circuitCreateRequest
+        ? encode(CircuitCreateRequest, p.circuitCreateRequest)
+        : fail('CircuitManagementPayload is missing its circuit_create_request');
     case Action.DISBAND:
-      return p.circuitDisbandRequest ? encode(CircuitIdRequest, p.circuitDisbandRequest) : fail('CircuitManagementPayload is missing its circuit_disband_request');
+      return p.circuitDisbandRequest
+        ? encode(CircuitIdRequest, p.circuitDisbandRequest)
+        : fail('CircuitManagementPayload is missing its circuit_disband_request');
     case Action.PURGE:
-      return p.circuitPurgeRequest ? encode(CircuitIdRequest, p.circuitPurgeRequest) : fail('CircuitManagementPayload is missing its circuit_purge_request');
+      return p.circuitPurgeRequest
+        ? encode(CircuitIdRequest, p.circuitPurgeRequest)
+        : fail('CircuitManagementPayload is missing its circuit_purge_request');
     case Action.ABANDON:
       return p.circuitAbandon ? encode(CircuitIdRequest, p.circuitAbandon) : fail('CircuitManagementPayload is missing its circuit_abandon');
     case Action.REMOVE_PROPOSAL:
-      return p.proposalRemoveRequest ? encode(CircuitIdRequest, p.proposalRemoveRequest) : fail('CircuitManagementPayload is missing its proposal_remove_request');
+      return p.proposalRemoveRequest
+        ? encode(CircuitIdRequest, p.proposalRemoveRequest)
+        : fail('CircuitManagementPayload is missing its proposal_remove_request');
     case 0:
       return fail('No action specified');
     default:
@@ -129,7 +139,10 @@ export function checkCircuit(c: CircuitMsg | null | undefined, localNode: string
   if (c.durability === 0) fail('durability_type cannot be unset');
   if (c.routes === 0) fail('route_type cannot be unset');
   if (c.circuitId === '') fail('circuit_id must be set');
-  if (!CIRCUIT_ID.test(c.circuitId)) fail(`'${c.circuitId.slice(0, 40)}' is not a valid circuit ID: must be an 11 character string composed of two, 5 character base62 strings joined with a '-' (example: abcDE-F0123)`);
+  if (!CIRCUIT_ID.test(c.circuitId))
+    fail(
+      `'${c.circuitId.slice(0, 40)}' is not a valid circuit ID: must be an 11 character string composed of two, 5 character base62 strings joined with a '-' (example: abcDE-F0123)`,
+    );
   if (c.circuitManagementType === '') fail('circuit_management_type must be set');
   if (c.circuitStatus !== Status.UNSET && c.circuitStatus !== Status.ACTIVE) fail('A proposed circuit must be Active');
   if (c.authorizationType === AuthorizationType.CHALLENGE && c.circuitVersion < 2) fail('Challenge authorization requires circuit version 2');
@@ -146,7 +159,8 @@ export function checkCircuit(c: CircuitMsg | null | undefined, localNode: string
       if (endpoints.has(e)) fail('Every member endpoint must be unique in the circuit.');
       endpoints.add(e);
     }
-    if (c.authorizationType === AuthorizationType.CHALLENGE && m.publicKey.length !== 33) fail('All members must have public keys if authorization type is challenge');
+    if (c.authorizationType === AuthorizationType.CHALLENGE && m.publicKey.length !== 33)
+      fail('All members must have public keys if authorization type is challenge');
   }
   if (!ids.has(localNode)) fail(`Circuit does not contain this node: ${localNode}`);
   if (c.roster.length === 0) fail('The circuit must have services');

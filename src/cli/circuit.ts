@@ -24,7 +24,20 @@ common options:
                   or <CAIRN_DATA_DIR>/keys/admin.priv); its public key must be in the registry entry of --node-id
 `;
 
-const VALUED = new Set(['url', 'key', 'node-id', 'member', 'service', 'service-arg', 'circuit-id', 'management-type', 'auth-type', 'display-name', 'comments', 'status']);
+const VALUED = new Set([
+  'url',
+  'key',
+  'node-id',
+  'member',
+  'service',
+  'service-arg',
+  'circuit-id',
+  'management-type',
+  'auth-type',
+  'display-name',
+  'comments',
+  'status',
+]);
 
 function parse(argv: string[]): { positional: string[]; opts: Map<string, string[]>; flags: Set<string> } {
   const positional: string[] = [];
@@ -80,19 +93,25 @@ async function main(): Promise<number> {
     return res.ok ? 0 : 1;
   };
   const post = async (payload: Uint8Array): Promise<number> =>
-    show(await fetch(`${url}/admin/submit`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/octet-stream' }, body: Buffer.from(payload) }));
+    show(
+      await fetch(`${url}/admin/submit`, {
+        method: 'POST',
+        headers: { authorization: auth, 'content-type': 'application/octet-stream' },
+        body: Buffer.from(payload),
+      }),
+    );
 
   switch (cmd) {
     case 'propose': {
       const members = (opts.get('member') ?? []).map((m) => {
-        const [node_id, endpoint, public_key] = m.split('=');
-        if (!node_id || !endpoint) throw new Error(`--member takes ID=ENDPOINT[=PEERING_KEY], got ${m}`);
-        return { node_id, endpoints: [endpoint], public_key };
+        const [nodeId, endpoint, publicKey] = m.split('=');
+        if (!nodeId || !endpoint) throw new Error(`--member takes ID=ENDPOINT[=PEERING_KEY], got ${m}`);
+        return { node_id: nodeId, endpoints: [endpoint], public_key: publicKey };
       });
       const roster: ServiceSpec[] = (opts.get('service') ?? []).map((s) => {
-        const [service_id, node_id, service_type = 'scabbard'] = s.split('::');
-        if (!service_id || !node_id) throw new Error(`--service takes SVC::NODE[::TYPE], got ${s}`);
-        return { service_id, node_id, service_type, arguments: [] };
+        const [serviceId, nodeId, serviceType = 'scabbard'] = s.split('::');
+        if (!serviceId || !nodeId) throw new Error(`--service takes SVC::NODE[::TYPE], got ${s}`);
+        return { service_id: serviceId, node_id: nodeId, service_type: serviceType, arguments: [] };
       });
       if (flags.has('peer-services')) {
         for (const s of roster) s.arguments.push(['peer_services', JSON.stringify(roster.filter((x) => x !== s).map((x) => x.service_id))]);

@@ -13,7 +13,7 @@ import { loadOrCreateKey } from '../store/keys.js';
 import { buildBatch, buildBatchList, buildTransaction } from '../ledger/build.js';
 import { intkeyAddress, intkeyPayload } from '../families/intkey.js';
 import { decode } from '../codec/cbor.js';
-import { fetchOrExplain, ledgerUrl, parseCliArgs } from './args.js';
+import { fetchOrExplain, ledgerUrl, parseCliArgs, type Args } from './args.js';
 
 const USAGE = `usage: intkey set|inc|dec <name> <value> [options]
        intkey get <name> [options]
@@ -28,7 +28,7 @@ exit status: 0 committed, 1 invalid or failed, 2 usage, 3 still pending
 class UsageError extends Error {}
 
 async function main(): Promise<number> {
-  let args;
+  let args: Args;
   try {
     args = parseCliArgs(process.argv.slice(2), ['url', 'key', 'data-dir', 'wait']);
   } catch (err) {

@@ -72,9 +72,7 @@ function enc(v: CborValue, out: number[]): void {
     // Sorted keys as the upstream encoders write them (Python's sort_keys, Rust's BTreeMap):
     // text keys by their UTF-8 bytes, other keys by their encoding.
     encoded.sort((a, b) =>
-      typeof a.k === 'string' && typeof b.k === 'string'
-        ? Buffer.compare(Buffer.from(a.k), Buffer.from(b.k))
-        : compareBytes(a.kb, b.kb),
+      typeof a.k === 'string' && typeof b.k === 'string' ? Buffer.compare(Buffer.from(a.k), Buffer.from(b.k)) : compareBytes(a.kb, b.kb),
     );
     head(5, encoded.length, out);
     for (const e of encoded) {

@@ -31,8 +31,7 @@ function loadNative(): NativeSecp | null {
 }
 
 noble.hashes.sha256 = (m: Uint8Array) => new Uint8Array(createHash('sha256').update(m).digest());
-noble.hashes.hmacSha256 = (k: Uint8Array, m: Uint8Array) =>
-  new Uint8Array(createHmac('sha256', k).update(m).digest());
+noble.hashes.hmacSha256 = (k: Uint8Array, m: Uint8Array) => new Uint8Array(createHmac('sha256', k).update(m).digest());
 
 const native = loadNative();
 
@@ -104,9 +103,7 @@ export class Signer {
   /** Hex compact signature over sha256(message). */
   sign(message: Uint8Array | string): string {
     const digest = sha256(typeof message === 'string' ? Buffer.from(message) : message);
-    const sig = native
-      ? native.ecdsaSign(digest, this.#priv).signature
-      : noble.sign(digest, this.#priv, { prehash: false, lowS: true });
+    const sig = native ? native.ecdsaSign(digest, this.#priv).signature : noble.sign(digest, this.#priv, { prehash: false, lowS: true });
     return Buffer.from(sig).toString('hex');
   }
 

@@ -143,7 +143,9 @@ export function registerAgents(r: DataRouter): void {
       const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
       if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
       const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' }]);
+      return submitActions(req, be, signer, [
+        { action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' },
+      ]);
     },
   });
 }

@@ -47,7 +47,10 @@ export class Backends {
 
   #storesOf(db: RootDatabase): { rm: ReadModel; events: EventStore } {
     let s = this.#stores.get(db);
-    if (!s) this.#stores.set(db, (s = { rm: new ReadModel(db), events: new EventStore(db) }));
+    if (!s) {
+      s = { rm: new ReadModel(db), events: new EventStore(db) };
+      this.#stores.set(db, s);
+    }
     return s;
   }
 

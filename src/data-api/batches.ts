@@ -13,7 +13,8 @@ import { linkReply } from './submit.js';
 const SUBMIT_STATUS = { EMPTY: 400, UNDECODABLE: 400, INVALID: 400, QUEUE_FULL: 429, UNAVAILABLE: 503 } as const;
 
 export async function postBatches(req: Req, be: DataBackend): Promise<Answer> {
-  const ct = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  const [mediaType = ''] = (req.headers['content-type'] ?? '').split(';');
+  const ct = mediaType.trim().toLowerCase();
   // Upstream's CLI sends no content type; JSON or form bodies are clearly something else.
   if (ct !== '' && ct !== 'application/octet-stream') {
     throw new ApiError(415, 'POST /batches takes a protobuf BatchList (Content-Type: application/octet-stream)');

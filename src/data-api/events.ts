@@ -1,5 +1,5 @@
 /**
- * Data-change event ids. Every submission through interface B (a JSON mutation or a
+ * Data-change event ids. Every submission through the data API (a JSON mutation or a
  * client-signed BatchList) gets a fresh event id naming "the data changes these batches
  * make when they commit". The mapping is written from the HTTP thread into two
  * sub-databases of its own (never the ledger's), before the answer goes out:

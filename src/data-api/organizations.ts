@@ -55,7 +55,9 @@ export function registerOrganizations(r: DataRouter): void {
       const items = dataItems(req);
       const signer = be.signers.pick(req);
       if (items.length > 1) {
-        throw bad('`data`: one organization per request: its signer becomes the organization\'s admin agent, and a key is an agent of one organization only');
+        throw bad(
+          "`data`: one organization per request: its signer becomes the organization's admin agent, and a key is an agent of one organization only",
+        );
       }
       const o = checkShape(items[0], CREATE, 'data[0]');
       sameService(be, o.service_id, 'data[0].service_id');

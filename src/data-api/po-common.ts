@@ -67,7 +67,8 @@ function checkRevision(be: DataBackend, v: unknown, path: string): Obj {
 /** The fields of a new version (inside a create, or posted to `.../version`). */
 export function versionCreate(be: DataBackend, v: unknown, uid: string, path: string): Obj {
   const o = checkShape(v, VERSION, path);
-  if (o.po_uid !== undefined && o.po_uid !== uid) throw bad(`\`${at(path, 'po_uid')}\` (${show(o.po_uid)}) does not match the purchase order (${uid})`);
+  if (o.po_uid !== undefined && o.po_uid !== uid)
+    throw bad(`\`${at(path, 'po_uid')}\` (${show(o.po_uid)}) does not match the purchase order (${uid})`);
   sameService(be, o.service_id, at(path, 'service_id'));
   if (o.revision === undefined) throw bad(`\`${at(path, 'revision')}\` is required: the version's first order document`);
   checkId(o.version_id as string, at(path, 'version_id'));
@@ -87,7 +88,8 @@ function fromStored(r: RevisionRecord): Obj {
 /** The fields of an update of an existing version of `po`. */
 export function versionUpdate(be: DataBackend, po: PurchaseOrderRecord, v: unknown, path: string, fallback: 'current' | 'latest'): Obj {
   const o = checkShape(v, { ...VERSION, workflow_state: reqString }, path);
-  if (o.po_uid !== undefined && o.po_uid !== po.uid) throw bad(`\`${at(path, 'po_uid')}\` (${show(o.po_uid)}) does not match the purchase order (${po.uid})`);
+  if (o.po_uid !== undefined && o.po_uid !== po.uid)
+    throw bad(`\`${at(path, 'po_uid')}\` (${show(o.po_uid)}) does not match the purchase order (${po.uid})`);
   sameService(be, o.service_id, at(path, 'service_id'));
   const vid = o.version_id as string;
   const stored = po.versions.find((x) => x.version_id === vid);
@@ -95,7 +97,9 @@ export function versionUpdate(be: DataBackend, po: PurchaseOrderRecord, v: unkno
   let revision: Obj;
   if (o.revision !== undefined) revision = checkRevision(be, o.revision, at(path, 'revision'));
   else {
-    const n = (o.current_revision_number as number | undefined) ?? (fallback === 'current' ? stored.current_revision_number : Math.max(0, ...stored.revisions));
+    const n =
+      (o.current_revision_number as number | undefined) ??
+      (fallback === 'current' ? stored.current_revision_number : Math.max(0, ...stored.revisions));
     const r = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, vid, n));
     if (r === undefined) throw bad(`\`${at(path, 'current_revision_number')}\`: version ${vid} has no revision ${n}`);
     revision = fromStored(r);

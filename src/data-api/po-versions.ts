@@ -62,7 +62,8 @@ export function registerPoVersions(r: DataRouter): void {
         const v = versionCreate(be, item, po.uid, path);
         const vid = v.version_id as string;
         uniqueIn(seen, vid, `${path}.version_id`);
-        if (po.versions.some((x) => x.version_id === vid)) throw bad(`\`${path}.version_id\`: version ${vid} already exists in purchase order ${po.uid}`);
+        if (po.versions.some((x) => x.version_id === vid))
+          throw bad(`\`${path}.version_id\`: version ${vid} already exists in purchase order ${po.uid}`);
         return { action: { ...v, action: 'create_version' }, path };
       });
       return submitActions(req, be, signer, planned);
@@ -94,7 +95,8 @@ export function registerPoVersions(r: DataRouter): void {
       const planned = items.map((item, i) => {
         const p = path(i);
         if (!isObj(item)) throw bad(`\`${p || 'body'}\` must be a version object`);
-        if (item.version_id !== undefined && item.version_id !== vid) throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
+        if (item.version_id !== undefined && item.version_id !== vid)
+          throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
         return { action: { ...versionUpdate(be, po, { ...item, version_id: vid }, p, 'current'), action: 'update_version' }, path: p };
       });
       return submitActions(req, be, signer, planned);
@@ -123,7 +125,8 @@ export function registerPoVersions(r: DataRouter): void {
       const po = requirePo(be, req.params[0]!);
       const v = requireVersion(be, po, req.params[1]!);
       const raw = req.params[2]!;
-      if (raw !== 'latest' && !/^\d{1,9}$/.test(raw)) throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
+      if (raw !== 'latest' && !/^\d{1,9}$/.test(raw))
+        throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
       const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
       const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
       if (rev === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);

@@ -47,10 +47,10 @@ function converted<T>(path: string, f: () => T): T {
 function checkValue(v: unknown, path: string): void {
   const o = checkShape(v, VALUE_SHAPE, path);
   converted(path, () => propertyValue(o));
-  const STRUCT = 6;
-  if (dataTypeValue(o.data_type) === STRUCT) {
+  const structType = 6;
+  if (dataTypeValue(o.data_type) === structType) {
     const key = o.value !== undefined ? 'value' : 'struct_values';
-    (o[key] as unknown[]).forEach((s, i) => checkValue(s, at(at(path, key), i)));
+    for (const [i, s] of (o[key] as unknown[]).entries()) checkValue(s, at(at(path, key), i));
   }
 }
 
@@ -58,20 +58,20 @@ function checkValue(v: unknown, path: string): void {
 export function checkPropertyValues(v: unknown, path: string): unknown[] {
   if (v === undefined) return [];
   if (!Array.isArray(v)) throw bad(`\`${path}\` must be an array`);
-  v.forEach((p, i) => checkValue(p, at(path, i)));
+  for (const [i, p] of v.entries()) checkValue(p, at(path, i));
   return v;
 }
 
 function checkDefinition(v: unknown, path: string): void {
   const o = checkShape(v, DEFINITION_SHAPE, path);
   converted(path, () => propertyDefinition(o));
-  ((o.struct_properties as unknown[] | undefined) ?? []).forEach((s, i) => checkDefinition(s, at(at(path, 'struct_properties'), i)));
+  for (const [i, s] of ((o.struct_properties as unknown[] | undefined) ?? []).entries()) checkDefinition(s, at(at(path, 'struct_properties'), i));
 }
 
 export function checkPropertyDefinitions(v: unknown, path: string): unknown[] {
   if (v === undefined) return [];
   if (!Array.isArray(v)) throw bad(`\`${path}\` must be an array`);
-  v.forEach((p, i) => checkDefinition(p, at(path, i)));
+  for (const [i, p] of v.entries()) checkDefinition(p, at(path, i));
   return v;
 }
 

@@ -59,13 +59,15 @@ function listOrders(req: Req, be: DataBackend, offset: number, limit: number): S
   if (buyer === null && seller === null && open === undefined && accepted === undefined) {
     return be.rm.page<PurchaseOrderRecord>('purchaseOrder', '', offset, limit);
   }
-  const all = be.rm.all<PurchaseOrderRecord>('purchaseOrder').filter(
-    (po) =>
-      (buyer === null || po.buyer_org_id === buyer) &&
-      (seller === null || po.seller_org_id === seller) &&
-      (open === undefined || po.is_closed !== open) &&
-      (accepted === undefined || (po.accepted_version_number !== undefined) === accepted),
-  );
+  const all = be.rm
+    .all<PurchaseOrderRecord>('purchaseOrder')
+    .filter(
+      (po) =>
+        (buyer === null || po.buyer_org_id === buyer) &&
+        (seller === null || po.seller_org_id === seller) &&
+        (open === undefined || po.is_closed !== open) &&
+        (accepted === undefined || (po.accepted_version_number !== undefined) === accepted),
+    );
   return { items: all.slice(offset, offset + limit), total: all.length };
 }
 
@@ -100,7 +102,9 @@ export function registerPurchaseOrders(r: DataRouter): void {
           knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
           knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
           checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
-          const version = isObj(o.create_version_payload) ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`) : undefined;
+          const version = isObj(o.create_version_payload)
+            ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`)
+            : undefined;
           return {
             action: 'create_po',
             uid,

@@ -5,13 +5,7 @@
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.
  */
 import { agentRoleKey, gridKeys } from './read-model/keys.js';
-import type {
-  AgentRecord,
-  PurchaseOrderRecord,
-  RevisionRecord,
-  RoleRecord,
-  VersionRecord,
-} from './read-model/records.js';
+import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, RoleRecord, VersionRecord } from './read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';

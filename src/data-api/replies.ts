@@ -39,7 +39,13 @@ const schema = record({ name: str, description: str, owner: str, properties: ope
 const product = record({ product_id: str, product_address: str, product_namespace: str, owner: str, properties: open, last_updated: int });
 const location = record({ location_id: str, location_namespace: str, owner: str, properties: open, last_updated: int });
 const revision = record({ revision_number: int, submitter: str, created_at: open, order_xml_v3_4: str });
-const version = record({ version_id: str, workflow_state: str, is_draft: bool, current_revision_number: int, revisions: { type: 'array', items: int } });
+const version = record({
+  version_id: str,
+  workflow_state: str,
+  is_draft: bool,
+  current_revision_number: int,
+  revisions: { type: 'array', items: int },
+});
 const purchaseOrder = record({
   uid: str,
   workflow_state: str,

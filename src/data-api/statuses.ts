@@ -37,8 +37,8 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> 
   const wait = parseWait(req);
   const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
   if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
-  const data = wanted.map(([b, e]): StatusJson =>
-    b === null ? { event_id: e as string, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e),
+  const data = wanted.map(
+    ([b, e]): StatusJson => (b === null ? { event_id: e as string, status: 'UNKNOWN', invalid_transactions: [] } : statusJson(be, b, e)),
   );
   const link = `${baseUrl(req)}${req.path}${req.rawQuery ? `?${req.rawQuery}` : ''}`;
   return answer({ data, link });

@@ -42,7 +42,9 @@ export function statusJson(be: DataBackend, batchId: string, eventId: string | n
     batch_id: batchId,
     ...(eventId === null ? {} : { event_id: eventId }),
     status: s.status,
-    invalid_transactions: s.invalid_transactions.map((t) => (t.extended_data ? { id: t.id, message: t.message, extended_data: t.extended_data } : { id: t.id, message: t.message })),
+    invalid_transactions: s.invalid_transactions.map((t) =>
+      t.extended_data ? { id: t.id, message: t.message, extended_data: t.extended_data } : { id: t.id, message: t.message },
+    ),
   };
 }
 

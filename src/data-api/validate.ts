@@ -97,7 +97,10 @@ function kindOk(kind: Kind, v: unknown): boolean {
 const known = new WeakMap<Shape, Map<string, Kind | Field>>();
 function fieldsOf(shape: Shape): Map<string, Kind | Field> {
   let m = known.get(shape);
-  if (!m) known.set(shape, (m = new Map(Object.entries(shape))));
+  if (!m) {
+    m = new Map(Object.entries(shape));
+    known.set(shape, m);
+  }
   return m;
 }
 

@@ -63,7 +63,10 @@ function writeSetting(ctx: TxnContext, key: string, value: string): void {
 }
 
 function splitKeys(v: string | undefined): string[] {
-  return (v ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  return (v ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function readCandidates(ctx: TxnContext): SettingCandidateMsg[] {
@@ -137,8 +140,8 @@ function vote(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: strin
   if (v.vote !== SettingVoteValue.ACCEPT && v.vote !== SettingVoteValue.REJECT) throw new InvalidTransaction('Vote must be ACCEPT or REJECT');
   const candidates = readCandidates(ctx);
   const idx = candidates.findIndex((c) => c.proposalId === v.proposalId);
-  if (idx < 0) throw new InvalidTransaction(`Proposal ${v.proposalId} does not exist.`);
-  const c = candidates[idx]!;
+  const c = candidates[idx];
+  if (c === undefined) throw new InvalidTransaction(`Proposal ${v.proposalId} does not exist.`);
   const signer = txn.header.signerPublicKey;
   if (c.votes.some((r) => r.publicKey === signer)) throw new InvalidTransaction(`${signer} has already voted`);
   c.votes.push({ publicKey: signer, vote: v.vote });

@@ -68,6 +68,7 @@ export interface RouteSpec<C extends object = object, P = never> {
   /** fast-json-stringify schema of the answer's value. */
   reply: ReplySchema;
   // Method syntax: a route declared with narrower query/body types still fits a route table.
+  // biome-ignore lint/suspicious/noExplicitAny: the query and body types come from the route's own parsers, which a route table cannot relate to its handler
   handler(r: Request<C, any, any>): Outcome | Promise<Outcome>;
 }
 
@@ -126,7 +127,11 @@ function canonical(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(canonical);
   if (v !== null && typeof v === 'object') {
     const o = v as Record<string, unknown>;
-    return Object.fromEntries(Object.keys(o).sort().map((k) => [k, canonical(o[k])]));
+    return Object.fromEntries(
+      Object.keys(o)
+        .sort()
+        .map((k) => [k, canonical(o[k])]),
+    );
   }
   return v;
 }
@@ -135,7 +140,9 @@ function checkReply(route: RouteSpec<object, unknown>, value: unknown, written: 
   const expected = JSON.stringify(canonical(JSON.parse(JSON.stringify(value) ?? 'null')));
   const got = JSON.stringify(canonical(JSON.parse(written)));
   if (expected !== got) {
-    throw new Error(`the reply schema of ${route.method.toUpperCase()} ${route.path} changes the reply: ${got.slice(0, 400)} instead of ${expected.slice(0, 400)}`);
+    throw new Error(
+      `the reply schema of ${route.method.toUpperCase()} ${route.path} changes the reply: ${got.slice(0, 400)} instead of ${expected.slice(0, 400)}`,
+    );
   }
 }
 

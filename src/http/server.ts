@@ -82,11 +82,25 @@ export interface ServerOptions {
 }
 
 const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK', 201: '201 Created', 202: '202 Accepted', 204: '204 No Content',
-  302: '302 Found', 303: '303 See Other', 400: '400 Bad Request', 401: '401 Unauthorized',
-  403: '403 Forbidden', 404: '404 Not Found', 405: '405 Method Not Allowed', 408: '408 Request Timeout',
-  409: '409 Conflict', 413: '413 Payload Too Large', 414: '414 URI Too Long', 415: '415 Unsupported Media Type',
-  429: '429 Too Many Requests', 431: '431 Request Header Fields Too Large', 500: '500 Internal Server Error',
+  200: '200 OK',
+  201: '201 Created',
+  202: '202 Accepted',
+  204: '204 No Content',
+  302: '302 Found',
+  303: '303 See Other',
+  400: '400 Bad Request',
+  401: '401 Unauthorized',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  408: '408 Request Timeout',
+  409: '409 Conflict',
+  413: '413 Payload Too Large',
+  414: '414 URI Too Long',
+  415: '415 Unsupported Media Type',
+  429: '429 Too Many Requests',
+  431: '431 Request Header Fields Too Large',
+  500: '500 Internal Server Error',
   503: '503 Service Unavailable',
 };
 /** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the enum is declared but not exported at run time). */
@@ -144,7 +158,9 @@ export class HttpServer {
     if (upgrade) {
       b.upgrade = (res, req, context) => {
         const state: Exchange = { done: false };
-        res.onAborted(() => void (state.done = true));
+        res.onAborted(() => {
+          state.done = true;
+        });
         try {
           const limit = this.#headLimit(req);
           if (limit) return this.#finishReply(res, state, limit, false, false);
@@ -155,7 +171,8 @@ export class HttpServer {
         }
       };
     }
-    const guard = <A extends unknown[]>(what: string, fn: (ws: WebSocket<T>, ...a: A) => unknown, closeOnError: boolean) =>
+    const guard =
+      <A extends unknown[]>(what: string, fn: (ws: WebSocket<T>, ...a: A) => unknown, closeOnError: boolean) =>
       (ws: WebSocket<T>, ...a: A): void => {
         try {
           void fn(ws, ...a);

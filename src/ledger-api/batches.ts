@@ -8,7 +8,7 @@
 import type { Req } from '../http/server.js';
 import { answer, type Answer, type ReplySchema } from '../http/route.js';
 import type { LedgerRoute } from './route.js';
-import type { BatchPos, TxnPos } from '../store/ledger-stores.js';
+import type { BatchPos, TxnPos } from '../ledger/query.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { replies } from './schemas.js';

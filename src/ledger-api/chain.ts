@@ -3,7 +3,7 @@
  * small LRU of decoded blocks (blocks are immutable, so cached JSON never goes stale).
  */
 import type { Ledger } from '../ledger/ledger.js';
-import type { BatchPos, TxnPos } from '../store/ledger-stores.js';
+import type { BatchPos, TxnPos } from '../ledger/query.js';
 import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ID_RE } from './params.js';

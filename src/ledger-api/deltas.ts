@@ -47,8 +47,6 @@ export function blockDelta(chain: ChainReader, block: ChainBlock): BlockDelta {
 
 /** The frame for one subscriber: the delta with only the changes under its prefixes (all when none). */
 export function deltaFrame(delta: BlockDelta, prefixes: string[]): string {
-  const state_changes = prefixes.length
-    ? delta.state_changes.filter((c) => prefixes.some((p) => c.address.startsWith(p)))
-    : delta.state_changes;
-  return JSON.stringify({ ...delta, state_changes });
+  const changes = prefixes.length ? delta.state_changes.filter((c) => prefixes.some((p) => c.address.startsWith(p))) : delta.state_changes;
+  return JSON.stringify({ ...delta, state_changes: changes });
 }

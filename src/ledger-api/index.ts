@@ -36,7 +36,8 @@ function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
       handler: ({ req }) => {
         // A node that stopped on a fault is not a healthy validator: 503 code 18 with the reason,
         // so that health checks and load balancers take it out until it has restarted.
-        if (ledger.fault !== null) throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator stopped and is restarting: ${ledger.fault}`, true);
+        if (ledger.fault !== null)
+          throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator stopped and is restarting: ${ledger.fault}`, true);
         return answer({
           data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
           link: selfUrl(req),

@@ -1,5 +1,5 @@
 /**
- * Interface C record shapes (Sawtooth 1.2 REST) built from the stored protobuf bytes:
+ * Ledger gateway record shapes (Sawtooth 1.2 REST) built from the stored protobuf bytes:
  * snake_case keys in alphabetical order, headers inlined as objects, bytes as standard
  * base64, 64-bit block numbers as strings, enums by name.
  */

@@ -30,7 +30,7 @@ export function buildUrl(req: Req, path: string, changes: QueryChanges = {}): st
   emit('start');
   emit('limit');
   for (const k of [...q.keys()].sort()) emit(k);
-  return `${baseUrl(req)}${path}${parts.length ? '?' + parts.join('&') : ''}`;
+  return `${baseUrl(req)}${path}${parts.length ? `?${parts.join('&')}` : ''}`;
 }
 
 /** The link of a single-resource or non-list route: this request's path and query. */

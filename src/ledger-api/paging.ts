@@ -1,5 +1,5 @@
 /**
- * Marker-based paging shared by the interface C list routes, with upstream's envelope:
+ * Marker-based paging shared by the ledger gateway list routes, with upstream's envelope:
  * `link` carries the head used, the marker of the first item returned and the limit
  * applied (`start` bare and `limit=0` when nothing was paged); `paging` echoes the
  * client's `limit` and `start` (null when absent) and, when more items follow, gives
@@ -28,7 +28,8 @@ export function takePage<T>(source: Iterable<T>, marker: (t: T) => string, limit
     }
     items.push(item);
   }
-  return { items, first: items.length ? marker(items[0]!) : undefined, next };
+  const head = items[0];
+  return { items, first: head === undefined ? undefined : marker(head), next };
 }
 
 /** Pages an in-memory list: `start` must be the marker of one of its items (else `onMissing`), unless it is empty. */

@@ -97,7 +97,7 @@ export function idQuery(req: Req, missing: LedgerErrorCode): string[] {
 
 /** Block paging markers: "0x" + 16 hex digits of the block number. */
 export function blockMarker(num: number): string {
-  return '0x' + num.toString(16).padStart(16, '0');
+  return `0x${num.toString(16).padStart(16, '0')}`;
 }
 
 export function parseBlockMarker(s: string): number | null {

@@ -175,7 +175,10 @@ export class Subscriptions {
         if (!prefixes) continue;
         const key = JSON.stringify(prefixes);
         let frame = frames.get(key);
-        if (frame === undefined) frames.set(key, (frame = deltaFrame(delta, prefixes)));
+        if (frame === undefined) {
+          frame = deltaFrame(delta, prefixes);
+          frames.set(key, frame);
+        }
         state.lastSent = `${delta.block_id}|${key}`;
         this.#send(ws, frame);
       }

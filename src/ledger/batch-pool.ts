@@ -6,7 +6,7 @@
  * back-pressure limit.
  */
 import type { RootDatabase } from 'lmdb';
-import { Batch, decode, type BatchMsg } from '../proto/index.js';
+import { Batch, decode } from '../proto/index.js';
 import { decodeSegment } from '../store/pending-pool.js';
 import type { BuildEntry } from './block-builder.js';
 

@@ -3,7 +3,7 @@
  * without writing anything: a built block (its state root, state records, receipts,
  * verdicts, signed block bytes) is written by the chain writer, or dropped.
  */
-import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, decode, encode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
+import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, decode, encode, type BatchMsg } from '../proto/index.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import type { StateStore } from '../state/state-store.js';
 import type { ChainHead, InvalidRecord } from '../store/ledger-stores.js';
@@ -139,7 +139,11 @@ export class BlockBuilder {
         stateRootHash: update.root,
       });
       const blockId = this.signer.sign(headerBytes);
-      built.blockBytes = encodeBlock(headerBytes, blockId, built.included.map((i) => i.entry.bytes));
+      built.blockBytes = encodeBlock(
+        headerBytes,
+        blockId,
+        built.included.map((i) => i.entry.bytes),
+      );
       built.head = { blockId, blockNum, stateRoot: update.root };
     }
     built.buildMs = performance.now() - tStart;

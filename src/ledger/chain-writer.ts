@@ -5,7 +5,7 @@
  * state records are readable (by the block builder, through `state`) before they are
  * durable, so the next block can be built on top while this one is written.
  */
-import type { Database, RootDatabase } from 'lmdb';
+import type { Database } from 'lmdb';
 import { MerkleTree } from '../state/merkle.js';
 import type { StateStore } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
@@ -59,7 +59,8 @@ export class ChainWriter {
   readonly state: StateStore;
 
   constructor(opts: ChainWriterOptions) {
-    const s = (this.#s = opts.stores);
+    const s = opts.stores;
+    this.#s = s;
     this.#staged = new StagedRecords(s.merkle);
     this.state = new MerkleTree(this.#staged as unknown as Database<Buffer, Buffer>, { leafEncoding: opts.leafEncoding });
     this.#projectors = opts.projectors;
@@ -126,9 +127,9 @@ export class ChainWriter {
         s.blockByNum.put(head.blockNum, head.blockId);
         built.included.forEach(({ entry, batch, receipts }, bi) => {
           s.batchIndex.put(entry.id, [head.blockNum, bi]);
-          batch.transactions.forEach((t, ti) =>
-            s.txnIndex.put(t.headerSignature, [head.blockNum, bi, ti, Buffer.from(encodeReceipt(receipts[ti]!))]),
-          );
+          batch.transactions.forEach((t, ti) => {
+            s.txnIndex.put(t.headerSignature, [head.blockNum, bi, ti, Buffer.from(encodeReceipt(receipts[ti]!))]);
+          });
         });
         s.meta.put(HEAD_KEY, head);
         if (this.#projectors.length) this.#project(built, head, extras?.timestampSec);

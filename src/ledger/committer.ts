@@ -74,13 +74,7 @@ export class Committer {
   #seqMark = 0;
   readonly #dependencyWaitMs: number;
 
-  constructor(
-    root: RootDatabase,
-    pending: RootDatabase<Buffer, number>,
-    signer: Signer,
-    opts: CommitterOptions,
-    post: (m: FromCommitter) => void,
-  ) {
+  constructor(root: RootDatabase, pending: RootDatabase<Buffer, number>, signer: Signer, opts: CommitterOptions, post: (m: FromCommitter) => void) {
     const d = opts.description ?? NODE_LEDGER;
     this.#description = d;
     this.#s = openLedgerStores(root, d.storePrefix);
@@ -185,11 +179,13 @@ export class Committer {
     // Transactions are written in order; chain each completion after the previous one.
     const written = this.#write(built);
     written.catch(() => undefined); // handled in order below
-    this.#commits = this.#commits.then(() => written).then(
-      () => this.#settle(built),
-      async (err: unknown) =>
-        this.#fail('WRITE_FAILED', `${built.head ? `block ${built.head.blockNum}` : 'verdict'} write failed: ${(await writeFailure(err)).message}`),
-    );
+    this.#commits = this.#commits
+      .then(() => written)
+      .then(
+        () => this.#settle(built),
+        async (err: unknown) =>
+          this.#fail('WRITE_FAILED', `${built.head ? `block ${built.head.blockNum}` : 'verdict'} write failed: ${(await writeFailure(err)).message}`),
+      );
     this.#schedule();
   }
 

@@ -140,15 +140,20 @@ export class Ingest {
   async #accept(items: QueuedBody[], results: VerifyResult[]): Promise<void> {
     const batches: Array<{ id: string; bytes: Uint8Array }> = [];
     const accepted: Array<{ item: QueuedBody; ids: string[] }> = [];
-    results.forEach((r, idx) => {
-      const item = items[idx]!;
-      if (!r.ok) return item.resolve(r);
+    // The pool answers one verdict per body, in order.
+    for (const [idx, item] of items.entries()) {
+      const r = results[idx] ?? { ok: false, code: 'INVALID', message: 'no verdict for this body' };
+      if (!r.ok) {
+        item.resolve(r);
+        continue;
+      }
       if (item.exemptOnly && !r.batches.every((b) => this.#exempt(b))) {
-        return item.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
+        item.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
+        continue;
       }
       for (const b of r.batches) batches.push({ id: b.id, bytes: item.body.slice(b.start, b.end) });
       accepted.push({ item, ids: r.batches.map((b) => b.id) });
-    });
+    }
     if (accepted.length === 0) return;
     try {
       await this.#o.writer.persist(batches);

@@ -14,7 +14,7 @@ import type { BlockEvent } from './protocol.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
 import { CommitterClient } from './committer-client.js';
 import { Ingest, type SubmitResult } from './ingest.js';
-import { LedgerUnavailable, PendingWriter } from './pending-writer.js';
+import { PendingWriter } from './pending-writer.js';
 import { StatusWaiters } from './status-waiters.js';
 import { LedgerQuery, type StatusEntry } from './query.js';
 
@@ -47,7 +47,11 @@ export class Ledger {
   readonly #faultListeners = new Set<(reason: string) => void>();
   #closed = false;
 
-  private constructor(opts: LedgerStartOptions, description: LedgerDescription, ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }) {
+  private constructor(
+    opts: LedgerStartOptions,
+    description: LedgerDescription,
+    ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number },
+  ) {
     const { config } = opts;
     this.description = description;
     this.nodePublicKey = opts.nodeSigner.publicKey;
@@ -198,4 +202,3 @@ export class Ledger {
     await this.#committer.close();
   }
 }
-

@@ -82,7 +82,10 @@ export class PendingWriter {
       if (seen.has(b.id)) return false;
       seen.add(b.id);
       const w = this.#writing.get(b.id);
-      if (w) (earlier ??= []).push(w);
+      if (w) {
+        earlier ??= [];
+        earlier.push(w);
+      }
       return !w && !this.#pending.has(b.id) && !this.#o.committed(b.id);
     });
     if (fresh.length > 0) await Promise.all([this.#writeSegment(fresh), ...(earlier ?? [])]);

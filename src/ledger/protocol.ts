@@ -38,8 +38,7 @@ export interface VerifyWorkerData {
 
 export type ToCommitter =
   /** Batches already durable in the pending pool as segment `seg`. */
-  | { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> }
-  | { type: 'shutdown' };
+  { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> } | { type: 'shutdown' };
 
 export interface BlockEvent {
   type: 'block';

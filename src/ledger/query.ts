@@ -7,7 +7,18 @@ import type { RootDatabase } from 'lmdb';
 import { MerkleTree } from '../state/merkle.js';
 import type { StateView } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
-import { openLedgerStores, HEAD_KEY, type BatchPos, type ChainHead, type InvalidRecord, type LedgerStores, type TxnPos } from '../store/ledger-stores.js';
+import {
+  openLedgerStores,
+  HEAD_KEY,
+  type BatchPos,
+  type ChainHead,
+  type InvalidRecord,
+  type LedgerStores,
+  type TxnPos,
+} from '../store/ledger-stores.js';
+
+/** Where a batch ([block number, index]) and a transaction ([block number, batch index, index]) sit in the chain. */
+export type { BatchPos, TxnPos };
 
 export type BatchStatus = 'COMMITTED' | 'INVALID' | 'PENDING' | 'UNKNOWN';
 

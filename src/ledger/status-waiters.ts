@@ -29,7 +29,10 @@ export class StatusWaiters {
       const timer = setTimeout(() => w.done(), timeoutMs);
       for (const id of remaining) {
         let set = this.#waiters.get(id);
-        if (!set) this.#waiters.set(id, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          this.#waiters.set(id, set);
+        }
         set.add(w);
       }
     });

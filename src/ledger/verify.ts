@@ -118,10 +118,12 @@ function checkBatch(b: BatchMsg, start: number, end: number, bi: number, known: 
   if (!KEY_RE.test(h.signerPublicKey)) throw new Reject(`batch ${bi}: signer_public_key is not a compressed public key`);
   if (!verify(b.headerSignature, b.header, h.signerPublicKey)) throw new Reject(`batch ${bi}: invalid signature`);
   if (h.transactionIds.length !== b.transactions.length) {
-    throw new Reject(`batch ${bi}: header lists ${h.transactionIds.length} transaction ids but the batch holds ${b.transactions.length} transactions`);
+    throw new Reject(
+      `batch ${bi}: header lists ${h.transactionIds.length} transaction ids but the batch holds ${b.transactions.length} transactions`,
+    );
   }
   if (new Set(h.transactionIds).size !== h.transactionIds.length) throw new Reject(`batch ${bi}: duplicate transaction ids`);
-  b.transactions.forEach((t, ti) => checkTransaction(t, h.transactionIds[ti], h.signerPublicKey, bi, ti, known));
+  for (const [ti, t] of b.transactions.entries()) checkTransaction(t, h.transactionIds[ti], h.signerPublicKey, bi, ti, known);
   return { id: b.headerSignature, signer: h.signerPublicKey, start, end, txnIds: h.transactionIds };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Who may do what: admin keys (every permission, key identities only), then role
- * assignments. Used by every route of interface A through `Router`.
+ * assignments. Used by every route of the node API through `Router`.
  */
 import type { AdminKeys } from './admin-keys.js';
 import type { Rbac } from './rbac.js';

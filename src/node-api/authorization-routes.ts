@@ -1,7 +1,7 @@
 /**
  * Grant administration: `/authorization/permissions`, `/authorization/roles[/{id}]`,
- * `/authorization/assignments[/{identity_type}/{identity}]` (shapes of research
- * splinter.md §2.7–2.8). Role permissions must be names from the catalogue.
+ * `/authorization/assignments[/{identity_type}/{identity}]`, in upstream's shapes. Role
+ * permissions must be names from the catalogue.
  */
 import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
@@ -44,10 +44,15 @@ const PUBLIC_KEY_RE = /^0[23][0-9a-f]{64}$/;
  */
 function checkIdentity(type: IdentityType, identity: string, userExists: (id: string) => boolean): void {
   if (type === 'key' && !PUBLIC_KEY_RE.test(identity)) {
-    throw bad(`Invalid assignment payload: identity ${JSON.stringify(identity.slice(0, 80))} is not a public key (66 lower-case hex characters, starting 02 or 03)`);
+    throw bad(
+      `Invalid assignment payload: identity ${JSON.stringify(identity.slice(0, 80))} is not a public key (66 lower-case hex characters, starting 02 or 03)`,
+    );
   }
   if (type === 'user' && !userExists(identity)) {
-    throw new ApiError(404, `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`);
+    throw new ApiError(
+      404,
+      `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`,
+    );
   }
 }
 
@@ -65,8 +70,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.roles,
-    handler: ({ req }) =>
-      json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
+    handler: ({ req }) => json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
   });
 
   r.add({
@@ -126,8 +130,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/assignments',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.assignments,
-    handler: ({ req }) =>
-      json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
+    handler: ({ req }) => json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
   });
 
   r.add({
@@ -137,7 +140,11 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     reply: nodeReplies.message,
     handler: async ({ req }) => {
       const b = objectBody(req);
-      const a = { identity_type: identityType(reqString(b, 'identity_type', { max: 16 })), identity: reqString(b, 'identity', ID_RULE), roles: rolesOf(b) };
+      const a = {
+        identity_type: identityType(reqString(b, 'identity_type', { max: 16 })),
+        identity: reqString(b, 'identity', ID_RULE),
+        roles: rolesOf(b),
+      };
       checkIdentity(a.identity_type, a.identity, userExists);
       await rbac.putAssignment(a, false);
       return json({ message: 'Assignment created successfully' });

@@ -78,4 +78,5 @@ export function reqStringArray(o: JsonObject, name: string, rule: StringRule = {
 }
 
 /** No control characters (names shown in lists and logs). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 export const PRINTABLE = /^[^\u0000-\u001f\u007f]*$/;

@@ -41,7 +41,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
       const { username, password } = credentialsBody(objectBody(req));
       const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
         if (err instanceof ApiError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
-        if (err instanceof ApiError && (err.status === 429 || err.status === 503)) log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
+        if (err instanceof ApiError && (err.status === 429 || err.status === 503))
+          log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
         throw err;
       });
       const claims = { userId: u.user_id, gen: u.token_gen };

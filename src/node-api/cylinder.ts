@@ -1,5 +1,5 @@
 /**
- * Cylinder JWTs (research splinter.md §2.3): key-signed tokens that name a secp256k1
+ * Cylinder JWTs: key-signed tokens that name a secp256k1
  * public key. Not a standard JWS (standard base64 with padding, alg "secp256k1"), so no
  * JWT library reads them; the format is small and checked strictly here:
  * header {"alg":"secp256k1","typ":"cylinder+jwt"}, claims with "iss" = compressed

@@ -1,5 +1,5 @@
 /**
- * Resolves the `Authorization` header to an identity (research splinter.md §2.1):
+ * Resolves the `Authorization` header to an identity:
  * `Bearer Biome:<access jwt>` and `Bearer OAuth2:<token>` give a user,
  * `Bearer Cylinder:<key-signed jwt>` gives a public key. Anything else gives none.
  */
@@ -21,13 +21,15 @@ export interface Credential {
   token: string;
 }
 
-export const EXPECTED_HEADER = 'expected "Authorization: Bearer Biome:<token>" (from /biome/login), "Bearer Cylinder:<jwt>" (key-signed, e.g. npm run -s token) or "Bearer OAuth2:<token>" (from /oauth/login)';
+export const EXPECTED_HEADER =
+  'expected "Authorization: Bearer Biome:<token>" (from /biome/login), "Bearer Cylinder:<jwt>" (key-signed, e.g. npm run -s token) or "Bearer OAuth2:<token>" (from /oauth/login)';
 
 /** The credential of a request, or why the header cannot hold one (the reason never quotes the header). */
 export function parseCredential(req: Req): Credential | { problem: string } {
   const h = req.headers.authorization;
   if (!h) return { problem: `no Authorization header; ${EXPECTED_HEADER}` };
-  if (h.length > 8192 || !VISIBLE_ASCII.test(h)) return { problem: `the Authorization header is too long or not printable ASCII; ${EXPECTED_HEADER}` };
+  if (h.length > 8192 || !VISIBLE_ASCII.test(h))
+    return { problem: `the Authorization header is too long or not printable ASCII; ${EXPECTED_HEADER}` };
   const sp = h.indexOf(' ');
   if (sp < 0 || h.slice(0, sp).toLowerCase() !== 'bearer') return { problem: `the Authorization scheme is not Bearer; ${EXPECTED_HEADER}` };
   const bearer = h.slice(sp + 1).trim();

@@ -87,7 +87,11 @@ export function nodeApiRoutes(ctx: NodeApiContext): NodeRoutes {
   const router = new Router();
   const keys = new KeyStore(stores);
   const hasher = new PasswordHasher(config.bcryptCost, { concurrency: config.passwordChecks, queue: config.passwordQueue });
-  const byAddress = new LoginBackoff(config.loginBackoffMs, { lockAfter: config.loginAddressFailures, resetOnSuccess: false, what: 'client address' });
+  const byAddress = new LoginBackoff(config.loginBackoffMs, {
+    lockAfter: config.loginAddressFailures,
+    resetOnSuccess: false,
+    what: 'client address',
+  });
   const users = new UserStore(stores, hasher, new LoginBackoff(config.loginBackoffMs), keys, sessions, byAddress);
   const identity = resolveNodeIdentity(config, stores);
   identity.then(

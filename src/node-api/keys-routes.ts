@@ -29,7 +29,10 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
       const body = parseJson(c.req);
       if (!Array.isArray(body)) throw new ApiError(400, 'Request body must be a JSON array of keys');
       if (body.length > 1000) throw new ApiError(400, 'At most 1000 keys can be stored per user');
-      await keys.replaceAll(userId, body.map((k, i) => keyInput(k, `[${i}].`)));
+      await keys.replaceAll(
+        userId,
+        body.map((k, i) => keyInput(k, `[${i}].`)),
+      );
       return json({ message: 'Keys replaced successfully' });
     },
   });

@@ -83,7 +83,11 @@ export class OidcClient {
   }
 
   /** Checks a stored session; returns fresh provider tokens, or null when it is no longer valid. */
-  async recheck(subject: string, accessToken: string, refreshToken: string | null): Promise<{ accessToken: string; refreshToken: string | null } | null> {
+  async recheck(
+    subject: string,
+    accessToken: string,
+    refreshToken: string | null,
+  ): Promise<{ accessToken: string; refreshToken: string | null } | null> {
     const config = await this.#configuration();
     try {
       await oidc.fetchUserInfo(config, accessToken, subject);

@@ -1,5 +1,5 @@
 /**
- * The permission catalogue of interface A. Names are the spec's; the authorization
+ * The permission catalogue of the node API. Names are the spec's; the authorization
  * administration permissions (not named by the spec) keep upstream's names.
  */
 export const PERMISSIONS = {
@@ -17,10 +17,13 @@ export const PERMISSIONS = {
   'authorization.rbac.read': ['RBAC read', 'Allows the client to read roles, identities, and role assignments'],
   'authorization.rbac.write': ['RBAC write', 'Allows the client to modify roles, identities, and role assignments'],
   'authorization.permissions.read': ['Permissions read', 'Allows the client to read REST API permissions'],
-  // Interface B (docs/data-api.md), checked when its authorization is on.
+  // The data API (docs/data-api.md), checked when its authorization is on.
   'data.read': ['Data read', 'Allows the client to read records and batch statuses of the data API'],
   'data.write': ['Data write', 'Allows the client to submit data API changes signed by the node key, and client-signed batches'],
-  'data.sign.*': ['Data sign as any agent', 'Allows data API writes signed by any agent key the node holds (?signer=); data.sign.<public key> allows one key'],
+  'data.sign.*': [
+    'Data sign as any agent',
+    'Allows data API writes signed by any agent key the node holds (?signer=); data.sign.<public key> allows one key',
+  ],
 } as const satisfies Record<string, readonly [string, string]>;
 
 /** `data.sign.<public key>`: data API writes signed by that one agent key (`?signer=<public key>`). */
@@ -30,7 +33,7 @@ export type Permission = keyof typeof PERMISSIONS | DataSignPermission;
 const DATA_SIGN_KEY = /^data\.sign\.0[23][0-9a-f]{64}$/;
 
 export function isPermission(s: string): s is Permission {
-  return Object.prototype.hasOwnProperty.call(PERMISSIONS, s) || DATA_SIGN_KEY.test(s);
+  return Object.hasOwn(PERMISSIONS, s) || DATA_SIGN_KEY.test(s);
 }
 
 export interface PermissionJson {

@@ -1,5 +1,5 @@
 /**
- * The registry list `filter` (research splinter.md §7.2): a JSON object keyed by metadata
+ * The registry list `filter`: a JSON object keyed by metadata
  * property; each value is one `[operator, value]` pair (upstream's wire form) or a list
  * of `{"operator","value"}` objects (the spec's description form; all must hold).
  * Operators = != > < >= <= compare strings; a node without the property passes only !=.
@@ -54,15 +54,21 @@ function isCondObject(c: unknown): c is { operator: unknown; value: unknown } {
 function holds(p: Predicate, actual: string | undefined): boolean {
   if (actual === undefined) return p.op === '!=';
   switch (p.op) {
-    case '=': return actual === p.value;
-    case '!=': return actual !== p.value;
-    case '>': return actual > p.value;
-    case '<': return actual < p.value;
-    case '>=': return actual >= p.value;
-    case '<=': return actual <= p.value;
+    case '=':
+      return actual === p.value;
+    case '!=':
+      return actual !== p.value;
+    case '>':
+      return actual > p.value;
+    case '<':
+      return actual < p.value;
+    case '>=':
+      return actual >= p.value;
+    case '<=':
+      return actual <= p.value;
   }
 }
 
 export function matches(preds: Predicate[], metadata: Record<string, string>): boolean {
-  return preds.every((p) => holds(p, Object.prototype.hasOwnProperty.call(metadata, p.key) ? metadata[p.key] : undefined));
+  return preds.every((p) => holds(p, Object.hasOwn(metadata, p.key) ? metadata[p.key] : undefined));
 }

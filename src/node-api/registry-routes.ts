@@ -17,7 +17,10 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
       const page = parsePageQuery(req.query);
       const rawFilter = req.query.get('filter');
       const preds = rawFilter === null ? [] : parseFilter(rawFilter);
-      const nodes = registry.list().filter((n) => matches(preds, n.metadata)).map(nodeJson);
+      const nodes = registry
+        .list()
+        .filter((n) => matches(preds, n.metadata))
+        .map(nodeJson);
       const base = rawFilter === null ? '/registry/nodes?' : `/registry/nodes?filter=${encodeURIComponent(rawFilter)}&`;
       return json(pageOf(nodes, base, page));
     },

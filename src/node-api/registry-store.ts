@@ -1,5 +1,5 @@
 /**
- * The node registry: validation (research splinter.md §7.1) and storage, with an
+ * The node registry: validation and storage, with an
  * endpoint → identity index so that no endpoint belongs to two nodes.
  */
 import { ApiError } from '../http/server.js';

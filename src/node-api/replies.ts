@@ -17,7 +17,15 @@ const page = (items: unknown): ReplySchema => obj({ data: arr(items), paging });
 
 const key = obj({ display_name: str, encrypted_private_key: str, public_key: str, user_id: str });
 const user = obj({ username: str, user_id: str });
-const profile = obj({ user_id: str, subject: str, name: nullableStr, given_name: nullableStr, family_name: nullableStr, email: nullableStr, picture: nullableStr });
+const profile = obj({
+  user_id: str,
+  subject: str,
+  name: nullableStr,
+  given_name: nullableStr,
+  family_name: nullableStr,
+  email: nullableStr,
+  picture: nullableStr,
+});
 const role = obj({ role_id: str, display_name: str, permissions: strs });
 const assignment = obj({ identity_type: str, identity: str, roles: strs });
 const registryNode = obj({

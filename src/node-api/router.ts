@@ -48,8 +48,8 @@ export function json<T>(body: T, status = 200, headers?: Record<string, string>)
 }
 
 export function protocolVersion(req: Req): Version {
-  const a = req.headers['nodeprotocolversion'];
-  const b = req.headers['splinterprotocolversion'];
+  const a = req.headers.nodeprotocolversion;
+  const b = req.headers.splinterprotocolversion;
   const raw = a ?? b;
   if (raw === undefined) return LATEST_VERSION;
   if (a !== undefined && b !== undefined && a.trim() !== b.trim()) {
@@ -90,7 +90,13 @@ export class Router {
   }
 
   /** Shorthand of `add` for a secured route whose reply is any JSON (prefer `add` with a reply schema). */
-  secured(method: Method, path: string, guard: Exclude<Guard, 'public'>, handler: (c: AuthedCall) => Reply | Answer | Promise<Reply | Answer>, minVersion: Version = 1): void {
+  secured(
+    method: Method,
+    path: string,
+    guard: Exclude<Guard, 'public'>,
+    handler: (c: AuthedCall) => Reply | Answer | Promise<Reply | Answer>,
+    minVersion: Version = 1,
+  ): void {
     this.add({ method, path, permission: guard, reply: ANY_JSON, handler, minVersion });
   }
 }

@@ -11,7 +11,7 @@ export function loadOrCreateSecret(path: string, bytes = 32): Uint8Array {
   }
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const secret = randomBytes(bytes);
-  writeFileSync(path, secret.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(path, `${secret.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(path, 0o600);
   return secret;
 }

@@ -1,5 +1,5 @@
 /**
- * The LMDB sub-databases of interface A (all named `node.*`) and their record types.
+ * The LMDB sub-databases of the node API (all named `node.*`) and their record types.
  * Records are our own shapes; the JSON a client sees is built field by field in the
  * route modules, so stored secrets (password hashes, provider tokens) never leak.
  */

@@ -52,7 +52,13 @@ export class UserStore {
       void this.#s.usernames.put(username, rec.user_id);
       void this.#s.users.put(rec.user_id, rec);
       void this.#s.profiles.put(rec.user_id, {
-        user_id: rec.user_id, subject: username, name: null, given_name: null, family_name: null, email: null, picture: null,
+        user_id: rec.user_id,
+        subject: username,
+        name: null,
+        given_name: null,
+        family_name: null,
+        email: null,
+        picture: null,
       });
     });
     return rec;

@@ -1,7 +1,7 @@
 /**
  * Sawtooth-compatible Merkle-Radix state tree over an lmdb-js sub-database.
  *
- * Hashes are exact (research/sawtooth.md section 4): every node of the radix tree (one level
+ * Hashes are exact: every node of the radix tree (one level
  * per address byte) is hashed with its full CBOR encoding, so roots equal upstream's.
  * Storage is compact (records.ts): one record per branch node and one per single-child
  * chain, keyed by the top node's 32-byte hash. Records are content-addressed and never
@@ -21,16 +21,7 @@ import type { Database } from 'lmdb';
 import { encode, encodeBytes, type CborValue } from '../codec/cbor.js';
 import { hashLeaf, hashNode, hashSingle, type ChildHash, type LeafEncoding } from './node.js';
 import type { StateStore } from './state-store.js';
-import {
-  BRANCH_HEAD,
-  ENTRY,
-  branchRecord,
-  chainRecord,
-  findChild,
-  lowerBound,
-  parseRecord,
-  type MerkleRecord,
-} from './records.js';
+import { BRANCH_HEAD, ENTRY, branchRecord, chainRecord, findChild, lowerBound, parseRecord, type MerkleRecord } from './records.js';
 
 export type { LeafEncoding };
 
@@ -235,11 +226,7 @@ export class MerkleTree implements StateStore {
    * from the first address >= start (<= start when reverse). Lazy: records are read as the
    * iteration reaches them. Throws UnknownRootError at the call, not at the first next().
    */
-  entries(
-    root: string,
-    prefix: string,
-    opts: { start?: string; reverse?: boolean } = {},
-  ): Generator<{ address: string; value: Buffer }> {
+  entries(root: string, prefix: string, opts: { start?: string; reverse?: boolean } = {}): Generator<{ address: string; value: Buffer }> {
     const rootHash = this.rootKey(root);
     if (this.db.getBinaryFast(rootHash) === undefined) throw new UnknownRootError(root);
     const pre = parseHex(prefix, 'prefix', true);
@@ -247,12 +234,7 @@ export class MerkleTree implements StateStore {
     return this.walk(rootHash, pre, start, opts.reverse === true);
   }
 
-  private *walk(
-    rootHash: Buffer,
-    pre: Buffer,
-    start: Buffer | null,
-    reverse: boolean,
-  ): Generator<{ address: string; value: Buffer }> {
+  private *walk(rootHash: Buffer, pre: Buffer, start: Buffer | null, reverse: boolean): Generator<{ address: string; value: Buffer }> {
     let path = Buffer.allocUnsafe(64);
     const grow = (n: number): void => {
       if (n <= path.length) return;
@@ -270,8 +252,7 @@ export class MerkleTree implements StateStore {
       return tok > s !== reverse ? FREE : SKIP;
     };
     /** Whether a value at depth d (on start's path if tight) is inside the range. */
-    const valueOk = (d: number, tight: boolean): boolean =>
-      d >= pre.length && (!tight || reverse || d === start!.length);
+    const valueOk = (d: number, tight: boolean): boolean => d >= pre.length && (!tight || reverse || d === start!.length);
     const entry = (d: number, value: Buffer) => ({ address: path.toString('hex', 0, d), value });
 
     const stack: Frame[] = [];
@@ -342,11 +323,7 @@ export class MerkleTree implements StateStore {
    * to write for it. Deletes are applied after sets (an address in both ends up absent);
    * deleting an absent address is a no-op. Reads records; writes nothing.
    */
-  update(
-    root: string,
-    sets: Map<string, Uint8Array>,
-    deletes: Iterable<string>,
-  ): { root: string; writes: Array<[Buffer, Buffer]> } {
+  update(root: string, sets: Map<string, Uint8Array>, deletes: Iterable<string>): { root: string; writes: Array<[Buffer, Buffer]> } {
     const rootHash = this.rootKey(root);
     if (this.db.getBinaryFast(rootHash) === undefined) throw new UnknownRootError(root);
     const top = this.materialize(storedRef(rootHash));
@@ -399,11 +376,7 @@ export class MerkleTree implements StateStore {
       return node;
     }
     node.toks.push(chain[0]!);
-    node.kids.push(
-      chain.length === 1 && !ref.endLeaf
-        ? storedRef(ref.end as Buffer)
-        : new Ref(null, false, chain.subarray(1), ref.end, ref.endLeaf),
-    );
+    node.kids.push(chain.length === 1 && !ref.endLeaf ? storedRef(ref.end as Buffer) : new Ref(null, false, chain.subarray(1), ref.end, ref.endLeaf));
     return node;
   }
 
@@ -489,17 +462,20 @@ export class MerkleTree implements StateStore {
       const chain = kid.chain!;
       let h: Hash = kid.endLeaf ? hashLeaf(kid.end!, this.wrapped) : (kid.end as Buffer);
       for (let i = chain.length - 1; i >= 0; i--) h = hashSingle(chain[i]!, h);
-      return (kid.hash = h);
+      kid.hash = h;
+      return h;
     }
     // A clean node without a known hash came from a chain, so its child is an object
     // (stored offsets only occur in nodes loaded from branch records, whose hash is known).
-    return (kid.hash = hashNode(
+    const h = hashNode(
       kid.toks,
       kid.kids.map((k) => this.hashOf(k as MNode | Ref)),
       kid.value,
       null,
       this.wrapped,
-    ));
+    );
+    kid.hash = h;
+    return h;
   }
 
   /** Only for rehashed nodes: every new branch is dirty (clean unstored nodes are chain parts). */
@@ -583,7 +559,10 @@ export function rootOf(leaves: Map<string, Uint8Array>, leafEncoding: LeafEncodi
     for (let i = 0; i < address.length; i += 2) {
       const tok = address.slice(i, i + 2);
       let nx = cur.kids.get(tok);
-      if (nx === undefined) cur.kids.set(tok, (nx = { kids: new Map(), v: null }));
+      if (nx === undefined) {
+        nx = { kids: new Map(), v: null };
+        cur.kids.set(tok, nx);
+      }
       cur = nx;
     }
     cur.v = raw;

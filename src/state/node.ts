@@ -1,5 +1,5 @@
 /**
- * Exact Sawtooth Merkle-Radix node encoding (research/sawtooth.md section 4.2).
+ * Exact Sawtooth Merkle-Radix node encoding.
  *
  * A node is the canonical CBOR map {"c": {token: childHashHex, ...}, "v": null | bstr}.
  * Leaves carry v = bstr(cbor_bstr(raw)), i.e. the raw value is wrapped twice (Sawtooth's
@@ -108,7 +108,7 @@ let scratch = Buffer.allocUnsafe(1 << 16);
  * the leaves); its bytes have a fixed 78-byte layout, so only the token and hash change:
  * a2 61 63 a1 62 T T 78 40 <64 hex> 61 76 f6
  */
-const single = Buffer.from('a26163a16230307840' + '30'.repeat(64) + '6176f6', 'hex');
+const single = Buffer.from(`a26163a16230307840${'30'.repeat(64)}6176f6`, 'hex');
 
 /** Hash of the node {"c": {hex(token): child}, "v": null}. */
 export function hashSingle(token: number, child: ChildHash, rec: Uint8Array | null = null): string {

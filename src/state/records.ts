@@ -73,12 +73,7 @@ export function parseRecord(rec: Buffer): MerkleRecord {
  * must point at a hash inside a branch record entry whose token byte (just before it) is
  * the child's token, which holds for children left in place from a loaded branch record.
  */
-export function branchRecord(
-  tokens: ArrayLike<number>,
-  hashes: ArrayLike<ChildHash>,
-  value: Uint8Array | null,
-  src: Buffer | null = null,
-): Buffer {
+export function branchRecord(tokens: ArrayLike<number>, hashes: ArrayLike<ChildHash>, value: Uint8Array | null, src: Buffer | null = null): Buffer {
   const n = tokens.length;
   const end = BRANCH_HEAD + n * ENTRY;
   const rec = Buffer.allocUnsafe(end + (value === null ? 0 : value.length));

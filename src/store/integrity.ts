@@ -105,9 +105,11 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
     if (blk.id !== id) problem(`${where} (${id}): stored under another id than its own ${blk.id}`);
     if (!verify(id, blk.header, h.signerPublicKey)) problem(`${where} (${id}): bad block signature`);
     if (Number(h.blockNum) !== num) problem(`${where} (${id}): header says block_num ${Number(h.blockNum)}`);
-    if (prev !== '' && h.previousBlockId !== prev) problem(`${where} (${id}): previous_block_id ${h.previousBlockId} is not block ${num - 1} ${prev}`);
+    if (prev !== '' && h.previousBlockId !== prev)
+      problem(`${where} (${id}): previous_block_id ${h.previousBlockId} is not block ${num - 1} ${prev}`);
     if (num >= prunedBelow && !tree.hasRoot(h.stateRootHash)) problem(`${where} (${id}): state root ${h.stateRootHash} is missing`);
-    if (h.batchIds.length !== blk.batches.length) problem(`${where} (${id}): header lists ${h.batchIds.length} batches, block holds ${blk.batches.length}`);
+    if (h.batchIds.length !== blk.batches.length)
+      problem(`${where} (${id}): header lists ${h.batchIds.length} batches, block holds ${blk.batches.length}`);
     blk.batches.forEach((bb, bi) => {
       report.batches++;
       let b: BatchMsg;

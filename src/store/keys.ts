@@ -17,7 +17,7 @@ export function loadOrCreateKey(path: string): Signer {
   }
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const hex = randomPrivateKey();
-  writeFileSync(path, hex + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(path, `${hex}\n`, { mode: 0o600, flag: 'wx' });
   chmodSync(path, 0o600);
   return new Signer(hex);
 }

@@ -62,7 +62,10 @@ export class ReadModelDbs {
   constructor(private readonly root: RootDatabase) {}
   db(name: string): Database<unknown, string> {
     let d = this.#dbs.get(name);
-    if (!d) this.#dbs.set(name, (d = this.root.openDB<unknown, string>(name, {})));
+    if (!d) {
+      d = this.root.openDB<unknown, string>(name, {});
+      this.#dbs.set(name, d);
+    }
     return d;
   }
 }

@@ -57,7 +57,11 @@ export function poolIdentityProblem(db: RootDatabase, pending: RootDatabase<Buff
 }
 
 /** Damaged pending records, one line each (key, file and what is wrong). */
-export function pendingRecordProblems(pending: RootDatabase<Buffer, number>, dir: string, each?: (bytes: Uint8Array, where: string) => string | null): string[] {
+export function pendingRecordProblems(
+  pending: RootDatabase<Buffer, number>,
+  dir: string,
+  each?: (bytes: Uint8Array, where: string) => string | null,
+): string[] {
   const file = join(dir, PENDING_FILE);
   const out: string[] = [];
   for (const { key, value } of pending.getRange({ start: 0 })) {

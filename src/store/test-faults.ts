@@ -44,7 +44,7 @@ export function faultPoint(point: FaultPointName, spec = process.env.CAIRN_TEST_
     const delay = /^delay=(\d+)$/.exec(action);
     const err = /^([A-Z]+)@(\d+)(\+?)$/.exec(action);
     if (delay) delayMs = Number(delay[1]);
-    else if (err) fail = { code: err[1]!, from: Number(err[2]), onward: err[3] === '+' };
+    else if (err?.[1]) fail = { code: err[1], from: Number(err[2]), onward: err[3] === '+' };
     else throw new Error(`CAIRN_TEST_FAULTS: cannot parse ${JSON.stringify(rule)}`);
   }
   return delayMs || fail ? new FaultPoint(point, delayMs, fail) : null;

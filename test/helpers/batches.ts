@@ -23,7 +23,10 @@ export function intkeySpec(verb: string, name: string, value: number, extra: Par
 
 /** One batch holding one intkey transaction per op. */
 export function intkeyBatch(signer: Signer, ops: Array<[string, string, number]>): BuiltBatch {
-  return buildBatch(signer, ops.map(([v, n, x]) => buildTransaction(signer, intkeySpec(v, n, x))));
+  return buildBatch(
+    signer,
+    ops.map(([v, n, x]) => buildTransaction(signer, intkeySpec(v, n, x))),
+  );
 }
 
 export function batchList(...batches: BuiltBatch[]): Buffer {

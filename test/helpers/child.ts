@@ -54,7 +54,8 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
     const onData = (): void => {
-      const m = /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)(?:, peer network on [\d.]+:(\d+))?/.exec(log);
+      const m =
+        /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)(?:, peer network on [\d.]+:(\d+))?/.exec(log);
       if (!m) return;
       clearTimeout(timer);
       child.stderr!.off('data', onData);

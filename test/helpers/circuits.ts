@@ -71,7 +71,10 @@ export async function startCircuitNodes(ids: string[]): Promise<{ nodes: Circuit
   }
   for (const n of nodes) {
     for (const m of nodes) {
-      const r = await n.call('POST', '/registry/nodes', { auth: n.auth, body: { identity: m.id, endpoints: [m.endpoint], display_name: `Node ${m.id}`, keys: [m.admin.publicKey], metadata: {} } });
+      const r = await n.call('POST', '/registry/nodes', {
+        auth: n.auth,
+        body: { identity: m.id, endpoints: [m.endpoint], display_name: `Node ${m.id}`, keys: [m.admin.publicKey], metadata: {} },
+      });
       if (r.status !== 200) throw new Error(`registry on ${n.id}: ${r.status} ${r.text}`);
     }
   }
@@ -85,7 +88,11 @@ export async function startCircuitNodes(ids: string[]): Promise<{ nodes: Circuit
 }
 
 export async function submit(n: CircuitNode, payload: Uint8Array, auth = n.auth): Promise<{ status: number; text: string; body: unknown }> {
-  const res = await fetch(`${n.url}/admin/submit`, { method: 'POST', headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/octet-stream' }, body: Buffer.from(payload) });
+  const res = await fetch(`${n.url}/admin/submit`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${auth}`, 'content-type': 'application/octet-stream' },
+    body: Buffer.from(payload),
+  });
   const text = await res.text();
   let body: unknown;
   try {
@@ -112,7 +119,9 @@ export class EventClient {
   constructor(n: CircuitNode, type: string, last?: number, version?: number) {
     const headers: Record<string, string> = { authorization: `Bearer ${n.auth}` };
     if (version) headers.nodeprotocolversion = String(version);
-    this.ws = new WebSocket(`ws://127.0.0.1:${n.child.ports.node}/ws/admin/register/${type}${last !== undefined ? `?last=${last}` : ''}`, { headers });
+    this.ws = new WebSocket(`ws://127.0.0.1:${n.child.ports.node}/ws/admin/register/${type}${last !== undefined ? `?last=${last}` : ''}`, {
+      headers,
+    });
     this.opened = new Promise((resolve, reject) => {
       this.ws.on('open', () => resolve());
       this.ws.on('error', reject);
@@ -131,12 +140,15 @@ export class EventClient {
   /** Waits until an event matches (by type and circuit id); returns it. */
   async waitFor(type: string, circuitId: string, also = '', timeoutMs = 30_000): Promise<AdminEvent> {
     const find = (): AdminEvent | undefined =>
-      this.events.find((e) => e.eventType === type && JSON.stringify(e.message).includes(`"circuit_id":"${circuitId}"`) && JSON.stringify(e.message).includes(also));
+      this.events.find(
+        (e) => e.eventType === type && JSON.stringify(e.message).includes(`"circuit_id":"${circuitId}"`) && JSON.stringify(e.message).includes(also),
+      );
     const until = Date.now() + timeoutMs;
     for (;;) {
       const e = find();
       if (e) return e;
-      if (Date.now() > until) throw new Error(`no ${type} for ${circuitId} within ${timeoutMs} ms; got ${this.events.map((x) => x.eventType).join(', ')}`);
+      if (Date.now() > until)
+        throw new Error(`no ${type} for ${circuitId} within ${timeoutMs} ms; got ${this.events.map((x) => x.eventType).join(', ')}`);
       await new Promise<void>((r) => {
         const timer = setTimeout(r, 200);
         this.#waiters.push(() => {

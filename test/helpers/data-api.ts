@@ -1,5 +1,5 @@
 /**
- * Helpers for the interface B tests: JSON calls over real HTTP, agent keys the node may
+ * Helpers for the data API tests: JSON calls over real HTTP, agent keys the node may
  * sign with (`?signer=`), GS1 identifiers with valid check digits, client-signed
  * (optionally Sabre-wrapped) supply-chain batches, and a two-organization fixture.
  */
@@ -59,7 +59,7 @@ export function agentKey(dataDir: string, name: string): Signer {
   const dir = join(dataDir, 'keys', 'agents');
   mkdirSync(dir, { recursive: true });
   const hex = randomPrivateKey();
-  writeFileSync(join(dir, `${name}.priv`), hex + '\n', { mode: 0o600 });
+  writeFileSync(join(dir, `${name}.priv`), `${hex}\n`, { mode: 0o600 });
   return new Signer(hex);
 }
 
@@ -86,7 +86,11 @@ export function clientBatch(signer: Signer, actions: GridActionInput[], sabre = 
 }
 
 export async function postProtobuf(url: string, body: Uint8Array, query = ''): Promise<Res> {
-  const r = await fetch(`${url}/batches${query}`, { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(body) });
+  const r = await fetch(`${url}/batches${query}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: Buffer.from(body),
+  });
   const text = await r.text();
   return { status: r.status, json: JSON.parse(text) };
 }

@@ -1,4 +1,4 @@
-/** Helpers for the interface C tests: raw JSON fetches, paging walks, error checks, the upstream JS SDK. */
+/** Helpers for the ledger gateway tests: raw JSON fetches, paging walks, error checks, the upstream JS SDK. */
 import { createRequire } from 'node:module';
 import { request } from 'node:http';
 import { createHash } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * Helpers for the interface A tests: a real node (startTestNode) with a cheap bcrypt
+ * Helpers for the node API tests: a real node (startTestNode) with a cheap bcrypt
  * cost and a short login backoff, an admin Cylinder token, and a small JSON client.
  */
 import { startTestNode, type TestNode } from './node.js';
@@ -107,5 +107,10 @@ export function captureStderr(): { text(): string; restore(): void } {
     cb?.();
     return true;
   }) as typeof process.stderr.write;
-  return { text: () => chunks.join(''), restore: () => void (process.stderr.write = original) };
+  return {
+    text: () => chunks.join(''),
+    restore: () => {
+      process.stderr.write = original;
+    },
+  };
 }

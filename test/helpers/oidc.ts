@@ -25,7 +25,15 @@ export async function startProvider(redirectUris: string[]): Promise<TestProvide
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const provider = new Provider(issuer, {
-    clients: [{ client_id: 'cairn-node', client_secret: 'cairn-node-secret', redirect_uris: redirectUris, grant_types: ['authorization_code'], response_types: ['code'] }],
+    clients: [
+      {
+        client_id: 'cairn-node',
+        client_secret: 'cairn-node-secret',
+        redirect_uris: redirectUris,
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+      },
+    ],
     findAccount: (_ctx, id) => {
       const p = PEOPLE[id];
       return p ? { accountId: id, claims: () => ({ sub: id, ...p }) } : undefined;
@@ -88,7 +96,9 @@ export class Browser {
       let res = await this.request(url);
       if (res.status === 200 && /\/interaction\//.test(url)) {
         const html = await res.text();
-        const form: Record<string, string> = /name="prompt" value="login"/.test(html) ? { prompt: 'login', login: account, password: 'any' } : { prompt: 'consent' };
+        const form: Record<string, string> = /name="prompt" value="login"/.test(html)
+          ? { prompt: 'login', login: account, password: 'any' }
+          : { prompt: 'consent' };
         res = await this.request(url, { method: 'POST', form });
       }
       const loc = res.headers.get('location');

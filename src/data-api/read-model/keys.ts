@@ -38,6 +38,7 @@ const KEY_ESC = '\u0006';
  * `acme\u0005x` is not a prefix of acme's agents).
  */
 function keyPart(part: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
   return part.replace(/[\u0000-\u0006]/g, (c) => KEY_ESC + String.fromCharCode(48 + c.charCodeAt(0)));
 }
 
@@ -64,8 +65,7 @@ export const gridKeys = {
   purchaseOrder: (uid: string): string => compositeKey(uid),
   poVersion: (uid: string, versionId: string): string => compositeKey(uid, versionId),
   /** Revision numbers are zero-padded so that key order is numeric order. */
-  poRevision: (uid: string, versionId: string, revision: number): string =>
-    compositeKey(uid, versionId, String(revision).padStart(10, '0')),
+  poRevision: (uid: string, versionId: string, revision: number): string => compositeKey(uid, versionId, String(revision).padStart(10, '0')),
   /** Looked up by the `<id_type>:<id>` text a client sends, so that text is one part. */
   poAlternateId: (idType: string, id: string, uid: string): string => compositeKey(`${idType}:${id}`, uid),
 } as const;

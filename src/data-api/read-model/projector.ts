@@ -70,7 +70,6 @@ export interface Projector {
   project(address: string, value: Uint8Array | undefined, rm: ReadModelWriter, block: BlockInfo): void;
 }
 
-
 // ------------------------------------------------------------------ decoding
 
 type Row = [db: string, key: string, value: object];
@@ -325,6 +324,11 @@ export const gridProjector: Projector = {
       rm.put(db, key, rec);
     }
     if (rows.length === 0) rm.remove(GRID_DB.address, address);
-    else rm.put(GRID_DB.address, address, rows.map(([db, key]) => [db, key]));
+    else
+      rm.put(
+        GRID_DB.address,
+        address,
+        rows.map(([db, key]) => [db, key]),
+      );
   },
 };

@@ -44,12 +44,12 @@ export function schemaAddress(name: string): string {
 
 /** The GTIN is left-padded with zeros to 14 digits. Not a valid address for a bad GTIN. */
 export function productAddress(gtin: string): string {
-  return PRODUCT_GS1_PREFIX + '0'.repeat(44) + gtin.padStart(14, '0') + '00';
+  return `${PRODUCT_GS1_PREFIX}${'0'.repeat(44)}${gtin.padStart(14, '0')}00`;
 }
 
 /** The GLN (13 chars) is embedded unpadded. Not a valid address for a bad GLN. */
 export function locationAddress(gln: string): string {
-  return LOCATION_GS1_PREFIX + '0'.repeat(45) + gln + '00';
+  return `${LOCATION_GS1_PREFIX}${'0'.repeat(45)}${gln}00`;
 }
 
 export function purchaseOrderAddress(uid: string): string {

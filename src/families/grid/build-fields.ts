@@ -124,7 +124,8 @@ export function dataTypeValue(v: unknown): number {
   if (typeof v === 'string') {
     const k = v.toLowerCase();
     // Own names only: `constructor` or `toString` is no data type.
-    if (Object.hasOwn(DATA_TYPE_ALIASES, k)) return DATA_TYPE_ALIASES[k]!;
+    const alias = Object.hasOwn(DATA_TYPE_ALIASES, k) ? DATA_TYPE_ALIASES[k] : undefined;
+    if (alias !== undefined) return alias;
   }
   return fail(`unknown data_type: ${show(v)}`);
 }

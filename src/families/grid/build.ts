@@ -15,7 +15,6 @@ import {
   sabreNamespaceRegistryAddress,
 } from './addressing.js';
 import {
-  GridBuildError,
   alternateIds,
   bool,
   fail,
@@ -166,7 +165,10 @@ function schema(a: GridActionInput): BuiltTransaction {
   if (properties.length === 0) fail('`properties` must not be empty');
   const payload: Obj =
     a.action === 'create_schema'
-      ? { action: SchemaAction.SCHEMA_CREATE, schemaCreate: { schemaName: name, description: str(a, 'description'), owner: str(a, 'owner'), properties } }
+      ? {
+          action: SchemaAction.SCHEMA_CREATE,
+          schemaCreate: { schemaName: name, description: str(a, 'description'), owner: str(a, 'owner'), properties },
+        }
       : { action: SchemaAction.SCHEMA_UPDATE, schemaUpdate: { schemaName: name, owner: str(a, 'owner'), properties } };
   return plain(SCHEMA_FAMILY, G.SchemaPayload, payload);
 }

@@ -169,16 +169,7 @@ export interface PurchaseOrderMsg {
 }
 
 /** PropertyDefinition.DataType names, in value order (NAMES[value] is the name). */
-export const DATA_TYPE_NAMES = [
-  'UNSET_DATA_TYPE',
-  'BYTES',
-  'BOOLEAN',
-  'NUMBER',
-  'STRING',
-  'ENUM',
-  'STRUCT',
-  'LAT_LONG',
-] as const;
+export const DATA_TYPE_NAMES = ['UNSET_DATA_TYPE', 'BYTES', 'BOOLEAN', 'NUMBER', 'STRING', 'ENUM', 'STRUCT', 'LAT_LONG'] as const;
 
 /** PropertyDefinition.DataType values by name. */
 export const DataType = protoEnum(root, 'cairn.grid.PropertyDefinition.DataType', DATA_TYPE_NAMES);
@@ -187,16 +178,7 @@ DATA_TYPE_NAMES.forEach((name, i) => {
 });
 
 /** The names upstream's contracts print in messages (Rust debug names: `String`, `LatLong`). */
-export const DATA_TYPE_DEBUG_NAMES = [
-  'UnsetDataType',
-  'Bytes',
-  'Boolean',
-  'Number',
-  'String',
-  'Enum',
-  'Struct',
-  'LatLong',
-] as const;
+export const DATA_TYPE_DEBUG_NAMES = ['UnsetDataType', 'Bytes', 'Boolean', 'Number', 'String', 'Enum', 'Struct', 'LatLong'] as const;
 
 /** Product.ProductNamespace and LocationNamespace: both GS1 only. */
 export const ProductNamespace = protoEnum(root, 'cairn.grid.Product.ProductNamespace', ['UNSET_TYPE', 'GS1']);
@@ -265,6 +247,7 @@ export function invalid(message: string): never {
 }
 
 /** C0 and C1 control characters (and DEL): never part of a printable identifier. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**

@@ -12,14 +12,7 @@ import { purchaseOrderFamily } from './purchase-order.js';
 import { sabreFamily } from './sabre.js';
 import { schemaFamily } from './schema.js';
 
-export const gridFamilies: Family[] = [
-  pikeFamily,
-  schemaFamily,
-  productFamily,
-  locationFamily,
-  purchaseOrderFamily,
-  sabreFamily,
-];
+export const gridFamilies: Family[] = [pikeFamily, schemaFamily, productFamily, locationFamily, purchaseOrderFamily, sabreFamily];
 
 export { locationFamily, pikeFamily, productFamily, purchaseOrderFamily, sabreFamily, schemaFamily };
 export { createSabreFamily, GRID_CONTRACTS, type SabreContract, type SabreFallback } from './sabre.js';

@@ -3,12 +3,7 @@
  * entries) and evaluating Pike permissions, shared by every supply-chain family.
  */
 import type { TxnContext } from '../types.js';
-import {
-  agentAddress,
-  alternateIdAddress,
-  organizationAddress,
-  roleAddress,
-} from './addressing.js';
+import { agentAddress, alternateIdAddress, organizationAddress, roleAddress } from './addressing.js';
 import {
   G,
   checkId,
@@ -65,11 +60,7 @@ export function removeRole(ctx: TxnContext, orgId: string, name: string): void {
   removeFrom(ctx, ROLES, roleAddress(orgId, name), `${orgId}.${name}`);
 }
 
-export function getAlternateIdEntry(
-  ctx: TxnContext,
-  idType: string,
-  id: string,
-): AlternateIdIndexEntryMsg | undefined {
+export function getAlternateIdEntry(ctx: TxnContext, idType: string, id: string): AlternateIdIndexEntryMsg | undefined {
   return findIn(ctx, ALT_IDS, alternateIdAddress(idType, id), `${idType}:${id}`);
 }
 
@@ -114,14 +105,7 @@ export function checkAgentRoles(ctx: TxnContext, roles: string[], agentOrg: stri
   }
 }
 
-function rolesGrant(
-  ctx: TxnContext,
-  permission: string,
-  roles: RoleMsg[],
-  recordOwner: string,
-  agentOrg: string,
-  depth: number,
-): boolean {
+function rolesGrant(ctx: TxnContext, permission: string, roles: RoleMsg[], recordOwner: string, agentOrg: string, depth: number): boolean {
   // Inheritance cycles in state must not hang the validator; upstream would recurse forever.
   if (depth > 32) return false;
   return roles.some((role) => {
@@ -131,9 +115,7 @@ function rolesGrant(
     // organizations whose agents may hold the role.
     if (role.permissions.includes(permission) && role.orgId === recordOwner) return true;
     if (role.inheritFrom.length === 0) return false;
-    const inherited = role.inheritFrom
-      .map((n) => heldRole(ctx, n, agentOrg))
-      .filter((r): r is RoleMsg => r !== undefined);
+    const inherited = role.inheritFrom.map((n) => heldRole(ctx, n, agentOrg)).filter((r): r is RoleMsg => r !== undefined);
     return rolesGrant(ctx, permission, inherited, recordOwner, agentOrg, depth + 1);
   });
 }
@@ -147,9 +129,7 @@ export function hasPermission(ctx: TxnContext, publicKey: string, permission: st
   const agent = getAgent(ctx, publicKey);
   if (agent === undefined) invalid(`Permission check failed: The signer is not an Agent: ${publicKey}`);
   if (!agent.active) return false;
-  const roles = agent.roles
-    .map((n) => heldRole(ctx, n, agent.orgId))
-    .filter((r): r is RoleMsg => r !== undefined);
+  const roles = agent.roles.map((n) => heldRole(ctx, n, agent.orgId)).filter((r): r is RoleMsg => r !== undefined);
   return rolesGrant(ctx, permission, roles, recordOwner, agent.orgId, 0);
 }
 

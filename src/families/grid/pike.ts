@@ -4,17 +4,7 @@
  */
 import type { Family, TxnContext, TxnInfo } from '../types.js';
 import { GRID_NAMESPACE } from './addressing.js';
-import {
-  G,
-  PikeAction,
-  checkId,
-  decodeMsg,
-  invalid,
-  type AgentMsg,
-  type AlternateIdMsg,
-  type KeyValueEntryMsg,
-  type RoleMsg,
-} from './common.js';
+import { G, PikeAction, checkId, decodeMsg, invalid, type AgentMsg, type AlternateIdMsg, type KeyValueEntryMsg, type RoleMsg } from './common.js';
 import {
   ADMIN_ROLE,
   PIKE_PERMISSIONS,
@@ -82,8 +72,7 @@ const EMPTY_ROLE: RoleAction = {
 const NOT_AN_AGENT = (key: string): string => `The signer is not an Agent: ${key}`;
 const ADMIN_RESERVED = "Role name 'admin' is reserved for the Pike administrator and cannot be overwritten";
 const ROLE_DOT =
-  "Role name is not properly formatted. Roles may not contain the '.' character. This is used to " +
-  'reference roles from outside organizations';
+  "Role name is not properly formatted. Roles may not contain the '.' character. This is used to " + 'reference roles from outside organizations';
 
 function createOrganization(p: OrgAction, signer: string, ctx: TxnContext): void {
   if (p.id === '') invalid('Unique organization ID required');
@@ -176,10 +165,7 @@ function updateAgent(p: AgentAction, signer: string, ctx: TxnContext): void {
     const keepsAdmin = p.roles.includes(ADMIN_ROLE);
     if (signer === p.publicKey && !keepsAdmin) {
       // Upstream's message spans two source lines, and so carries the newline and indent.
-      invalid(
-        "An admin cannot remove themselves as admin. 'admin' role must be included\n" +
-          '                    in the roles list.',
-      );
+      invalid("An admin cannot remove themselves as admin. 'admin' role must be included\n" + '                    in the roles list.');
     }
     const signing = getAgent(ctx, signer);
     if (signing !== undefined && !signing.roles.includes(ADMIN_ROLE) && !keepsAdmin) {

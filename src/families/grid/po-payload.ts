@@ -2,13 +2,7 @@
  * Purchase-order payloads: their decoded shapes and the field checks upstream runs before
  * looking at state (required fields, revision numbering from 1, known workflow ids).
  */
-import {
-  checkId,
-  invalid,
-  toNum,
-  type Int64,
-  type PurchaseOrderAlternateIdMsg,
-} from './common.js';
+import { checkId, invalid, toNum, type Int64, type PurchaseOrderAlternateIdMsg } from './common.js';
 import { WORKFLOW_IDS } from './workflow.js';
 
 export interface RevisionPayload {
@@ -79,7 +73,6 @@ export const EMPTY_UPDATE_PO: UpdatePo = {
   versionUpdates: [],
 };
 
-
 export function validateRevision(r: RevisionPayload): void {
   if (r.submitter === '') invalid('`submitter` is required for a po revision');
   if (r.orderXmlV3_4 === '') invalid('`order_xml_v3_4` is required for a po revision');
@@ -94,10 +87,7 @@ export function validateCreateVersion(p: CreateVersion): void {
   checkId(p.versionId, 'Version ID');
   const revision = p.revision ?? EMPTY_REVISION;
   if (toNum(revision.revisionId) !== 1) {
-    invalid(
-      'Revision IDs begin incrementing at `1`, attempting to create a new version with revision ID ' +
-        `\`${toNum(revision.revisionId)}\``,
-    );
+    invalid(`Revision IDs begin incrementing at \`1\`, attempting to create a new version with revision ID \`${toNum(revision.revisionId)}\``);
   }
   validateRevision(revision);
 }
@@ -131,10 +121,7 @@ export function validateCreatePo(p: CreatePo): void {
   const v = p.createVersionPayload;
   if (v) {
     if (v.poUid !== p.uid) {
-      invalid(
-        `Version ${v.versionId} must refer to purchase order ${p.uid} within the payload, ` +
-          `refers to purchase order ${v.poUid}`,
-      );
+      invalid(`Version ${v.versionId} must refer to purchase order ${p.uid} within the payload, ` + `refers to purchase order ${v.poUid}`);
     }
     validateCreateVersion(v);
   }
@@ -149,10 +136,7 @@ export function validateUpdatePo(p: UpdatePo): void {
     if (seen.has(v.versionId)) invalid(`Multiple update payloads detected for version ${v.versionId}`);
     seen.add(v.versionId);
     if (v.poUid !== p.poUid) {
-      invalid(
-        `Version ${v.versionId} must refer to purchase order ${p.poUid} within the payload, ` +
-          `refers to purchase order ${v.poUid}`,
-      );
+      invalid(`Version ${v.versionId} must refer to purchase order ${p.poUid} within the payload, ` + `refers to purchase order ${v.poUid}`);
     }
     validateUpdateVersion(v);
   }

@@ -118,10 +118,7 @@ function lastRevisionId(v: PurchaseOrderVersionMsg): number {
 
 function appendRevision(v: PurchaseOrderVersionMsg, r: RevisionPayload): void {
   const id = lastRevisionId(v) + 1;
-  v.revisions = [
-    ...v.revisions,
-    { revisionId: id, submitter: r.submitter, createdAt: r.createdAt, orderXmlV3_4: r.orderXmlV3_4 },
-  ];
+  v.revisions = [...v.revisions, { revisionId: id, submitter: r.submitter, createdAt: r.createdAt, orderXmlV3_4: r.orderXmlV3_4 }];
   v.currentRevisionId = id;
 }
 

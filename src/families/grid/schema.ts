@@ -30,7 +30,7 @@ export function getSchema(ctx: TxnContext, name: string): SchemaMsg | undefined 
   return findIn(ctx, SCHEMAS, schemaAddress(name), name);
 }
 
-interface SchemaAction {
+interface SchemaFields {
   schemaName: string;
   description?: string;
   owner: string;
@@ -38,11 +38,11 @@ interface SchemaAction {
 }
 interface SchemaPayloadMsg {
   action: number;
-  schemaCreate?: SchemaAction | null;
-  schemaUpdate?: SchemaAction | null;
+  schemaCreate?: SchemaFields | null;
+  schemaUpdate?: SchemaFields | null;
 }
 
-const EMPTY: SchemaAction = { schemaName: '', description: '', owner: '', properties: [] };
+const EMPTY: SchemaFields = { schemaName: '', description: '', owner: '', properties: [] };
 
 /** Definitions must name a data type; the protobuf decoders upstream refuse an unset one. */
 function checkDefinitions(defs: PropertyDefinitionMsg[]): void {
@@ -54,13 +54,13 @@ function checkDefinitions(defs: PropertyDefinitionMsg[]): void {
   }
 }
 
-function checkCommon(p: SchemaAction): void {
+function checkCommon(p: SchemaFields): void {
   if (p.schemaName === '') invalid('Schema name must be set');
   if (p.properties.length === 0) invalid('Properties must not be empty');
   checkDefinitions(p.properties);
 }
 
-function createSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
+function createSchema(p: SchemaFields, signer: string, ctx: TxnContext): void {
   checkCommon(p);
   checkId(p.schemaName, 'Schema name');
   if (getSchema(ctx, p.schemaName) !== undefined) invalid(`Schema with name ${p.schemaName} already exists`);
@@ -78,7 +78,7 @@ function createSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
   });
 }
 
-function updateSchema(p: SchemaAction, signer: string, ctx: TxnContext): void {
+function updateSchema(p: SchemaFields, signer: string, ctx: TxnContext): void {
   checkCommon(p);
   const schema = getSchema(ctx, p.schemaName);
   if (schema === undefined) invalid(`Schema with name ${p.schemaName} does not exist`);

@@ -133,7 +133,10 @@ const PO_STATES: StateTable = {
     a: {
       buyer: [['create-po-version', 'update-po', 'transition-issued'], ['issued']],
       seller: [['create-po-version', 'update-po', 'transition-closed'], ['closed']],
-      partner: [['create-po-version', 'update-po', 'transition-issued', 'transition-closed'], ['issued', 'closed']],
+      partner: [
+        ['create-po-version', 'update-po', 'transition-issued', 'transition-closed'],
+        ['issued', 'closed'],
+      ],
     },
   },
   closed: { c: ['closed'], a: { buyer: [[], []], seller: [[], []], partner: [[], []] } },
@@ -153,7 +156,10 @@ const SOR_VERSION_STATES: StateTable = {
     t: ['obsolete', 'rejected', 'accepted', 'modified'],
     a: {
       buyer: [['update-po-version', 'transition-obsolete'], ['obsolete']],
-      seller: [['update-po-version', 'transition-rejected', 'transition-accepted'], ['rejected', 'accepted']],
+      seller: [
+        ['update-po-version', 'transition-rejected', 'transition-accepted'],
+        ['rejected', 'accepted'],
+      ],
       seller2: [['update-po-version', 'update-po', 'transition-modified'], ['modified']],
     },
   },
@@ -165,7 +171,10 @@ const SOR_VERSION_STATES: StateTable = {
     a: {
       buyer: [['transition-obsolete'], ['obsolete']],
       seller: [['update-po-version', 'update-po', 'transition-modified', 'update-po-version-response'], []],
-      editor: [['transition-editable', 'transition-review'], ['review', 'editable']],
+      editor: [
+        ['transition-editable', 'transition-review'],
+        ['review', 'editable'],
+      ],
     },
   },
   accepted: {
@@ -196,7 +205,12 @@ const SOR_VERSION_STATES: StateTable = {
   declined: {
     c: ['draft', 'complete'],
     t: ['editable', 'cancelled'],
-    a: { draft: [['transition-editable', 'transition-cancelled'], ['editable', 'cancelled']] },
+    a: {
+      draft: [
+        ['transition-editable', 'transition-cancelled'],
+        ['editable', 'cancelled'],
+      ],
+    },
   },
   composed: { c: ['draft', 'complete'], a: { draft: [[], []] } },
   cancelled: { c: ['draft', 'complete'], a: { draft: [[], []] } },
@@ -209,13 +223,7 @@ const COLLAB_VERSION_STATES: StateTable = {
     t: ['obsolete', 'rejected', 'accepted', 'modified'],
     a: {
       partner: [
-        [
-          'update-po-version',
-          'transition-rejected',
-          'transition-accepted',
-          'transition-modified',
-          'transition-obsolete',
-        ],
+        ['update-po-version', 'transition-rejected', 'transition-accepted', 'transition-modified', 'transition-obsolete'],
         ['rejected', 'accepted', 'modified', 'obsolete'],
       ],
     },
@@ -227,14 +235,7 @@ const COLLAB_VERSION_STATES: StateTable = {
     t: ['proposed', 'accepted', 'obsolete'],
     a: {
       partner: [
-        [
-          'update-po-version',
-          'update-po',
-          'update-po-version-response',
-          'transition-proposed',
-          'transition-accepted',
-          'transition-obsolete',
-        ],
+        ['update-po-version', 'update-po', 'update-po-version-response', 'transition-proposed', 'transition-accepted', 'transition-obsolete'],
         ['proposed', 'accepted', 'obsolete'],
       ],
     },
@@ -243,14 +244,8 @@ const COLLAB_VERSION_STATES: StateTable = {
 };
 
 const WORKFLOWS = new Map<string, Workflow>([
-  [
-    SYSTEM_OF_RECORD,
-    { id: SYSTEM_OF_RECORD, po: subWorkflow('po', PO_STATES), version: subWorkflow('version', SOR_VERSION_STATES) },
-  ],
-  [
-    COLLABORATIVE,
-    { id: COLLABORATIVE, po: subWorkflow('po', PO_STATES), version: subWorkflow('version', COLLAB_VERSION_STATES) },
-  ],
+  [SYSTEM_OF_RECORD, { id: SYSTEM_OF_RECORD, po: subWorkflow('po', PO_STATES), version: subWorkflow('version', SOR_VERSION_STATES) }],
+  [COLLABORATIVE, { id: COLLABORATIVE, po: subWorkflow('po', PO_STATES), version: subWorkflow('version', COLLAB_VERSION_STATES) }],
 ]);
 
 export function getWorkflow(id: string): Workflow | undefined {
@@ -262,7 +257,7 @@ export function workflowState(sub: SubWorkflow, name: string): WorkflowState | u
 }
 
 export function hasConstraint(state: WorkflowState | undefined, constraint: string): boolean {
-  return state !== undefined && state.constraints.includes(constraint);
+  return state?.constraints.includes(constraint) ?? false;
 }
 
 /**
@@ -272,13 +267,7 @@ export function hasConstraint(state: WorkflowState | undefined, constraint: stri
  * non-start state always is; otherwise the state and one of the signer's aliases must
  * both list the target).
  */
-export function checkWorkflowPermission(
-  ctx: TxnContext,
-  signer: string,
-  permission: string,
-  state: WorkflowState,
-  desired: string,
-): boolean {
+export function checkWorkflowPermission(ctx: TxnContext, signer: string, permission: string, state: WorkflowState, desired: string): boolean {
   const agent = getAgent(ctx, signer);
   if (agent === undefined) invalid(`The signer is not an Agent: ${signer}`);
   const recordOwner = agent.orgId;
@@ -289,9 +278,7 @@ export function checkWorkflowPermission(
       holdsAlias = true;
     }
   }
-  const granted = state.aliases
-    .filter((a) => agentAliases.includes(a.name))
-    .some((a) => a.permissions.includes(permission));
+  const granted = state.aliases.filter((a) => agentAliases.includes(a.name)).some((a) => a.permissions.includes(permission));
   return holdsAlias && granted && canTransition(state, desired, agentAliases);
 }
 
