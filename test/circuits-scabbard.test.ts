@@ -20,7 +20,8 @@ const SVC: Record<string, string> = { alpha: 'sA00', beta: 'sB00', gamma: 'sC00'
 const CIRCUIT = 'scabb-00001';
 const clients: EventClient[] = [];
 t.teardown(async () => {
-  if (process.env.CIRCUIT_TEST_LOGS) for (const n of nodes) (await import('node:fs')).writeFileSync(`${process.env.CIRCUIT_TEST_LOGS}-${n.id}.log`, n.child.log());
+  if (process.env.CIRCUIT_TEST_LOGS)
+    for (const n of nodes) (await import('node:fs')).writeFileSync(`${process.env.CIRCUIT_TEST_LOGS}-${n.id}.log`, n.child.log());
   for (const c of clients) c.close();
   await stop();
 });
@@ -45,11 +46,16 @@ const spec: CircuitSpec = {
 };
 
 const base = (n: CircuitNode): string => `/scabbard/${CIRCUIT}/${SVC[n.id]}`;
-const get = async (n: CircuitNode, path: string): Promise<{ status: number; text: string; body: any }> => n.call('GET', `${base(n)}${path}`, { auth: n.auth });
+const get = async (n: CircuitNode, path: string): Promise<{ status: number; text: string; body: any }> =>
+  n.call('GET', `${base(n)}${path}`, { auth: n.auth });
 const roots = async (ns: CircuitNode[] = nodes): Promise<string[]> => Promise.all(ns.map(async (n) => (await get(n, '/state_root')).body as string));
 
 async function post(n: CircuitNode, bytes: Uint8Array): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${n.url}${base(n)}/batches`, { method: 'POST', headers: { authorization: `Bearer ${n.auth}`, 'content-type': 'application/octet-stream' }, body: Buffer.from(bytes) });
+  const res = await fetch(`${n.url}${base(n)}/batches`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${n.auth}`, 'content-type': 'application/octet-stream' },
+    body: Buffer.from(bytes),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
@@ -87,7 +93,9 @@ t.test('circuit Active: every member runs its service from the same initial root
   t.same(r, [r[0], r[0], r[0]], 'equal initial roots');
   initialRoot = r[0]!;
   t.equal((await A.call('GET', `/scabbard/${CIRCUIT}/sB00/state_root`, { auth: A.auth })).status, 404, 'a service this node does not run');
-  t.match((await A.call('GET', `/scabbard/nope0-00000/sA00/state_root`, { auth: A.auth })).body, { message: 'scabbard service sA00 on circuit nope0-00000 not found' });
+  t.match((await A.call('GET', `/scabbard/nope0-00000/sA00/state_root`, { auth: A.auth })).body, {
+    message: 'scabbard service sA00 on circuit nope0-00000 not found',
+  });
   t.equal((await fetch(`${A.url}${base(A)}/state_root`)).status, 401, 'credentials needed');
 });
 
@@ -104,7 +112,10 @@ t.test('steps 5–8: a batch to the coordinator and one to a non-coordinator com
   const values = await Promise.all([B, C].map((n) => get(n, `/state/${addr}`)));
   t.same(values[0]!.body, values[1]!.body, 'identical bytes on beta and gamma');
   const decoded = decode<{ registries: Array<{ name: string; owners: string[] }> }>(ContractRegistryList, Buffer.from(values[0]!.body as number[]));
-  t.same(decoded.registries.map((r) => [r.name, r.owners]), [['reg1', [A.admin.publicKey]]]);
+  t.same(
+    decoded.registries.map((r) => [r.name, r.owners]),
+    [['reg1', [A.admin.publicKey]]],
+  );
   const after1 = await roots();
   t.same(after1, [after1[0], after1[0], after1[0]], 'equal roots');
   t.not(after1[0], initialRoot, 'the root moved');
@@ -156,15 +167,27 @@ t.test('a member killed during rounds catches up after its restart', async (t) =
   const posts = batches.map((b, i) => post(i % 2 ? B : A, list(b)));
   await new Promise((r) => setTimeout(r, 50));
   await C.child.kill9();
-  t.ok((await Promise.all(posts)).every((p) => p.status === 202 || p.status === 429), 'accepted (or refused for back-pressure)');
+  t.ok(
+    (await Promise.all(posts)).every((p) => p.status === 202 || p.status === 429),
+    'accepted (or refused for back-pressure)',
+  );
   await C.restart();
   const ids = batches.map((b) => b.id);
   for (const n of [A, B]) {
     const st = await statuses(n, ids, 90);
-    t.ok(st.every((s) => s.status.statusType === 'Committed' || s.status.statusType === 'Unknown'), `settled on ${n.id}`);
+    t.ok(
+      st.every((s) => s.status.statusType === 'Committed' || s.status.statusType === 'Unknown'),
+      `settled on ${n.id}`,
+    );
   }
-  const committedOnA = (await statuses(A, ids, 0)).filter((s) => s.status.statusType === 'Committed').map((s) => s.id).sort();
-  const onC = (await statuses(C, committedOnA, 60)).filter((s) => s.status.statusType === 'Committed').map((s) => s.id).sort();
+  const committedOnA = (await statuses(A, ids, 0))
+    .filter((s) => s.status.statusType === 'Committed')
+    .map((s) => s.id)
+    .sort();
+  const onC = (await statuses(C, committedOnA, 60))
+    .filter((s) => s.status.statusType === 'Committed')
+    .map((s) => s.id)
+    .sort();
   t.same(onC, committedOnA, 'gamma has every batch alpha committed');
   const r = await roots();
   t.same(r, [r[0], r[0], r[0]], 'equal roots after the catch-up');

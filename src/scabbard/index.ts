@@ -86,7 +86,8 @@ export class ScabbardServices {
     for (const c of this.admin.store.circuits()) {
       if ((c.circuitStatus || Status.ACTIVE) !== Status.ACTIVE) continue;
       for (const svc of c.roster) {
-        if (svc.serviceType === 'scabbard' && svc.allowedNodes.includes(me)) want.set(`${c.circuitId}::${svc.serviceId}`, { c, serviceId: svc.serviceId });
+        if (svc.serviceType === 'scabbard' && svc.allowedNodes.includes(me))
+          want.set(`${c.circuitId}::${svc.serviceId}`, { c, serviceId: svc.serviceId });
       }
     }
     for (const [key, s] of this.#services) {
@@ -109,7 +110,8 @@ export class ScabbardServices {
   }
 
   async #start(key: string, c: CircuitMsg, serviceId: string): Promise<void> {
-    const svc = c.roster.find((s) => s.serviceId === serviceId)!;
+    const svc = c.roster.find((s) => s.serviceId === serviceId);
+    if (!svc) throw new Error(`circuit ${c.circuitId} has no service ${serviceId}`);
     const args = parseServiceArgs(svc.arguments);
     const prefix = scabbardPrefix(c.circuitId, serviceId);
     const s = new ScabbardService({

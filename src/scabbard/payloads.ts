@@ -41,7 +41,14 @@ export function namespacePermissionTxn(signer: Signer, namespace: string, contra
 }
 
 /** ExecuteContractAction of a carried contract, with the header's Sabre inputs/outputs. */
-export function executeContractTxn(signer: Signer, name: string, version: string, inputs: string[], outputs: string[], payload: Uint8Array): BuiltTxn {
+export function executeContractTxn(
+  signer: Signer,
+  name: string,
+  version: string,
+  inputs: string[],
+  outputs: string[],
+  payload: Uint8Array,
+): BuiltTxn {
   const head = [contractRegistryAddress(name), contractAddress(name, version)];
   const ns = (ps: string[]): string[] => [...new Set(ps.map((p) => namespaceRegistryAddress(p.slice(0, 6))))];
   return sabreTxn(
@@ -58,7 +65,10 @@ export function executeContractTxn(signer: Signer, name: string, version: string
  */
 export function namespaceSetupBatches(signer: Signer, grants: ReadonlyArray<{ namespace: string; contracts: string[] }>): BuiltBatch[] {
   return grants.map((g) =>
-    buildBatch(signer, [createNamespaceRegistryTxn(signer, g.namespace, [signer.publicKey]), ...g.contracts.map((c) => namespacePermissionTxn(signer, g.namespace, c, true, true))]),
+    buildBatch(signer, [
+      createNamespaceRegistryTxn(signer, g.namespace, [signer.publicKey]),
+      ...g.contracts.map((c) => namespacePermissionTxn(signer, g.namespace, c, true, true)),
+    ]),
   );
 }
 

@@ -39,7 +39,7 @@ export async function waitSettled(s: ScabbardService, ids: string[], seconds: nu
 
 export function registerScabbardRoutes(r: Router, services: ScabbardServices): void {
   const service = (params: string[]): ScabbardService => {
-    const [circuit, id] = [params[0]!, params[1]!];
+    const [circuit = '', id = ''] = params;
     const s = services.get(circuit, id);
     if (!s) throw new HttpError(404, `scabbard service ${id.slice(0, 64)} on circuit ${circuit.slice(0, 64)} not found`);
     return s;
@@ -78,7 +78,7 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
 
   r.secured('get', '/scabbard/:circuit/:service/state/:address', 'statesvc.read', ({ req }) => {
     const s = service(req.params);
-    const address = req.params[2]!;
+    const address = req.params[2] ?? '';
     if (!/^[0-9a-f]{70}$/.test(address)) throw new HttpError(400, 'Invalid address: 70 lowercase hex characters expected');
     const v = s.get(address);
     if (!v) throw new HttpError(404, 'Address not set');

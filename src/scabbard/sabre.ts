@@ -58,7 +58,12 @@ function admins(ctx: TxnContext): string[] {
   if (!v) return [];
   const s = decode<{ entries: Array<{ key: string; value: string }> }>(Setting, v);
   const e = s.entries.find((x) => x.key === ADMIN_SETTING);
-  return e ? e.value.split(',').map((k) => k.trim()).filter(Boolean) : [];
+  return e
+    ? e.value
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean)
+    : [];
 }
 
 function requireAdmin(ctx: TxnContext, signer: string, what: string): void {
@@ -111,7 +116,13 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
       const r = list.find((x) => x.name === a.name) ?? fail(`Contract Registry does not exist: ${a.name}`);
       requireAdmin(ctx, signer, 'delete a contract registry');
       if (r.versions.length) fail(`Contract Registry can only be deleted if there are no versions: ${a.name}`);
-      return putSorted(ctx, address, ContractRegistryList, list.filter((x) => x !== r), (x) => x.name);
+      return putSorted(
+        ctx,
+        address,
+        ContractRegistryList,
+        list.filter((x) => x !== r),
+        (x) => x.name,
+      );
     }
     case SabreAct.UPDATE_CONTRACT_REGISTRY_OWNERS: {
       const a = p.updateContractRegistryOwners ?? fail('Contract registry action is missing');
@@ -141,7 +152,13 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
       const r = list.find((x) => x.namespace === a.namespace) ?? fail(`Namespace Registry does not exist: ${a.namespace}`);
       ownerOrAdmin(ctx, signer, r.owners, 'delete a namespace registry');
       if (r.permissions.length) fail(`Namespace Registry can only be deleted if there are no permissions: ${a.namespace}`);
-      return putSorted(ctx, address, NamespaceRegistryList, list.filter((x) => x !== r), (x) => x.namespace);
+      return putSorted(
+        ctx,
+        address,
+        NamespaceRegistryList,
+        list.filter((x) => x !== r),
+        (x) => x.namespace,
+      );
     }
     case SabreAct.UPDATE_NAMESPACE_REGISTRY_OWNERS: {
       const a = p.updateNamespaceRegistryOwners ?? fail('Namespace registry action is missing');
@@ -187,8 +204,10 @@ function checkContractPermissions(p: SabrePayloadMsg, ctx: TxnContext): void {
       const ns = prefix.slice(0, 6);
       const reg = namespaces(ctx, namespaceRegistryAddress(ns)).find((r) => r.namespace === ns);
       if (!reg) fail(`Namespace Registry does not exist: ${ns} (contract ${a.name} needs ${kind} permission on it)`);
-      if (!reg!.permissions.some((x) => x.contractName === a.name && x[kind])) {
-        fail(`Contract does not have permission to ${kind === 'read' ? 'read from' : 'write to'} state: ${a.name} ${prefix} (no ${kind} permission in namespace registry ${ns})`);
+      if (!reg?.permissions.some((x) => x.contractName === a.name && x[kind])) {
+        fail(
+          `Contract does not have permission to ${kind === 'read' ? 'read from' : 'write to'} state: ${a.name} ${prefix} (no ${kind} permission in namespace registry ${ns})`,
+        );
       }
     }
   };

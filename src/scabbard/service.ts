@@ -24,7 +24,17 @@ import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type Le
 import { scabbardDbNames } from '../store/names.js';
 import { ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../circuits/proto.js';
 import { ADMIN_SETTING_ADDRESS, adminSettingValue, scabbardFamilies } from './sabre.js';
-import { BatchListMsg, MsgType, Proposal, ScabbardMessage, decode, encode, type ProposalMsg, type RoundRecordMsg, type ScabbardMsg } from './proto.js';
+import {
+  BatchListMsg,
+  MsgType,
+  Proposal,
+  ScabbardMessage,
+  decode,
+  encode,
+  type ProposalMsg,
+  type RoundRecordMsg,
+  type ScabbardMsg,
+} from './proto.js';
 
 export interface ServiceArgs {
   peers: string[];
@@ -45,7 +55,10 @@ function list(v: string | undefined): string[] {
       /* fall through to the comma list */
     }
   }
-  return s.split(',').map((x) => x.trim()).filter(Boolean);
+  return s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 }
 
 export function parseServiceArgs(args: ReadonlyArray<{ key: string; value: string }>): ServiceArgs {
@@ -173,14 +186,20 @@ export class ScabbardService {
     this.#o = o;
     this.circuitId = o.circuitId;
     this.serviceId = o.serviceId;
-    this.coordinator = [o.serviceId, ...o.args.peers].sort()[0]!;
+    this.coordinator = [o.serviceId, ...o.args.peers].sort()[0] ?? o.serviceId;
     const prefix = scabbardPrefix(o.circuitId, o.serviceId);
     this.#s = openLedgerStores(o.db, prefix);
     const n = scabbardDbNames(prefix);
     this.#intake = o.db.openDB<IntakeRecord, string>(n.intake, {});
     this.#status = o.db.openDB<StatusRecord, string>(n.status, {});
     this.#rounds = o.db.openDB<RoundRecordMsg, number>(n.rounds, {});
-    this.#writer = new ChainWriter({ stores: this.#s, leafEncoding: 'raw', projectors: o.projectors, writeFault: null, readModelPrefix: o.readModelPrefix });
+    this.#writer = new ChainWriter({
+      stores: this.#s,
+      leafEncoding: 'raw',
+      projectors: o.projectors,
+      writeFault: null,
+      readModelPrefix: o.readModelPrefix,
+    });
     this.#builder = new BlockBuilder(this.#writer.state, o.signer, scabbardFamilies);
   }
 
@@ -212,7 +231,7 @@ export class ScabbardService {
     for (const { key, value } of this.#intake.getRange()) loaded.push({ ...value, id: key, fwdAt: 0 });
     loaded.sort((a, b) => a.seq - b.seq);
     for (const q of loaded) this.#queue.set(q.id, q);
-    this.#seq = loaded.length ? loaded[loaded.length - 1]!.seq + 1 : 0;
+    this.#seq = (loaded.at(-1)?.seq ?? -1) + 1;
     this.#forwardTimer = setInterval(() => this.#forward(), 1000);
     this.#forwardTimer.unref();
     this.#askCatchUp();
@@ -230,7 +249,9 @@ export class ScabbardService {
   // ------------------------------------------------------------------ reads
 
   head(): ChainHead {
-    return this.#writer.storedHead()!;
+    const head = this.#writer.storedHead();
+    if (!head) throw new Error(`scabbard service ${this.serviceId}: the ledger has no head`);
+    return head;
   }
 
   stateRoot(): string {
@@ -253,7 +274,11 @@ export class ScabbardService {
     const rec = this.#status.get(id);
     if (rec?.s === 'C') return { type: 'Committed', message: rec.txns.map((t) => ({ transaction_id: t })), ts: rec.ts };
     if (rec?.s === 'I') {
-      const message = (rec.invalid ?? []).map((x) => ({ transaction_id: x.id, error_message: x.message, error_data: [...Buffer.from(x.extended_data, 'base64')] }));
+      const message = (rec.invalid ?? []).map((x) => ({
+        transaction_id: x.id,
+        error_message: x.message,
+        error_data: [...Buffer.from(x.extended_data, 'base64')],
+      }));
       return { type: 'Invalid', message, ts: rec.ts };
     }
     const q = this.#queue.get(id);
@@ -342,7 +367,12 @@ export class ScabbardService {
       dependencyWaitMs: 0,
     });
     const root = built.head?.stateRoot ?? parent.stateRoot;
-    const verdicts = hex(JSON.stringify([built.included.map((i) => i.entry.id), built.invalid.map((i) => [i.entry.id, i.record.invalid_transactions[0]?.message ?? ''])]));
+    const verdicts = hex(
+      JSON.stringify([
+        built.included.map((i) => i.entry.id),
+        built.invalid.map((i) => [i.entry.id, i.record.invalid_transactions[0]?.message ?? '']),
+      ]),
+    );
     return { built, root, verdicts };
   }
 
@@ -404,7 +434,10 @@ export class ScabbardService {
       consensusData: Buffer.from(verdicts, 'ascii'),
     });
     for (const p of this.peers) {
-      this.#send(p, { messageType: MsgType.PROPOSED_BATCH, proposedBatch: { proposal: Buffer.from(proposal), batch: Buffer.alloc(0), serviceId: this.serviceId, batches, timestampMs: ts } });
+      this.#send(p, {
+        messageType: MsgType.PROPOSED_BATCH,
+        proposedBatch: { proposal: Buffer.from(proposal), batch: Buffer.alloc(0), serviceId: this.serviceId, batches, timestampMs: ts },
+      });
       this.#consensus(p, { messageType: TwoPhase.VERIFICATION_REQUEST, proposalId: Buffer.from(id, 'ascii') });
     }
     this.#maybeApply();
@@ -416,7 +449,13 @@ export class ScabbardService {
     clearTimeout(cur.timer);
     void this.#serial(async () => {
       await this.#commit(cur);
-      for (const p of this.peers) this.#consensus(p, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(cur.id, 'ascii'), proposalResult: TwoPhase.APPLY, commitTimeMs: cur.ts });
+      for (const p of this.peers)
+        this.#consensus(p, {
+          messageType: TwoPhase.RESULT,
+          proposalId: Buffer.from(cur.id, 'ascii'),
+          proposalResult: TwoPhase.APPLY,
+          commitTimeMs: cur.ts,
+        });
     }).then(() => {
       this.#current = null;
       this.#attempts = 0;
@@ -432,7 +471,8 @@ export class ScabbardService {
     clearTimeout(cur.timer);
     this.#current = null;
     for (const i of cur.built.included) this.#valid.delete(i.entry.id);
-    for (const p of this.peers) this.#consensus(p, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(cur.id, 'ascii'), proposalResult: TwoPhase.REJECT });
+    for (const p of this.peers)
+      this.#consensus(p, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(cur.id, 'ascii'), proposalResult: TwoPhase.REJECT });
     const down = this.peers.filter((p) => !cur.verified.has(p));
     this.#note = `Waiting for every member to agree (nothing commits while one cannot): round ${cur.height} got no agreement from ${down.join(', ') || 'a member'} (${why}); it is proposed again`;
     log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${cur.height} not agreed (${why}); proposing again`);
@@ -453,7 +493,10 @@ export class ScabbardService {
 
   #consensus(to: string, m: Partial<TwoPhaseMsg> & { messageType: number }): void {
     const message = encode(TwoPhaseMessage, m);
-    this.#send(to, { messageType: MsgType.CONSENSUS, consensusMessage: Buffer.from(encode(ConsensusMessage, { message, originId: Buffer.from(this.serviceId, 'ascii') })) });
+    this.#send(to, {
+      messageType: MsgType.CONSENSUS,
+      consensusMessage: Buffer.from(encode(ConsensusMessage, { message, originId: Buffer.from(this.serviceId, 'ascii') })),
+    });
   }
 
   /** A message from another service of the circuit. */
@@ -464,7 +507,9 @@ export class ScabbardService {
       case MsgType.NEW_BATCH: {
         if (!this.isCoordinator) return;
         const id = batchIdOf(m.newBatch);
-        void this.accept([{ id, bytes: m.newBatch }]).catch((err: unknown) => log.warn(`scabbard: forwarded batch not stored: ${(err as Error).message}`));
+        void this.accept([{ id, bytes: m.newBatch }]).catch((err: unknown) =>
+          log.warn(`scabbard: forwarded batch not stored: ${(err as Error).message}`),
+        );
         return;
       }
       case MsgType.TOO_MANY_REQUESTS:
@@ -549,7 +594,11 @@ export class ScabbardService {
 
   #verify(coordinator: string, id: string): void {
     const answer = (ok: boolean): void =>
-      this.#consensus(coordinator, { messageType: TwoPhase.VERIFICATION_RESPONSE, proposalId: Buffer.from(id, 'ascii'), proposalVerificationResponse: ok ? TwoPhase.VERIFIED : TwoPhase.FAILED });
+      this.#consensus(coordinator, {
+        messageType: TwoPhase.VERIFICATION_RESPONSE,
+        proposalId: Buffer.from(id, 'ascii'),
+        proposalVerificationResponse: ok ? TwoPhase.VERIFIED : TwoPhase.FAILED,
+      });
     const p = this.#proposed.get(id);
     if (this.#pending) {
       for (const i of this.#pending.built.included) this.#valid.delete(i.entry.id);
@@ -564,7 +613,9 @@ export class ScabbardService {
     }
     const { built, root, verdicts } = this.#execute(p.batches, head);
     if (root !== p.root || verdicts !== p.verdicts) {
-      log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} gives root ${root.slice(0, 12)}… here, ${p.root.slice(0, 12)}… at the coordinator; not verified`);
+      log.warn(
+        `scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} gives root ${root.slice(0, 12)}… here, ${p.root.slice(0, 12)}… at the coordinator; not verified`,
+      );
       return answer(false);
     }
     for (const i of built.included) this.#valid.add(i.entry.id);
@@ -600,7 +651,9 @@ export class ScabbardService {
       if (r.height !== this.#height + 1) break;
       const { built, root, verdicts } = this.#execute(r.batches, this.head());
       if (root !== r.stateRoot || verdicts !== r.verdicts) {
-        log.error(`scabbard ${this.circuitId}::${this.serviceId}: round ${r.height} from ${from} gives root ${root.slice(0, 12)}… here, not ${r.stateRoot.slice(0, 12)}…; catch-up stopped`);
+        log.error(
+          `scabbard ${this.circuitId}::${this.serviceId}: round ${r.height} from ${from} gives root ${root.slice(0, 12)}… here, not ${r.stateRoot.slice(0, 12)}…; catch-up stopped`,
+        );
         return;
       }
       if (this.#pending) this.#pending = null;
