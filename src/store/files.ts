@@ -65,7 +65,10 @@ export function lmdbFileProblem(file: string): string | null {
     // LMDB opens the meta page with the newer transaction: every page it uses must be there.
     const meta = m0.txnId >= m1.txnId ? m0 : m1;
     const need = (meta.lastPage + 1n) * BigInt(meta.pageSize);
-    if (BigInt(size) < need) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
+    // A commit that failed (a full disk, an I/O error) can leave the file a few pages short of
+    // the last page number it recorded, pages it never wrote; a truncation cuts far more.
+    const slack = 16n * BigInt(meta.pageSize);
+    if (BigInt(size) + slack < need) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
     return null;
   } finally {
     closeSync(fd);
