@@ -66,8 +66,10 @@ export function lmdbFileProblem(file: string): string | null {
     const meta = m0.txnId >= m1.txnId ? m0 : m1;
     const need = (meta.lastPage + 1n) * BigInt(meta.pageSize);
     // A commit that failed (a full disk, an I/O error) can leave the file a few pages short of
-    // the last page number it recorded, pages it never wrote; a truncation cuts far more.
-    const slack = 16n * BigInt(meta.pageSize);
+    // the last page number it recorded, pages it never wrote; a truncation cuts far more (here: more than an eighth of the file, or 16 pages, is refused).
+    const page = BigInt(meta.pageSize);
+    const pages = need / page;
+    const slack = (pages / 8n < 16n ? pages / 8n : 16n) * page;
     if (BigInt(size) + slack < need) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
     return null;
   } finally {
