@@ -158,6 +158,7 @@ function subscribe(delay = 1000) {
       if (shown.has(data.header_signature)) return;
       if (counted) chart.add(txnCount(data));
       showBlock(data, true);
+      refreshState();
     } catch {
       // the next block brings the list up to date
     }
@@ -235,8 +236,16 @@ async function showBlockDetail(blockId) {
   ];
 }
 
+/** An intkey payload as its command line reads ("set name 42"); other families' payloads by size. */
 function payloadText(txn) {
-  return txn.header.family_name === 'intkey' ? decoded(txn.payload) : `${fromBase64(txn.payload).length} bytes`;
+  if (txn.header.family_name !== 'intkey') return `${fromBase64(txn.payload).length} bytes`;
+  try {
+    const p = decodeCbor(fromBase64(txn.payload));
+    if (p instanceof Map && p.has('Verb') && p.has('Name') && p.has('Value')) return `${p.get('Verb')} ${p.get('Name')} ${p.get('Value')}`;
+  } catch {
+    // shown as decoded below
+  }
+  return decoded(txn.payload);
 }
 
 async function showBatchDetail(blockId, batchId) {
@@ -361,16 +370,28 @@ async function route() {
 // ---- state by address prefix ---------------------------------------------------------
 
 let stateNext = null;
+/** The prefix the state table shows, and whether it shows only its first page (then new blocks refresh it). */
+let stateShown = { prefix: null, firstPageOnly: true };
+let stateTimer = null;
+
+function refreshState() {
+  if (stateShown.prefix === null || !stateShown.firstPageOnly || stateTimer !== null) return;
+  stateTimer = setTimeout(() => {
+    stateTimer = null;
+    browseState(stateShown.prefix, null);
+  }, 300);
+}
 
 async function browseState(prefix, start) {
   const errEl = $('state-error');
   errEl.hidden = true;
   const tbody = $('state-rows');
-  if (!start) tbody.replaceChildren();
   try {
     const q = new URLSearchParams({ address: prefix, limit: '50' });
     if (start) q.set('start', start);
     const body = await api(`state?${q}`);
+    stateShown = { prefix, firstPageOnly: !start };
+    if (!start) tbody.replaceChildren();
     for (const leaf of body.data) {
       const family = familyOf(leaf.address);
       const value = family === 'intkey' ? intkeyEntries(leaf.data) : [decoded(leaf.data)];
@@ -391,6 +412,9 @@ async function browseState(prefix, start) {
     stateNext = body.paging?.next_position ?? null;
     $('state-more').hidden = stateNext === null;
   } catch (err) {
+    stateShown = { prefix: null, firstPageOnly: true };
+    tbody.replaceChildren();
+    $('state-more').hidden = true;
     errEl.textContent = err.message;
     errEl.hidden = false;
   }
@@ -431,16 +455,22 @@ async function lookUpStatus(id) {
 // ---- node status ---------------------------------------------------------------------
 
 async function loadNode() {
-  const ep = $('node-endpoint');
+  const health = $('node-health');
+  const status = $('node-status');
   try {
-    const [{ data: status }, { data: peers }] = await Promise.all([api('status'), api('peers')]);
-    ep.textContent = `node ${status.endpoint || '(no advertised endpoint)'}`;
-    ep.className = '';
-    $('node-peers').textContent = `${peers.length} peer${peers.length === 1 ? '' : 's'}`;
-    $('node-peers').title = peers.join('\n') || 'No configured peers';
+    const [{ data: st }, { data: peers }] = await Promise.all([api('status'), api('peers')]);
+    health.textContent = 'node ok';
+    health.className = 'pill on';
+    status.textContent = 'answering';
+    status.className = '';
+    $('node-endpoint').textContent = st.endpoint || '(none advertised)';
+    $('node-peers').textContent = peers.length ? peers.join(' ') : 'none configured';
   } catch (err) {
-    ep.textContent = err.message;
-    ep.className = 'error';
+    // A node stopped on a fault answers /status 503 with the reason.
+    health.textContent = 'node down';
+    health.className = 'pill bad';
+    status.textContent = err.message;
+    status.className = 'error';
   }
 }
 
