@@ -122,57 +122,82 @@ function showBlock(block, fresh) {
   setHead(block);
 }
 
+/** Blocks above this number count in the throughput chart (those committed since the page opened). */
+let countAbove = null;
+/** The highest block number the websocket announced. */
+let announced = -1;
+let pumping = false;
+
+const headNum = () => Number($('head-num').dataset.num ?? -1);
+
 async function loadBlocks() {
   const { data } = await api(`blocks?limit=${LIVE_ROWS}`);
+  if (countAbove === null && data.length) countAbove = Number(data[0].header.block_num);
   for (const b of data) showBlock(b, false);
 }
 
-/** The websocket: every committed block's delta arrives here; its block is fetched for the list. */
+/**
+ * Brings the list up to the announced head. One request at a time, for up to LIVE_ROWS
+ * blocks: however fast blocks come, the page asks for them at the pace its answers arrive.
+ * (At a rate of more than LIVE_ROWS blocks per round trip, the chart counts the blocks it
+ * fetched: a lower bound.)
+ */
+async function pump() {
+  if (pumping) return;
+  pumping = true;
+  try {
+    while (announced > headNum()) {
+      const before = headNum();
+      const { data } = await api(`blocks?limit=${Math.min(announced - before, LIVE_ROWS)}`);
+      for (const b of [...data].reverse()) {
+        const num = Number(b.header.block_num);
+        if (num <= before) continue;
+        if (countAbove !== null && num > countAbove) chart.add(txnCount(b));
+        showBlock(b, true);
+      }
+      if (headNum() === before) break;
+    }
+    refreshState();
+  } catch {
+    // the next block announced tries again
+  } finally {
+    pumping = false;
+  }
+}
+
+/** The websocket: each committed block's delta announces it; the list then fetches what it lacks. */
 function subscribe(delay = 1000) {
   const url = new URL('../subscriptions', location.href);
   url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
   const ws = new WebSocket(url);
   const live = $('live');
   let opened = false;
-  // The first frame answers the subscribe with the head as it was: not a commit seen live.
-  let first = true;
   ws.addEventListener('open', () => {
     opened = true;
     live.textContent = 'live';
     live.className = 'pill on';
     ws.send(JSON.stringify({ action: 'subscribe', address_prefixes: [] }));
   });
-  ws.addEventListener('message', async (ev) => {
+  ws.addEventListener('message', (ev) => {
     let frame;
     try {
       frame = JSON.parse(ev.data);
     } catch {
       return;
     }
-    if (!frame.block_id) return;
-    const counted = !first;
-    first = false;
-    if (shown.has(frame.block_id)) return;
-    try {
-      const { data } = await api(`blocks/${frame.block_id}`);
-      if (shown.has(data.header_signature)) return;
-      if (counted) chart.add(txnCount(data));
-      showBlock(data, true);
-      refreshState();
-    } catch {
-      // the next block brings the list up to date
-    }
+    const num = Number(frame.block_num);
+    if (!frame.block_id || !Number.isSafeInteger(num)) return;
+    // The first frame answers the subscribe with the head as it was: not a commit seen live.
+    if (countAbove === null) countAbove = num;
+    announced = Math.max(announced, num);
+    pump();
   });
   ws.addEventListener('close', () => {
     live.textContent = 'reconnecting';
     live.className = 'pill off';
     // Back off while the node is away; start over once a socket opened.
     const next = opened ? 1000 : Math.min(delay * 2, 15_000);
-    setTimeout(() => {
-      subscribe(next);
-      // Blocks committed while the socket was down.
-      loadBlocks().catch(() => {});
-    }, delay);
+    setTimeout(() => subscribe(next), delay);
   });
 }
 
@@ -387,7 +412,7 @@ async function browseState(prefix, start) {
   errEl.hidden = true;
   const tbody = $('state-rows');
   try {
-    const q = new URLSearchParams({ address: prefix, limit: '50' });
+    const q = new URLSearchParams({ address: prefix, limit: '20' });
     if (start) q.set('start', start);
     const body = await api(`state?${q}`);
     stateShown = { prefix, firstPageOnly: !start };

@@ -13,7 +13,8 @@
 import t from 'tap';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { startTestNode } from './helpers/node.js';
 import { launchBrowser } from './helpers/browser.js';
@@ -43,7 +44,9 @@ function isGatewayError(body: any, status: number): boolean {
 }
 
 t.test('the page files are served with their content types, no-cache and a self-only policy', async (t) => {
-  t.ok(DIR.endsWith('explorer'), 'the folder is found from the sources');
+  t.equal(DIR, resolve('explorer'), 'the folder is found from the sources');
+  t.equal(explorerDir(pathToFileURL(resolve('dist/src/explorer/static.js')).href), DIR, 'and from the build (dist/src/explorer/)');
+  t.equal(explorerDir(pathToFileURL(join(tmpdir(), 'a/b/static.js')).href), undefined, 'and not where there is none');
   const redirect = await fetch(`${node.ledgerUrl}/explorer`, { redirect: 'manual' });
   t.equal(redirect.status, 302);
   t.equal(redirect.headers.get('location'), 'explorer/', 'relative, so a path prefix in front of the node still works');
@@ -274,7 +277,7 @@ t.test('in a browser: a committed batch appears live, in the drill-down, in stat
   }
 });
 
-/** A minute of batches of a few transactions each, the drill-down open, then a screenshot of the whole page. */
+/** A minute of batches of a few transactions each, a transaction's receipt open, then a screenshot of the whole page. */
 async function screenshot(page: Page, signer: Signer, path: string): Promise<void> {
   const names = ['apples', 'pears', 'plums', 'figs', 'limes', 'dates', 'kiwis', 'cherries'];
   const until = Date.now() + 60_000;
@@ -287,11 +290,12 @@ async function screenshot(page: Page, signer: Signer, path: string): Promise<voi
     );
     await new Promise((r) => setTimeout(r, 400 + ((i * 37) % 5) * 150));
   }
-  const hash = `#/block/${await blockOf(last)}/batch/${last}`;
+  const { json } = await getJson(`${node.ledgerUrl}/batches/${last}`);
+  const hash = `#/block/${await blockOf(last)}/batch/${last}/txn/${json.data.transactions[0].header_signature}`;
   await page.evaluate((h) => {
     location.hash = h;
   }, hash);
-  await page.waitForSelector('#detail-txns');
+  await page.waitForSelector('#detail-receipt');
   await page.fill('#status-id', last);
   await page.click('#status-form button');
   await page.waitForSelector('#status-result .status-entry');

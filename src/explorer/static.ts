@@ -45,9 +45,9 @@ export interface StaticFile {
  * above this module when it runs from the sources (src/explorer/) and three when it runs
  * from the build (dist/src/explorer/).
  */
-export function explorerDir(): string | undefined {
+export function explorerDir(moduleUrl: string = import.meta.url): string | undefined {
   for (const up of ['../../explorer', '../../../explorer']) {
-    const dir = fileURLToPath(new URL(up, import.meta.url));
+    const dir = fileURLToPath(new URL(up, moduleUrl));
     if (existsSync(join(dir, 'index.html'))) return dir;
   }
   return undefined;
