@@ -15,6 +15,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { createServer, type AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { startTestNode } from './helpers/node.js';
 import { launchBrowser } from './helpers/browser.js';
@@ -146,14 +147,17 @@ t.test('only top-level files with a known extension are served; a missing page i
 });
 
 /** Commits one batch of intkey transactions; returns the batch id once it is committed. */
-async function commit(signer: Signer, ops: Array<[string, string, number]>, expect = 'COMMITTED'): Promise<string> {
+async function commitTo(url: string, signer: Signer, ops: Array<[string, string, number]>, expect = 'COMMITTED'): Promise<string> {
   const batch = intkeyBatch(signer, ops);
-  const r = await postBatches(node.ledgerUrl, batchList(batch));
+  const r = await postBatches(url, batchList(batch));
   if (r.status !== 202) throw new Error(`submit: ${r.status} ${JSON.stringify(r.json)}`);
-  const [s] = await waitCommitted(node.ledgerUrl, [batch.id], 60);
+  const [s] = await waitCommitted(url, [batch.id], 60);
   if (s.status !== expect) throw new Error(`batch ${batch.id}: ${s.status}, expected ${expect}`);
   return batch.id;
 }
+
+const commit = (signer: Signer, ops: Array<[string, string, number]>, expect = 'COMMITTED'): Promise<string> =>
+  commitTo(node.ledgerUrl, signer, ops, expect);
 
 async function blockOf(batchId: string): Promise<string> {
   const { json } = await getJson(`${node.ledgerUrl}/blocks?limit=20`);
@@ -274,6 +278,42 @@ t.test('in a browser: a committed batch appears live, in the drill-down, in stat
     t.same(consoleErrors, [], 'no error in the console');
   } finally {
     await browser?.close();
+  }
+});
+
+t.test('in a browser: the live list reconnects by itself after the node restarts', async (t) => {
+  // A node of its own on a fixed port, so that the restarted node is at the address the page knows.
+  const free = await new Promise<number>((res) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as AddressInfo).port;
+      srv.close(() => res(p));
+    });
+  });
+  const env = { CAIRN_LEDGER_BIND: `127.0.0.1:${free}` };
+  let own = await startTestNode(env);
+  const dataDir = own.dataDir;
+  let browser: Browser | undefined;
+  try {
+    browser = await launchBrowser();
+    const page = await browser.newPage();
+    page.setDefaultTimeout(30_000);
+    await page.goto(`${own.ledgerUrl}/explorer/`);
+    await page.waitForSelector('#live.on');
+    await page.waitForSelector('#blocks tr[data-block-num="0"]');
+    await own.stop({ keepData: true });
+    await page.waitForSelector('#live.off');
+    t.equal(await text(page, '#live'), 'reconnecting', 'the page says the feed is down');
+    own = await startTestNode(env, dataDir);
+    await page.waitForSelector('#live.on');
+    const batchId = await commitTo(own.ledgerUrl, newSigner(), [['set', 'after-restart', 7]]);
+    const { json } = await getJson(`${own.ledgerUrl}/blocks?limit=1`);
+    t.ok(json.data[0].header.batch_ids.includes(batchId));
+    await page.locator(`#blocks tr[data-block-id="${json.data[0].header_signature}"]`).waitFor();
+    t.pass('a block committed after the restart appears');
+  } finally {
+    await browser?.close();
+    // Stopped already if the restart failed: then only its directory is left to remove.
+    await own.stop().catch(() => rmSync(dataDir, { recursive: true, force: true }));
   }
 });
 
