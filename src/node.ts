@@ -20,6 +20,7 @@ import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
 import { NODE_LEDGER } from './ledger/description.js';
 import { registerLedgerApi } from './ledger-api/index.js';
+import { registerExplorer } from './explorer/static.js';
 import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
 import { startCircuits, type Circuits } from './circuits/index.js';
@@ -96,6 +97,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
   });
   const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
+  registerExplorer(ledgerServer);
   const nodeServer = new HttpServer({
     name: 'node',
     maxBodyBytes: config.maxBodyBytes,
