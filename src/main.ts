@@ -27,6 +27,7 @@ const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTI
   node: { key: 'nodeBind', option: 'nodeBind' },
   data: { key: 'dataBind', option: 'dataBind' },
   network: { key: 'networkBind', option: 'networkBind' },
+  metrics: { key: 'metrics', option: 'metrics' },
 };
 
 /** Turns "<name>: cannot listen on host:port" into a line that says why and what to change. */
