@@ -7,12 +7,10 @@
  * The level is CAIRN_LOG_LEVEL (or `--log-level`), `info` by default.
  *
  * Error objects print their message only (no stack) unless the level is debug, so nothing
- * internal leaks into logs that are shipped around. Writes are synchronous (fd 2), so the
- * lines of a process that exits right after are not lost; the committer thread logs through
- * its own instance of this module, with the same settings (environment).
+ * internal leaks into logs that are shipped around. The committer thread logs through its
+ * own instance of this module, with the same settings (environment).
  */
 import { isatty } from 'node:tty';
-import { writeSync } from 'node:fs';
 import pino from 'pino';
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
@@ -56,9 +54,13 @@ export function prettyLine(json: string): string {
   return `${String(o.time ?? '')} ${level.padEnd(5)} ${String(o.msg ?? '')}${extra.length ? ` ${extra.join(' ')}` : ''}\n`;
 }
 
+/**
+ * Through process.stderr (synchronous for files, terminals and pipes on Linux), so that the
+ * lines of a process that exits right after are not lost and tests can capture them.
+ */
 const toStderr = (s: string): void => {
   try {
-    writeSync(2, s);
+    process.stderr.write(s);
   } catch {
     // stderr closed: nothing to report to
   }
