@@ -90,6 +90,10 @@ export interface Config {
   /** The data API asks for node API credentials (Biome, Cylinder, OAuth2) and permissions. */
   dataAuth: boolean;
   logLevel: LogLevel;
+  /** Log lines as JSON, or readable; `auto` picks readable when stderr is a terminal. */
+  logFormat: 'auto' | 'json' | 'pretty';
+  /** GET /metrics: off, on the ledger gateway's port, or on a listener of its own. */
+  metrics: MetricsSetting;
   oauth: {
     issuer: string | undefined;
     clientId: string | undefined;
@@ -102,6 +106,9 @@ export interface Config {
     recheckSec: number;
   };
 }
+
+/** `--metrics`: off (default), `on` (GET /metrics on the ledger port) or its own host:port. */
+export type MetricsSetting = { mode: 'off' } | { mode: 'on' } | { mode: 'listen'; bind: Bind };
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
@@ -182,9 +189,23 @@ export const OPTIONS: Record<string, OptionSpec> = {
   passwordQueue: { flag: 'password-queue', env: 'CAIRN_PASSWORD_QUEUE', help: 'password checks waiting before 503 (default 8)' },
   dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on the data API: on|off (default on unless it binds loopback)' },
   logLevel: { flag: 'log-level', env: 'CAIRN_LOG_LEVEL', help: 'debug|info|warn|error|silent (default info)' },
+  logFormat: { flag: 'log-format', env: 'CAIRN_LOG_FORMAT', help: 'json|pretty|auto: log lines (default auto: pretty on a terminal)' },
+  metrics: { flag: 'metrics', env: 'CAIRN_METRICS', help: 'GET /metrics: off|on (ledger port)|host:port (own listener) (default off)' },
 };
 
 export class ConfigError extends Error {}
+
+function logFormatSetting(v: string): Config['logFormat'] {
+  if (v !== 'auto' && v !== 'json' && v !== 'pretty') throw new ConfigError(`log format: expected auto, json or pretty, got "${v}"`);
+  return v;
+}
+
+function metricsSetting(v: string): MetricsSetting {
+  if (['off', 'false', '0', 'no'].includes(v)) return { mode: 'off' };
+  if (['on', 'true', '1', 'yes'].includes(v)) return { mode: 'on' };
+  if (!/:\d{1,5}$/.test(v)) throw new ConfigError(`metrics: expected off, on or host:port, got "${v}"`);
+  return { mode: 'listen', bind: parseBind(v, 'metrics') };
+}
 
 function logLevel(v: string): LogLevel {
   if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(`log level: expected one of ${LOG_LEVELS.join(', ')}, got "${v}"`);
@@ -289,6 +310,8 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     passwordQueue: int(get('passwordQueue') ?? '8', 'password queue', 0),
     dataAuth: dataAuth(get('dataAuth'), dataBind),
     logLevel: logLevel(get('logLevel') ?? 'info'),
+    logFormat: logFormatSetting(get('logFormat') ?? 'auto'),
+    metrics: metricsSetting(get('metrics') ?? 'off'),
     oauth: {
       issuer: get('oauthIssuer'),
       clientId: get('oauthClientId'),
@@ -306,4 +329,29 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
 export function usage(): string {
   const lines = Object.values(OPTIONS).map((o) => `  --${o.flag.padEnd(24)} ${o.env.padEnd(30)} ${o.help}`);
   return `usage: cairn [options]\n  flag                       environment variable           meaning\n${lines.join('\n')}\n`;
+}
+
+/** Names of settings whose values are secrets: shown as set or not, never as themselves. */
+const SECRET_KEY = /secret|password|passphrase|private|credential|token$/i;
+
+/**
+ * The effective configuration as plain data for the start-up log: binds as host:port, and
+ * every secret (OAuth client secret, or any setting named like one) replaced by `[set]`.
+ * Key files appear as paths only; their contents are never read here.
+ */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const walk = (v: unknown, key: string): unknown => {
+    if (SECRET_KEY.test(key) && (typeof v === 'string' || v === undefined)) return v === undefined || v === '' ? undefined : '[set]';
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+      const o = v as Record<string, unknown>;
+      if (typeof o.host === 'string' && typeof o.port === 'number' && Object.keys(o).length === 2) {
+        return `${o.host.includes(':') ? `[${o.host}]` : o.host}:${o.port}`;
+      }
+      const out: Record<string, unknown> = {};
+      for (const [k, x] of Object.entries(o)) out[k] = walk(x, k);
+      return out;
+    }
+    return v;
+  };
+  return walk(config, '') as Record<string, unknown>;
 }

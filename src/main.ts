@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { loadConfig, usage, ConfigError, OPTIONS, type Config } from './config.js';
+import { loadConfig, usage, ConfigError, OPTIONS, describeConfig, type Config } from './config.js';
 import { startNode, type RunningNode } from './node.js';
 import { log } from './log.js';
 import { writeFailure } from './store/errors.js';
@@ -27,6 +27,7 @@ const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTI
   node: { key: 'nodeBind', option: 'nodeBind' },
   data: { key: 'dataBind', option: 'dataBind' },
   network: { key: 'networkBind', option: 'networkBind' },
+  metrics: { key: 'metrics', option: 'metrics' },
 };
 
 /** Turns "<name>: cannot listen on host:port" into a line that says why and what to change. */
@@ -113,6 +114,12 @@ async function main(): Promise<void> {
     throw err;
   }
   log.setLevel(config.logLevel);
+  if (config.logFormat !== 'auto') log.setFormat(config.logFormat);
+  // The committer thread and the verify workers log through their own copy of the logger,
+  // set up from the environment they inherit: pass the flags' values on.
+  process.env.CAIRN_LOG_LEVEL = config.logLevel;
+  process.env.CAIRN_LOG_FORMAT = config.logFormat;
+  log.fields('info', { config: describeConfig(config) }, 'configuration (secrets shown as [set])');
   process.on('unhandledRejection', (err) => onProcessError('unhandled promise rejection', err));
   process.on('uncaughtException', (err) => onProcessError('uncaught exception', err));
   const missing = missingFiles(config.dataDir);

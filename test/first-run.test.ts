@@ -46,13 +46,13 @@ const ledgerBind = n.t.ledgerUrl.replace('http://', '');
 t.test('intkey: --help, CAIRN_LEDGER_BIND, unreachable URL, exit codes', async (t) => {
   const help = await tsx('src/cli/intkey.ts', ['--help']);
   t.equal(help.code, 0, '--help exits 0');
-  t.match(help.stdout, /usage: intkey/);
+  t.match(help.stdout, /usage: cairn intkey/);
   const bad = await tsx('src/cli/intkey.ts', ['frob']);
   t.equal(bad.code, 2, 'a usage error exits 2');
   const env = { CAIRN_DATA_DIR: tmp, CAIRN_LEDGER_BIND: ledgerBind };
   const set = await tsx('src/cli/intkey.ts', ['set', 'nc', '5'], env);
   t.equal(set.code, 0, `committed through CAIRN_LEDGER_BIND (${set.stderr})`);
-  t.match(set.stdout, /"COMMITTED"/);
+  t.match(set.stdout, /COMMITTED/);
   const invalid = await tsx('src/cli/intkey.ts', ['dec', 'nc', '9'], env);
   t.equal(invalid.code, 1, 'an INVALID batch exits non-zero');
   t.match(invalid.stderr, /INVALID/);
@@ -77,7 +77,7 @@ t.test('intkey: --help, CAIRN_LEDGER_BIND, unreachable URL, exit codes', async (
 t.test('token: --help prints usage, --wait waits for the key', async (t) => {
   const help = await tsx('src/cli/token.ts', ['--help']);
   t.equal(help.code, 0);
-  t.match(help.stdout, /usage: token/);
+  t.match(help.stdout, /usage: cairn token/);
   t.notMatch(help.stdout, /Cylinder:/, 'no token');
   const missing = await tsx('src/cli/token.ts', ['--data-dir', join(tmp, 'none'), '--wait', '1']);
   t.equal(missing.code, 1);

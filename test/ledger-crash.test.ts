@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestNode } from './helpers/node.js';
-import { TS_ARGS } from './helpers/child.js';
+import { TS_ARGS, startLine } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, postBatches } from './helpers/batches.js';
 
 function startChild(dir: string): Promise<{ url: string; kill(): Promise<void> }> {
@@ -30,7 +30,7 @@ function startChild(dir: string): Promise<{ url: string; kill(): Promise<void> }
     const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 30_000);
     child.stderr!.on('data', (d: Buffer) => {
       log += d.toString();
-      const m = /ledger gateway \(C\) on 127\.0\.0\.1:(\d+)/.exec(log);
+      const m = startLine(log);
       if (m) {
         clearTimeout(timer);
         resolve({

@@ -35,6 +35,27 @@ function statusField(pid: number, field: string): number {
   }
 }
 
+/**
+ * The start line with the ports of C, A, B and the peer network. JSON log lines carry it in
+ * `msg`; readable lines (and older builds run through BENCH_NODE_DIR) are the text itself.
+ */
+function startLine(log: string): RegExpExecArray | null {
+  const re = /\(C\) on [^:]+:(\d+), node \(A\) on [^:]+:(\d+), data \(B\) on [^:]+:(\d+)(?:, peer network on [^:]+:(\d+))?/;
+  for (const line of log.split('\n')) {
+    let text = line;
+    if (line.startsWith('{')) {
+      try {
+        text = String((JSON.parse(line) as { msg?: unknown }).msg ?? '');
+      } catch {
+        continue; // not complete yet
+      }
+    }
+    const m = re.exec(text);
+    if (m) return m;
+  }
+  return null;
+}
+
 export async function startBenchNode(env: Record<string, string> = {}, dataDir?: string): Promise<BenchNode> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'cairn-bench-'));
   // BENCH_NODE_DIR runs another checkout's build (e.g. an older commit) with this bench.
@@ -64,7 +85,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
       if (logFile) appendFileSync(logFile, d);
       log += d.toString();
       if (log.length > 100_000) log = log.slice(-50_000);
-      const m = /\(C\) on [^:]+:(\d+), node \(A\) on [^:]+:(\d+), data \(B\) on [^:]+:(\d+)(?:, peer network on [^:]+:(\d+))?/.exec(log);
+      const m = startLine(log);
       if (m) {
         clearTimeout(timer);
         resolve([m[1]!, m[2]!, m[3]!, m[4] ?? '0']);

@@ -1,4 +1,7 @@
 /** Small argument parsing shared by the command-line tools: `--name value`, `--name=value`, flags, positionals. */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+
 export interface Args {
   positional: string[];
   options: Map<string, string>;
@@ -55,4 +58,81 @@ export async function fetchOrExplain(url: string, init?: RequestInit): Promise<R
         'Point this tool at it with --url http://host:port, CAIRN_LEDGER_URL, or CAIRN_LEDGER_BIND=host:port (as the node uses).',
     );
   }
+}
+
+/** A wrong command line: the command prints its usage and exits 2. */
+export class UsageError extends Error {}
+
+/** True when the module at `url` is the script node was started with (not imported by `cairn`). */
+export function isMain(url: string): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return pathToFileURL(realpathSync(script)).href === url;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Runs a command and sets the exit status: its return value; 2 with the message and the usage
+ * for a UsageError; 1 with the message alone for any other error (never a stack trace).
+ */
+export function runCommand(name: string, usage: string, run: () => Promise<number> | number): Promise<number> {
+  return Promise.resolve()
+    .then(run)
+    .then(
+      (code) => code,
+      (err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (err instanceof UsageError) {
+          process.stderr.write(`${name}: ${message}\n${usage}`);
+          return 2;
+        }
+        process.stderr.write(`${name}: ${message}\n`);
+        return 1;
+      },
+    )
+    .then((code) => {
+      process.exitCode = code;
+      return code;
+    });
+}
+
+/** parseCliArgs, with its errors as usage errors. */
+export function parseOrUsage(argv: string[], valued: readonly string[], flags: readonly string[] = []): Args & { flags: Set<string> } {
+  const set = new Set<string>();
+  const rest = argv.filter((a) => {
+    const name = a.startsWith('--') ? a.slice(2) : '';
+    if (flags.includes(name)) {
+      set.add(name);
+      return false;
+    }
+    return true;
+  });
+  try {
+    return { ...parseCliArgs(rest, valued), flags: set };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+/** Whole seconds from an option, or a usage error naming it. */
+export function seconds(v: string | undefined, name: string, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!/^\d+$/.test(v)) throw new UsageError(`--${name} takes whole seconds, got "${v}"`);
+  return Number(v);
+}
+
+/** Prints `value` as one JSON line with --json, else the readable `text`. */
+export function print(json: boolean, value: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(value)}\n` : text.endsWith('\n') || text === '' ? text : `${text}\n`);
+}
+
+/** GET a JSON document from the gateway; an error answer becomes an Error with its message. */
+export async function getJson<T>(url: string): Promise<T> {
+  const r = await fetchOrExplain(url);
+  const body = (await r.json().catch(() => ({}))) as T & { error?: { message?: string }; message?: string };
+  if (!r.ok) throw new Error(body.error?.message ?? body.message ?? `HTTP ${r.status} from ${url}`);
+  return body;
 }

@@ -7,17 +7,22 @@
 import { mkdirSync, writeFileSync, chmodSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomPrivateKey, Signer } from '../crypto/secp256k1.js';
-import { parseCliArgs, type Args } from './args.js';
+import { isMain, parseCliArgs, runCommand, type Args } from './args.js';
 
-const USAGE = `usage: keygen --out FILE
+export const USAGE = `usage: cairn keygen --out FILE [--json]
 Writes a new secp256k1 private key (hex) to FILE with mode 0600 (never overwrites) and
-prints its public key. For data API agent keys: --out data/keys/agents/NAME.priv
+prints its public key (--json: {"public_key", "file"}). Offline: it talks to no node.
+For data API agent keys: --out data/keys/agents/NAME.priv
 `;
 
-function main(): number {
+export function run(argv: string[]): number {
   let args: Args;
+  const json = argv.includes('--json');
   try {
-    args = parseCliArgs(process.argv.slice(2), ['out']);
+    args = parseCliArgs(
+      argv.filter((a) => a !== '--json'),
+      ['out'],
+    );
   } catch (err) {
     process.stderr.write(`keygen: ${(err as Error).message}\n${USAGE}`);
     return 2;
@@ -43,8 +48,9 @@ function main(): number {
     );
     return 1;
   }
-  process.stdout.write(`${new Signer(hex).publicKey}\n`);
+  const publicKey = new Signer(hex).publicKey;
+  process.stdout.write(json ? `${JSON.stringify({ public_key: publicKey, file: out })}\n` : `${publicKey}\n`);
   return 0;
 }
 
-process.exitCode = main();
+if (isMain(import.meta.url)) void runCommand('keygen', USAGE, () => run(process.argv.slice(2)));

@@ -9,16 +9,20 @@ import { join } from 'node:path';
 import { loadConfig, ConfigError } from '../config.js';
 import { Signer } from '../crypto/secp256k1.js';
 import { makeCylinderJwt } from '../node-api/cylinder.js';
+import { isMain, runCommand } from './args.js';
 
-const USAGE = `usage: token [--data-dir DIR] [--wait SECONDS]
+export const USAGE = `usage: cairn token [--data-dir DIR] [--wait SECONDS] [--json]
 Prints a Cylinder token signed by <data dir>/keys/admin.priv, for
   curl -H "Authorization: Bearer $(npm run -s token)" ...
   --data-dir DIR   the node's data directory (default CAIRN_DATA_DIR or ./data)
   --wait SECONDS   wait up to this long for a starting node to write the key (default 0)
+  --json           print the token as a JSON object ({"token": …})
+Offline: the token is signed here with the key file, no node is asked.
 `;
 
-async function main(): Promise<number> {
-  const argv = process.argv.slice(2);
+export async function run(args: string[]): Promise<number> {
+  const json = args.includes('--json');
+  const argv = args.filter((a) => a !== '--json');
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(USAGE);
     return 0;
@@ -48,7 +52,8 @@ async function main(): Promise<number> {
   for (;;) {
     try {
       const signer = new Signer(readFileSync(file, 'utf8').trim());
-      process.stdout.write(`Cylinder:${makeCylinderJwt(signer)}\n`);
+      const token = `Cylinder:${makeCylinderJwt(signer)}`;
+      process.stdout.write(json ? `${JSON.stringify({ token })}\n` : `${token}\n`);
       return 0;
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
@@ -66,6 +71,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then((code) => {
-  process.exitCode = code;
-});
+if (isMain(import.meta.url)) void runCommand('token', USAGE, () => run(process.argv.slice(2)));

@@ -11,6 +11,7 @@
  */
 import uws from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
+import { randomBytes } from 'node:crypto';
 import { log } from '../log.js';
 import { idFits } from './ids.js';
 import { ApiError } from './api-error.js';
@@ -79,6 +80,24 @@ export interface ServerOptions {
   errorReply(status: number, message: string, code?: number): Reply;
   /** Extra headers on every reply (e.g. CORS when enabled). */
   commonHeaders?: Record<string, string>;
+  /**
+   * Called once per answered route request with its route pattern (not the raw URL, so the
+   * label set stays bounded), HTTP status and duration; absent, requests are not timed.
+   */
+  observe?: (method: string, route: string, status: number, seconds: number) => void;
+}
+
+/**
+ * Request ids: the client's `x-request-id` when it is a short token, else this process's
+ * prefix and a counter (unique per process, cheap). Echoed as `x-request-id` on the reply
+ * and named in the request's log lines.
+ */
+const REQUEST_ID_PREFIX = randomBytes(4).toString('hex');
+const CLIENT_REQUEST_ID = /^[\w.:@-]{1,64}$/;
+let requestSeq = 0;
+function requestId(ureq: HttpRequest): string {
+  const given = ureq.getHeader('x-request-id');
+  return given && CLIENT_REQUEST_ID.test(given) ? given : `${REQUEST_ID_PREFIX}-${(++requestSeq).toString(36)}`;
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -114,6 +133,12 @@ interface Exchange {
   done: boolean;
   /** Body bytes charged to the body budget, given back when the exchange ends. */
   held?: number;
+  /** The request id (routed requests), sent back as x-request-id. */
+  id?: string;
+  /** Set only when requests are timed (metrics on) or logged (debug): route pattern, method, start. */
+  route?: string;
+  method?: string;
+  t0?: number;
 }
 
 export class HttpServer {
@@ -143,7 +168,7 @@ export class HttpServer {
       methods.push(METHOD_NAMES[method]);
     }
     const withBody = method === 'post' || method === 'put' || method === 'patch' || method === 'del';
-    this.app[method](pattern, (res, req) => this.#dispatch(res, req, handler, withBody));
+    this.app[method](pattern, (res, req) => this.#dispatch(res, req, handler, withBody, pattern));
     return this;
   }
 
@@ -247,8 +272,13 @@ export class HttpServer {
     return null;
   }
 
-  #dispatch(res: HttpResponse, ureq: HttpRequest, handler: Handler, withBody: boolean): void {
-    const state: Exchange = { done: false };
+  #dispatch(res: HttpResponse, ureq: HttpRequest, handler: Handler, withBody: boolean, pattern: string): void {
+    const state: Exchange = { done: false, id: requestId(ureq) };
+    if (this.#opts.observe || log.enabled('debug')) {
+      state.route = pattern;
+      state.method = ureq.getMethod().toUpperCase();
+      state.t0 = performance.now();
+    }
     this.#inflight++;
     let req: Req | undefined;
     res.onAborted(() => {
@@ -299,7 +329,7 @@ export class HttpServer {
       }
       this.#readBody(res, req, handler, state);
     } catch (err) {
-      this.#finishReply(res, state, this.#errorToReply(err, req?.method ?? '?', req?.path ?? '?'), withBody);
+      this.#finishReply(res, state, this.#errorToReply(err, req?.method ?? '?', req?.path ?? '?', state.id), withBody);
     }
   }
 
@@ -335,7 +365,7 @@ export class HttpServer {
         }
       } catch (err) {
         chunks = [];
-        this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path), true);
+        this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path, state.id), true);
       }
     });
   }
@@ -357,26 +387,26 @@ export class HttpServer {
     try {
       out = handler(req);
     } catch (err) {
-      this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path));
+      this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path, state.id));
       return;
     }
     if (out instanceof Promise) {
       out.then(
         (r) => this.#finishReply(res, state, r),
-        (err: unknown) => this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path)),
+        (err: unknown) => this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path, state.id)),
       );
     } else {
       this.#finishReply(res, state, out);
     }
   }
 
-  #errorToReply(err: unknown, method: string, path: string): Reply {
+  #errorToReply(err: unknown, method: string, path: string, id?: string): Reply {
     try {
       if (err instanceof ApiError) {
         const r = this.#opts.errorReply(err.status, err.message, err.code);
         return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
       }
-      log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}`, err);
+      log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}${id ? ` (request ${id})` : ''}`, err);
     } catch (e) {
       log.error(`${this.#opts.name}: error while building an error reply`, e);
     }
@@ -393,6 +423,7 @@ export class HttpServer {
     state.done = true;
     this.#release(state);
     if (counted) this.#inflight--;
+    if (state.t0 !== undefined) this.#observed(state, reply.status);
     let out: Prepared;
     try {
       out = this.#prepare(reply);
@@ -404,6 +435,7 @@ export class HttpServer {
       res.cork(() => {
         res.writeStatus(out.status);
         for (const [k, v] of out.headers) res.writeHeader(k, v);
+        if (state.id !== undefined) res.writeHeader('x-request-id', state.id);
         if (close) res.end(out.body, true);
         else this.#stream(res, out.body);
       });
@@ -438,6 +470,17 @@ export class HttpServer {
         return true;
       }
     });
+  }
+
+  /** Metrics and the debug request line of a timed exchange. */
+  #observed(state: Exchange, status: number): void {
+    const seconds = (performance.now() - state.t0!) / 1000;
+    this.#opts.observe?.(state.method!, state.route!, status, seconds);
+    log.fields(
+      'debug',
+      { req: state.id, server: this.#opts.name, method: state.method, route: state.route, status, ms: Math.round(seconds * 10000) / 10 },
+      'request',
+    );
   }
 
   #release(state: Exchange): void {

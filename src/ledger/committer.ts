@@ -243,7 +243,15 @@ export class Committer {
       this.#head = built.head;
       this.#pool.noteBlock(committed.length, built.poolLen);
     }
-    this.#post({ type: 'block', head: built.head, committed, invalid, pendingCount: this.#pool.length, queueLimit: this.queueLimit });
+    this.#post({
+      type: 'block',
+      head: built.head,
+      committed,
+      invalid,
+      pendingCount: this.#pool.length,
+      queueLimit: this.queueLimit,
+      buildMs: built.buildMs,
+    });
     this.#schedule();
   }
 

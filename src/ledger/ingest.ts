@@ -5,6 +5,7 @@
  * answered once its batches are durable.
  */
 import { log } from '../log.js';
+import type { IngestMetrics } from '../metrics.js';
 import type { VerifyResult } from './verify.js';
 import { VerifyPool, type VerifyItem } from './verify-pool.js';
 import { LedgerUnavailable, type PendingWriter } from './pending-writer.js';
@@ -69,6 +70,8 @@ export interface IngestOptions {
   settled(id: string): boolean;
   /** Null while the ledger is sound; else the message of the 503 (the ledger's fault). */
   faultMessage(): string | null;
+  /** Metrics hooks (src/metrics.ts); absent when metrics are off. */
+  metrics?: IngestMetrics;
 }
 
 export class Ingest {
@@ -100,15 +103,20 @@ export class Ingest {
   /** Submits one POST /batches body. Resolves once every batch is durable in the pending pool. */
   submit(body: Uint8Array): Promise<SubmitResult> {
     const fault = this.#o.faultMessage();
-    if (fault !== null) return Promise.resolve({ ok: false, code: 'UNAVAILABLE', message: fault });
+    if (fault !== null) {
+      this.#o.metrics?.rejectedOnArrival('UNAVAILABLE', countBatches(body));
+      return Promise.resolve({ ok: false, code: 'UNAVAILABLE', message: fault });
+    }
     let nodeKeyOnly: string | undefined;
     // The limit counts batches, not requests: one list of many must not slip in as one.
     const n = countBatches(body);
+    this.#o.metrics?.received(n);
     if (this.overLimit(n)) {
       // Only the node's own batches are exempt, each one (checked after verification);
       // a body without the node's key anywhere is refused now.
       if (Buffer.from(body.buffer, body.byteOffset, body.byteLength).indexOf(this.#nodeKeyBytes) < 0) {
         this.#noteBackpressure(true);
+        this.#o.metrics?.rejected('QUEUE_FULL', n);
         return Promise.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
       }
       nodeKeyOnly = this.#o.nodePublicKey;
@@ -144,10 +152,12 @@ export class Ingest {
     for (const [idx, item] of items.entries()) {
       const r = results[idx] ?? { ok: false, code: 'INVALID', message: 'no verdict for this body' };
       if (!r.ok) {
+        this.#o.metrics?.rejected(r.code, countBatches(item.body));
         item.resolve(r);
         continue;
       }
       if (item.exemptOnly && !r.batches.every((b) => this.#exempt(b))) {
+        this.#o.metrics?.rejected('QUEUE_FULL', r.batches.length);
         item.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
         continue;
       }
@@ -161,9 +171,16 @@ export class Ingest {
       // Nothing of these bodies is acknowledged: each request gets the reason (503).
       const message = err instanceof LedgerUnavailable ? err.message : `The batches could not be stored: ${String(err)}`;
       for (const a of accepted) a.item.resolve({ ok: false, code: 'UNAVAILABLE', message });
+      this.#o.metrics?.rejected('UNAVAILABLE', batches.length);
       return;
     }
+    this.#o.metrics?.accepted(batches.length);
     for (const a of accepted) a.item.resolve({ ok: true, ids: a.ids });
+  }
+
+  /** Share of the verify threads busy since start (for metrics). */
+  get verifyUtilization(): number {
+    return this.#pool.utilization;
   }
 
   close(): Promise<void> {

@@ -11,6 +11,7 @@ import { log } from '../log.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { BlockEvent } from './protocol.js';
+import type { IngestMetrics } from '../metrics.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
 import { CommitterClient } from './committer-client.js';
 import { Ingest, type SubmitResult } from './ingest.js';
@@ -29,6 +30,8 @@ export interface LedgerStartOptions {
   nodeKeyFile: string;
   /** What ledger to run; the node's own by default. */
   description?: LedgerDescription;
+  /** Metrics hooks of the ingest (src/metrics.ts); absent when metrics are off. */
+  metrics?: IngestMetrics;
 }
 
 export class Ledger {
@@ -81,6 +84,7 @@ export class Ledger {
       queueLimit: () => this.queueLimit,
       settled: (id) => this.query.isBatchCommitted(id) || this.query.hasVerdict(id),
       faultMessage: () => (this.#fault === null ? null : this.#faultMessage()),
+      metrics: opts.metrics,
     });
   }
 
@@ -156,6 +160,11 @@ export class Ledger {
   /** Batches acknowledged and not yet settled. */
   get pendingCount(): number {
     return this.#writer.size;
+  }
+
+  /** Share of the verify pool's threads busy since start (0..1). */
+  get verifyUtilization(): number {
+    return this.#ingest.verifyUtilization;
   }
 
   /** True when `batches` more would exceed the limit (checked before any signature work). */

@@ -48,6 +48,8 @@ export interface BlockEvent {
   invalid: string[];
   pendingCount: number;
   queueLimit: number;
+  /** Time the committer spent building this round (for metrics). */
+  buildMs?: number;
 }
 
 /** Why the committer stopped; the message says what exactly (it names the cause, e.g. ENOSPC). */

@@ -94,6 +94,11 @@ export class VerifyPool<T extends VerifyItem> {
     this.#opts.onVerified(items, results);
   }
 
+  /** Piscina's utilization: the share of the threads' time spent on tasks since start (0..1). */
+  get utilization(): number {
+    return this.#pool.utilization;
+  }
+
   destroy(): Promise<void> {
     return this.#pool.destroy();
   }

@@ -45,6 +45,28 @@ const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv =
   ...env,
 });
 
+const START = /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)(?:, peer network on [\d.]+:(\d+))?/;
+
+/** The message of a log line: `msg` of a JSON line, else the line itself (readable format). */
+export function logMessage(line: string): string {
+  if (!line.startsWith('{')) return line;
+  try {
+    const o = JSON.parse(line) as { msg?: unknown };
+    return typeof o.msg === 'string' ? o.msg : '';
+  } catch {
+    return ''; // a JSON line still being written
+  }
+}
+
+/** The node's start line (ports of C, A, B and the peer network), in either log format. */
+export function startLine(log: string): RegExpExecArray | null {
+  for (const line of log.split('\n')) {
+    const m = START.exec(logMessage(line));
+    if (m) return m;
+  }
+  return null;
+}
+
 /** Spawns a node; resolves with it once it listens, or rejects with the log if it exits. */
 export function startChild(dir: string, env: Record<string, string> = {}): Promise<ChildNode> {
   const child = spawn(process.execPath, [...TS_ARGS, 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
@@ -54,8 +76,7 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
     const onData = (): void => {
-      const m =
-        /ledger gateway \(C\) on [\d.]+:(\d+), node \(A\) on [\d.]+:(\d+), data \(B\) on [\d.]+:(\d+)(?:, peer network on [\d.]+:(\d+))?/.exec(log);
+      const m = startLine(log);
       if (!m) return;
       clearTimeout(timer);
       child.stderr!.off('data', onData);
@@ -94,7 +115,7 @@ export function runToExit(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90
   const onData = (d: Buffer): void => {
     log += d.toString();
     // A node that should have refused but serves: end it, the log tells what happened.
-    if (args[0] === 'src/main.ts' && /ledger gateway \(C\) on/.test(log)) child.kill('SIGKILL');
+    if (args[0] === 'src/main.ts' && startLine(log)) child.kill('SIGKILL');
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);

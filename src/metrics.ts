@@ -1,0 +1,205 @@
+/**
+ * Prometheus metrics (`--metrics` / CAIRN_METRICS): GET /metrics in the text format, on the
+ * ledger gateway's port or on a listener of its own.
+ *
+ * Nothing here exists while metrics are off: the ingest and the HTTP servers get no hooks
+ * (their calls are optional and skipped), no timers run, nothing is observed. When on,
+ * counters move where the work happens (ingest, block events); gauges that mirror state
+ * (head, pending pool, queue limit, verify pool, LMDB sizes) are read only at scrape time.
+ */
+import { createServer, type Server } from 'node:http';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RootDatabase } from 'lmdb';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Bind } from './config.js';
+import type { HttpServer } from './http/server.js';
+import type { Ledger } from './ledger/ledger.js';
+
+/** Hooks of the ledger's ingest (POST /batches); absent when metrics are off. */
+export interface IngestMetrics {
+  /** `n` batches arrived in a body that passed the entry checks. */
+  received(n: number): void;
+  /** `n` batches acknowledged (durable in the pending pool). */
+  accepted(n: number): void;
+  /** `n` batches of a received body refused, by the submission's result code. */
+  rejected(reason: string, n: number): void;
+  /** `n` batches refused on arrival (counted as received and rejected). */
+  rejectedOnArrival(reason: string, n: number): void;
+}
+
+const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class NodeMetrics {
+  readonly registry = new Registry();
+  readonly #received: Counter;
+  readonly #accepted: Counter;
+  readonly #rejected: Counter<'reason'>;
+  readonly #committed: Counter;
+  readonly #invalid: Counter;
+  readonly #blocks: Counter;
+  readonly #buildTime: Histogram;
+  readonly #http: Histogram<'interface' | 'method' | 'route' | 'status'>;
+  #listener: Server | null = null;
+
+  constructor(version: string) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'cairn_' });
+    new Gauge({ name: 'cairn_info', help: 'The running version (always 1)', labelNames: ['version'], registers }).set({ version }, 1);
+    this.#received = new Counter({
+      name: 'cairn_batches_received_total',
+      help: 'Batches in POST /batches bodies that reached the ledger',
+      registers,
+    });
+    this.#accepted = new Counter({
+      name: 'cairn_batches_accepted_total',
+      help: 'Batches acknowledged (202): durable in the pending pool',
+      registers,
+    });
+    this.#rejected = new Counter({
+      name: 'cairn_batches_rejected_total',
+      help: 'Batches refused at submission, by reason (QUEUE_FULL, INVALID, UNDECODABLE, EMPTY, UNAVAILABLE)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.#committed = new Counter({ name: 'cairn_batches_committed_total', help: 'Batches committed in a block', registers });
+    this.#invalid = new Counter({ name: 'cairn_batches_invalid_total', help: 'Acknowledged batches settled INVALID', registers });
+    this.#blocks = new Counter({ name: 'cairn_blocks_committed_total', help: 'Blocks committed since start', registers });
+    this.#buildTime = new Histogram({
+      name: 'cairn_block_build_seconds',
+      help: 'Time to build a block (execute, Merkle update, sign) in the committer thread',
+      buckets: SECONDS,
+      registers,
+    });
+    this.#http = new Histogram({
+      name: 'cairn_http_request_duration_seconds',
+      help: 'HTTP request duration by interface, method, route pattern and status',
+      labelNames: ['interface', 'method', 'route', 'status'],
+      buckets: SECONDS,
+      registers,
+    });
+  }
+
+  /** The ingest's hooks (POST /batches). */
+  readonly ingest: IngestMetrics = {
+    received: (n) => this.#received.inc(n),
+    accepted: (n) => this.#accepted.inc(n),
+    rejected: (reason, n) => this.#rejected.inc({ reason }, n),
+    rejectedOnArrival: (reason, n) => {
+      this.#received.inc(n);
+      this.#rejected.inc({ reason }, n);
+    },
+  };
+
+  /** The HTTP server hook of one interface (ServerOptions.observe). */
+  http(name: string): (method: string, route: string, status: number, seconds: number) => void {
+    return (method, route, status, seconds) => this.#http.observe({ interface: name, method, route, status: String(status) }, seconds);
+  }
+
+  /** Block events and the gauges read from the ledger and its files at scrape time. */
+  attach(ledger: Ledger, db: RootDatabase, dataDir: string): void {
+    ledger.onBlock((e) => {
+      this.#committed.inc(e.committed.length);
+      this.#invalid.inc(e.invalid.length);
+      if (e.head) {
+        this.#blocks.inc();
+        if (e.buildMs !== undefined) this.#buildTime.observe(e.buildMs / 1000);
+      }
+    });
+    const registers = [this.registry];
+    new Gauge({
+      name: 'cairn_block_height',
+      help: 'Block number of the chain head',
+      registers,
+      collect() {
+        this.set(ledger.head.blockNum);
+      },
+    });
+    new Gauge({
+      name: 'cairn_pending_batches',
+      help: 'Acknowledged batches not settled yet (pending-pool depth)',
+      registers,
+      collect() {
+        this.set(ledger.pendingCount);
+      },
+    });
+    new Gauge({
+      name: 'cairn_queue_limit_batches',
+      help: 'Back-pressure limit: pending batches over it are refused (429)',
+      registers,
+      collect() {
+        this.set(ledger.queueLimit);
+      },
+    });
+    new Gauge({
+      name: 'cairn_verify_pool_utilization',
+      help: 'Share of the verify pool threads busy since start (piscina utilization, 0..1)',
+      registers,
+      collect() {
+        this.set(ledger.verifyUtilization);
+      },
+    });
+    new Gauge({
+      name: 'cairn_lmdb_map_size_bytes',
+      help: 'LMDB map size (the most the file may grow to) of the ledger environment',
+      labelNames: ['file'],
+      registers,
+      collect() {
+        this.set({ file: 'ledger.mdb' }, (db.getStats() as { mapSize: number }).mapSize);
+      },
+    });
+    new Gauge({
+      name: 'cairn_lmdb_file_size_bytes',
+      help: 'Size on disk of the LMDB files in the data directory',
+      labelNames: ['file'],
+      registers,
+      collect() {
+        for (const file of ['ledger.mdb', 'pending.mdb']) {
+          try {
+            this.set({ file }, statSync(join(dataDir, file)).size);
+          } catch {
+            // not there (yet)
+          }
+        }
+      },
+    });
+  }
+
+  /** GET /metrics on an HTTP server of the node (the ledger gateway's). */
+  route(server: HttpServer): void {
+    server.route('get', '/metrics', async () => ({ status: 200, body: await this.registry.metrics(), contentType: this.registry.contentType }));
+  }
+
+  /** GET /metrics on a listener of its own; resolves with its port. */
+  listen(bind: Bind): Promise<number> {
+    const server = createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0];
+      if (req.method !== 'GET' || path !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ message: `No resource at ${path} (only GET /metrics)` }));
+        return;
+      }
+      this.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': this.registry.contentType }).end(text),
+        (err: unknown) => res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ message: String(err) })),
+      );
+    });
+    this.#listener = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new Error(`metrics: cannot listen on ${bind.host}:${bind.port} (${err.code ?? err.message})`)),
+      );
+      server.listen({ host: bind.host, port: bind.port, exclusive: true }, () => resolve((server.address() as { port: number }).port));
+    });
+  }
+
+  async close(): Promise<void> {
+    const s = this.#listener;
+    this.#listener = null;
+    if (s) {
+      const closed = new Promise<void>((resolve) => s.close(() => resolve()));
+      s.closeAllConnections();
+      await closed;
+    }
+    this.registry.clear();
+  }
+}

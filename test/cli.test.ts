@@ -1,0 +1,236 @@
+/**
+ * The `cairn` command against a real node: each command spawned as a process, its output
+ * and exit status checked, and its effect checked on the node's state over HTTP. Bad
+ * arguments give a clear message, a non-zero exit and no stack trace.
+ */
+import t, { type Test } from 'tap';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { decode } from '../src/codec/cbor.js';
+import { intkeyAddress } from '../src/families/intkey.js';
+import { Signer } from '../src/crypto/secp256k1.js';
+import { startTestNode } from './helpers/node.js';
+import { TS_ARGS } from './helpers/child.js';
+import { newSigner, intkeyBatch, batchList, getJson } from './helpers/batches.js';
+
+const exec = promisify(execFile);
+
+interface Out {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a process to its end with no CAIRN_ variables but `env`. */
+async function runProcess(args: string[], env: NodeJS.ProcessEnv = {}, strip = false): Promise<Out> {
+  const clean = { ...process.env };
+  for (const k of Object.keys(clean)) if (k.startsWith('CAIRN_') || (strip && (k.startsWith('TAP') || k === 'NODE_OPTIONS'))) delete clean[k];
+  try {
+    const r = await exec(process.execPath, args, { env: { ...clean, ...env }, timeout: 120_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+/** `cairn …` from the sources, compiled as the tests are. */
+const cairn = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Out> => runProcess([...TS_ARGS, 'src/cli/cairn.ts', ...args], env);
+
+function noStack(t: Test, r: Out): void {
+  t.notMatch(r.stdout + r.stderr, /\n\s+at .+:\d+:\d+/, 'no stack trace');
+}
+
+const tn = await startTestNode();
+const tmp = mkdtempSync(join(tmpdir(), 'cairn-cli-'));
+t.teardown(async () => {
+  await tn.stop();
+  rmSync(tmp, { recursive: true, force: true });
+});
+const url = ['--url', tn.ledgerUrl];
+const keyArgs = ['--data-dir', tmp];
+
+/** The intkey value of `name` in the node's state, read over HTTP. */
+async function stateValue(name: string): Promise<number | undefined> {
+  const r = await getJson(`${tn.ledgerUrl}/state/${intkeyAddress(name)}`);
+  if (r.status !== 200) return undefined;
+  return (decode(Buffer.from(r.json.data, 'base64')) as Map<string, number>).get(name);
+}
+
+t.test('cairn: help, unknown and missing commands', async (t) => {
+  const help = await cairn(['--help']);
+  t.equal(help.code, 0);
+  for (const c of ['start', 'keygen', 'intkey', 'batch', 'token', 'circuit']) t.match(help.stdout, new RegExp(`^  ${c} `, 'm'));
+  const none = await cairn([]);
+  t.equal(none.code, 2);
+  t.match(none.stderr, /^cairn: missing command\nusage: cairn/);
+  const bad = await cairn(['frob']);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /^cairn: unknown command frob/);
+  noStack(t, bad);
+  for (const c of ['intkey', 'batch', 'token', 'keygen', 'circuit', 'start']) {
+    const r = await cairn([c, '--help']);
+    t.equal(r.code, 0, `${c} --help exits 0`);
+    t.match(r.stdout, /usage: /, `${c} --help prints its usage`);
+  }
+});
+
+t.test('cairn intkey set|inc|dec|show|list against the node', async (t) => {
+  const set = await cairn(['intkey', 'set', 'cli-a', '5', ...url, ...keyArgs]);
+  t.equal(set.code, 0, set.stderr);
+  t.match(set.stdout, /^set cli-a 5: batch [0-9a-f]{128} COMMITTED\n$/);
+  t.equal(await stateValue('cli-a'), 5, 'the node holds the value');
+  const inc = await cairn(['intkey', 'inc', 'cli-a', '3', '--json', ...url, ...keyArgs]);
+  t.equal(inc.code, 0, inc.stderr);
+  const incJson = JSON.parse(inc.stdout);
+  t.match(incJson, { verb: 'inc', name: 'cli-a', value: 3, status: 'COMMITTED', batch_id: /^[0-9a-f]{128}$/ });
+  t.equal((await getJson(`${tn.ledgerUrl}/batch_statuses?id=${incJson.batch_id}`)).json.data[0].status, 'COMMITTED');
+  t.equal(await stateValue('cli-a'), 8);
+  t.equal((await cairn(['intkey', 'set', 'cli-b', '1', ...url, ...keyArgs])).code, 0);
+  const dec = await cairn(['intkey', 'dec', 'cli-b', '1', ...url, ...keyArgs]);
+  t.equal(dec.code, 0, dec.stderr);
+  t.equal(await stateValue('cli-b'), 0);
+  const under = await cairn(['intkey', 'dec', 'cli-b', '4', ...url, ...keyArgs]);
+  t.equal(under.code, 1, 'an INVALID batch exits 1');
+  t.match(under.stderr, /batch INVALID/);
+  t.equal(await stateValue('cli-b'), 0, 'the invalid batch changed nothing');
+
+  const show = await cairn(['intkey', 'show', 'cli-a', ...url]);
+  t.equal(show.stdout, 'cli-a: 8\n');
+  t.same(JSON.parse((await cairn(['intkey', 'show', 'cli-a', '--json', ...url])).stdout), { name: 'cli-a', value: 8 });
+  t.equal((await cairn(['intkey', 'get', 'cli-a', ...url])).stdout, 'cli-a: 8\n', 'get is show');
+  const missing = await cairn(['intkey', 'show', 'never-set', ...url]);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /^cairn intkey: never-set: /);
+  const list = await cairn(['intkey', 'list', '--json', ...url]);
+  t.equal(list.code, 0, list.stderr);
+  t.same(
+    JSON.parse(list.stdout).filter((e: { name: string }) => e.name.startsWith('cli-')),
+    [
+      { name: 'cli-a', value: 8 },
+      { name: 'cli-b', value: 0 },
+    ],
+  );
+  t.match((await cairn(['intkey', 'list', ...url])).stdout, /^cli-a: 8\ncli-b: 0$/m);
+});
+
+t.test('cairn intkey: bad arguments and an unreachable node', async (t) => {
+  const cases: Array<[string[], RegExp]> = [
+    [['intkey'], /missing verb/],
+    [['intkey', 'frob', 'x'], /unknown verb frob/],
+    [['intkey', 'set', 'x'], /set needs a whole number value, got none/],
+    [['intkey', 'set', 'x', 'ten'], /set needs a whole number value, got "ten"/],
+    [['intkey', 'set', 'x', '99999999999'], /over intkey's limit/],
+    [['intkey', 'show'], /missing name/],
+    [['intkey', 'show', 'x', '--frob'], /unknown option --frob/],
+    [['intkey', 'set', 'x', '1', '--wait', 'soon'], /--wait takes whole seconds/],
+    [['intkey', 'show', 'x', '--url'], /--url needs a value/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await cairn(args.includes('--url') ? args : [...args, ...url]);
+    t.equal(r.code, 2, `${args.join(' ')}: exit 2`);
+    t.match(r.stderr, message, args.join(' '));
+    t.match(r.stderr, /usage: cairn intkey/);
+    noStack(t, r);
+  }
+  const down = await cairn(['intkey', 'show', 'x', '--url', 'http://127.0.0.1:1']);
+  t.equal(down.code, 1);
+  t.match(down.stderr, /cannot reach the ledger gateway at http:\/\/127\.0\.0\.1:1 .*--url/);
+  noStack(t, down);
+});
+
+t.test('cairn batch submit|status|list', async (t) => {
+  const signer = newSigner();
+  const b1 = intkeyBatch(signer, [['set', 'cli-batch', 11]]);
+  const b2 = intkeyBatch(signer, [['inc', 'cli-batch', 1]]);
+  const file = join(tmp, 'two.batches');
+  writeFileSync(file, batchList(b1, b2));
+  const sub = await cairn(['batch', 'submit', file, '--json', ...url]);
+  t.equal(sub.code, 0, sub.stderr);
+  t.same(
+    JSON.parse(sub.stdout).map((s: { id: string; status: string }) => [s.id, s.status]),
+    [
+      [b1.id, 'COMMITTED'],
+      [b2.id, 'COMMITTED'],
+    ],
+  );
+  t.equal(await stateValue('cli-batch'), 12, 'both batches took effect');
+  const st = await cairn(['batch', 'status', b1.id, ...url]);
+  t.equal(st.code, 0);
+  t.equal(st.stdout, `${b1.id} COMMITTED\n`);
+  const unknown = 'ab'.repeat(64);
+  t.match(JSON.parse((await cairn(['batch', 'status', unknown, '--json', ...url])).stdout), [{ id: unknown, status: 'UNKNOWN' }]);
+  const list = await cairn(['batch', 'list', '--limit', '5', '--json', ...url]);
+  t.equal(list.code, 0, list.stderr);
+  const rows = JSON.parse(list.stdout) as Array<{ id: string; families: string[]; signer: string }>;
+  t.match(
+    rows.find((r) => r.id === b2.id),
+    { families: ['intkey'], signer: signer.publicKey },
+    'the latest batches include ours',
+  );
+  t.match((await cairn(['batch', 'list', ...url])).stdout, new RegExp(`^${b2.id} 1 txn intkey signer`, 'm'));
+
+  const garbage = join(tmp, 'garbage.batches');
+  writeFileSync(garbage, 'not a batch list');
+  const refused = await cairn(['batch', 'submit', garbage, ...url]);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /^cairn batch: .*garbage\.batches: batch refused: /);
+  noStack(t, refused);
+  const cases: Array<[string[], RegExp, number]> = [
+    [['batch'], /missing command \(submit, status, list\)/, 2],
+    [['batch', 'frob'], /unknown command batch frob/, 2],
+    [['batch', 'submit'], /submit needs at least one BatchList file/, 2],
+    [['batch', 'status'], /status needs at least one batch id/, 2],
+    [['batch', 'status', 'abc'], /not a batch id \(128 hex digits\): abc/, 2],
+    [['batch', 'list', '--limit', '0'], /--limit takes a number from 1 to 9999/, 2],
+    [['batch', 'submit', join(tmp, 'nope')], /cannot read .*nope: ENOENT/, 1],
+  ];
+  for (const [args, message, code] of cases) {
+    const r = await cairn([...args, ...url]);
+    t.equal(r.code, code, `${args.join(' ')}: exit ${code}`);
+    t.match(r.stderr, message);
+    noStack(t, r);
+  }
+});
+
+t.test('cairn token, keygen and circuit', async (t) => {
+  const tok = await cairn(['token', '--json', '--data-dir', tn.dataDir]);
+  t.equal(tok.code, 0, tok.stderr);
+  const { token } = JSON.parse(tok.stdout) as { token: string };
+  t.match(token, /^Cylinder:[\w+/=-]+\.[\w+/=-]+\.[\w+/=-]+$/);
+  const circuits = await fetch(`${tn.nodeUrl}/admin/circuits`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(circuits.status, 200, 'the token is accepted by the node');
+  t.equal((await cairn(['token', '--frob'])).code, 2);
+
+  const out = join(tmp, 'keys', 'agent.priv');
+  const kg = await cairn(['keygen', '--out', out, '--json']);
+  t.equal(kg.code, 0, kg.stderr);
+  const hex = readFileSync(out, 'utf8').trim();
+  t.same(JSON.parse(kg.stdout), { public_key: new Signer(hex).publicKey, file: out });
+  t.notMatch(kg.stdout, hex, 'the private key is not printed');
+  const again = await cairn(['keygen', '--out', out]);
+  t.equal(again.code, 1);
+  t.match(again.stderr, /the file exists/);
+
+  const key = ['--key', join(tn.dataDir, 'keys', 'admin.priv'), '--url', tn.nodeUrl];
+  const list = await cairn(['circuit', 'list', '--json', ...key]);
+  t.equal(list.code, 0, list.stderr);
+  t.match(JSON.parse(list.stdout), { status: 200, body: { data: [] } });
+  const plain = await cairn(['circuit', 'list', ...key]);
+  t.match(plain.stdout, /^200 \{/);
+});
+
+t.test('the bin (scripts/cairn.mjs) runs without a build, and the npm scripts call it', async (t) => {
+  const r = await runProcess(['scripts/cairn.mjs', 'intkey', 'show', 'cli-a', '--json', ...url], {}, true);
+  t.equal(r.code, 0, r.stderr);
+  t.same(JSON.parse(r.stdout), { name: 'cli-a', value: 8 });
+  const bad = await runProcess(['scripts/cairn.mjs', 'batch', 'status', 'zz', ...url], {}, true);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /^cairn batch: not a batch id/);
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { bin: Record<string, string>; scripts: Record<string, string> };
+  t.equal(pkg.bin.cairn, 'scripts/cairn.mjs');
+  for (const s of ['intkey', 'token', 'keygen', 'circuit', 'batch']) t.equal(pkg.scripts[s], `node scripts/cairn.mjs ${s}`);
+});
