@@ -131,7 +131,14 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     bodyBudget,
     errorReply: messageErrorReply,
   });
-  const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner, auth: nodeApi.auth });
+  const dataApi: DataApi = registerDataApi(dataServer, {
+    config,
+    db,
+    ledger,
+    nodeSigner,
+    auth: nodeApi.auth,
+    services: (id) => circuits.services.resolve(id),
+  });
 
   const servers: HttpServer[] = [];
   let ports: Omit<RunningNode['ports'], 'network'>;

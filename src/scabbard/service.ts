@@ -18,6 +18,7 @@ import { sha256 } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import { BlockBuilder, type BuildEntry, type BuiltBlock } from '../ledger/block-builder.js';
 import { ChainWriter } from '../ledger/chain-writer.js';
+import type { StatusEntry } from '../ledger/query.js';
 import type { ProjectorEntry } from '../ledger/catalog.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
 import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledger-stores.js';
@@ -287,6 +288,15 @@ export class ScabbardService {
     if (this.#valid.has(id)) return { type: 'Valid', message, ts: q?.at ?? Date.now() };
     if (q) return { type: 'Pending', message, ts: q.at };
     return { type: 'Unknown', message: [], ts: Date.now() };
+  }
+
+  /** The status as the node's own ledger reports one (the data API's batch statuses). */
+  ledgerStatus(id: string): StatusEntry {
+    const rec = this.#status.get(id);
+    if (rec?.s === 'C') return { id, status: 'COMMITTED', invalid_transactions: [] };
+    if (rec?.s === 'I') return { id, status: 'INVALID', invalid_transactions: rec.invalid ?? [] };
+    if (this.#queue.has(id)) return { id, status: 'PENDING', invalid_transactions: [] };
+    return { id, status: 'UNKNOWN', invalid_transactions: [] };
   }
 
   settled(id: string): boolean {
