@@ -20,9 +20,9 @@ export class ScabbardDataLedger implements DataLedger {
   constructor(private readonly s: ScabbardService) {}
 
   async submit(body: Uint8Array): Promise<SubmitResult> {
+    if (this.s.busy) return { ok: false, code: 'QUEUE_FULL', message: BUSY };
     const v = verifyBatchList(body, undefined, scabbardFamilies);
     if (!v.ok) return v;
-    if (this.s.busy) return { ok: false, code: 'QUEUE_FULL', message: BUSY };
     await this.s.accept(v.batches.map((b) => ({ id: b.id, bytes: body.subarray(b.start, b.end) })));
     return { ok: true, ids: v.batches.map((b) => b.id) };
   }

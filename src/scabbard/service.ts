@@ -353,8 +353,14 @@ export class ScabbardService {
     }
   }
 
+  /**
+   * Upstream refuses at 30 queued batches and accepts again at 15, with one batch per
+   * round. A round here takes up to `roundMax`: the marks count the batches queued beyond
+   * the round being agreed and the next one, so that rounds stay full under load.
+   */
   #pressure(): void {
-    const waiting = this.#queue.size - (this.#current ? this.#current.built.included.length + this.#current.built.invalid.length : 0);
+    const inRound = this.#current ? this.#current.built.included.length + this.#current.built.invalid.length : 0;
+    const waiting = this.#queue.size - inRound - this.#o.roundMax;
     if (!this.#busy && waiting >= this.#o.queueHigh) {
       this.#busy = true;
       for (const p of this.peers) this.#send(p, { messageType: MsgType.TOO_MANY_REQUESTS });
