@@ -1,17 +1,42 @@
 /**
- * Circuit agreement latency: three nodes on loopback; for each of CIRCUITS circuits, the
- * time from POST /admin/submit of the create on alpha to CircuitReady on all three nodes
- * (beta and gamma vote as soon as their ProposalSubmitted arrives). Prints the median.
+ * Circuits on three nodes on loopback, one JSON line:
+ *
+ * - agreement: for each of CIRCUITS circuits, the time from POST /admin/submit of the
+ *   create on alpha to CircuitReady on all three nodes (beta and gamma vote as soon as
+ *   their ProposalSubmitted arrives); the median.
+ * - state service (`scabbard*` fields; SCABBARD_BATCHES=0 leaves it out): on the first
+ *   circuit, after the one-step Sabre setup, SCABBARD_BATCHES single-transaction Sabre
+ *   intkey batches, signed before the clock starts, are posted to /scabbard/…/batches over
+ *   SCABBARD_CONNECTIONS keep-alive connections spread over the three members (a 429 is
+ *   retried after 2 ms). Committed batches/s is counted until the coordinator reports every
+ *   batch Committed; submit-to-commit p50/p99 comes from a long-polled status of one batch
+ *   in SCABBARD_SAMPLE, measured from its first POST. Afterwards every batch is checked
+ *   Committed on all three and their state roots equal.
  */
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { Signer } from '../src/crypto/secp256k1.js';
+import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
 import { makeCylinderJwt } from '../src/node-api/cylinder.js';
 import { createPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
+import { buildBatch, buildBatchList } from '../src/ledger/build.js';
+import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
+import { executeContractTxn } from '../src/scabbard/payloads.js';
+import { sabreSetup } from '../src/cli/sabre-setup.js';
 import { startBenchNode, type BenchNode } from './lib/node.js';
+import { percentile } from './lib/http.js';
+import { RawConnection } from './lib/raw.js';
 
 const CIRCUITS = Number(process.env.CIRCUITS ?? 20);
+const SCABBARD_BATCHES = Number(process.env.SCABBARD_BATCHES ?? 6000);
+const SCABBARD_WARMUP = Number(process.env.SCABBARD_WARMUP ?? 600);
+const SCABBARD_CONNECTIONS = Number(process.env.SCABBARD_CONNECTIONS ?? 32);
+const SCABBARD_SAMPLE = Number(process.env.SCABBARD_SAMPLE ?? 20);
+
+function progress(msg: string): void {
+  if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[circuit] ${msg}\n`);
+}
 const IDS = ['alpha', 'beta', 'gamma'];
 
 interface Member {
@@ -97,6 +122,7 @@ export async function runCircuit(): Promise<object> {
       times.push(performance.now() - t0);
     }
     for (const ws of open) ws.terminate();
+    const scabbard = SCABBARD_BATCHES > 0 ? await runScabbard(members, 'bench-00000', ['sA00', 'sB00', 'sC00']) : {};
     times.sort((a, b) => a - b);
     const median = times.length % 2 ? times[(times.length - 1) / 2]! : (times[times.length / 2 - 1]! + times[times.length / 2]!) / 2;
     return {
@@ -106,10 +132,170 @@ export async function runCircuit(): Promise<object> {
       medianSubmitToReadyMs: Math.round(median * 10) / 10,
       minMs: Math.round(times[0]! * 10) / 10,
       maxMs: Math.round(times.at(-1)! * 10) / 10,
+      ...scabbard,
     };
   } finally {
     await Promise.all(members.map((m) => m.node.stop()));
   }
+}
+
+const r1 = (x: number): number => Math.round(x * 10) / 10;
+
+/** A raw keep-alive request with the member's credentials. */
+function rawRequest(m: Member, method: string, path: string, body?: Uint8Array): Buffer {
+  const u = new URL(m.node.nodeUrl);
+  const head =
+    `${method} ${path} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: keep-alive\r\nAuthorization: Bearer ${m.auth}\r\n` +
+    (body ? `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n` : '') +
+    '\r\n';
+  return body ? Buffer.concat([Buffer.from(head), body]) : Buffer.from(head);
+}
+
+async function statusesOf(m: Member, base: string, ids: string[], wait: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < ids.length; i += 60) {
+    const chunk = ids.slice(i, i + 60);
+    const res = await fetch(`${m.node.nodeUrl}${base}/batch_statuses?ids=${chunk.join(',')}&wait=${wait}`, {
+      headers: { authorization: `Bearer ${m.auth}` },
+    });
+    if (!res.ok) throw new Error(`batch_statuses: ${res.status} ${await res.text()}`);
+    for (const e of (await res.json()) as Array<{ status: { statusType: string } }>) out.push(e.status.statusType);
+  }
+  return out;
+}
+
+/** The state service's throughput and submit-to-commit latency (see the header). */
+async function runScabbard(members: Member[], circuitId: string, svc: string[]): Promise<Record<string, unknown>> {
+  const [alpha] = members as [Member];
+  const base = (j: number): string => `/scabbard/${circuitId}/${svc[j]}`;
+  // Every member runs its service before anything is posted.
+  for (const [j, m] of members.entries()) {
+    for (let i = 0; ; i++) {
+      const res = await fetch(`${m.node.nodeUrl}${base(j)}/state_root`, { headers: { authorization: `Bearer ${m.auth}` } });
+      await res.text();
+      if (res.ok) break;
+      if (i > 600) throw new Error(`${m.id}: state service not running`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  const setup = await sabreSetup({ url: alpha.node.nodeUrl, auth: `Bearer ${alpha.auth}`, signer: alpha.admin, circuitId, serviceId: svc[0] ?? '' });
+  if (!setup.ok) throw new Error(`sabre setup: ${setup.message}`);
+  const signers = Array.from({ length: 8 }, () => new Signer(randomPrivateKey()));
+  const run = randomBytes(4).toString('hex');
+  const make = (n: number, tag: string): Array<{ id: string; body: Uint8Array }> =>
+    Array.from({ length: n }, (_, i) => {
+      const s = signers[i % signers.length] as Signer;
+      const name = `${tag}${run}${i}`.slice(0, 20);
+      const a = intkeyAddress(name);
+      const b = buildBatch(s, [executeContractTxn(s, 'intkey', '1.0', [a], [a], intkeyPayload('set', name, i))]);
+      return { id: b.id, body: buildBatchList([b]) };
+    });
+  progress(`state service: signing ${SCABBARD_WARMUP} + ${SCABBARD_BATCHES} batches`);
+  const warm = make(SCABBARD_WARMUP, 'w');
+  const batches = make(SCABBARD_BATCHES, 'b');
+
+  /** Posts `list` over the connections; resolves once every batch got its 202. */
+  const submit = async (list: Array<{ id: string; body: Uint8Array }>, sample: number) => {
+    const commitLat: number[] = [];
+    const probes: Array<Promise<void>> = [];
+    let n429 = 0;
+    // Member j takes batches j, j+3, …; connection c posts to member c % 3.
+    const shares = members.map((_, j) =>
+      list.filter((_, i) => i % 3 === j).map((b) => ({ ...b, req: rawRequest(members[j] as Member, 'POST', `${base(j)}/batches`, b.body) })),
+    );
+    const nextOf = members.map(() => 0);
+    let sampled = 0;
+    const worker = async (c: number): Promise<void> => {
+      const j = c % 3;
+      const m = members[j] as Member;
+      const share = shares[j] ?? [];
+      const u = new URL(m.node.nodeUrl);
+      const conn = new RawConnection(u.hostname, Number(u.port));
+      try {
+        for (;;) {
+          const k = nextOf[j]!++;
+          const b = share[k];
+          if (!b) return;
+          const started = performance.now();
+          for (;;) {
+            const r = await conn.send(b.req);
+            if (r.status === 202) break;
+            if (r.status === 429) {
+              n429++;
+              await new Promise((res) => setTimeout(res, 2));
+              continue;
+            }
+            throw new Error(`submit to ${m.id}: ${r.status} ${r.body}`);
+          }
+          if (sample > 0 && sampled++ % sample === 0) {
+            probes.push(
+              statusesOf(m, base(j), [b.id], 120).then(() => {
+                commitLat.push(performance.now() - started);
+              }),
+            );
+          }
+        }
+      } finally {
+        conn.close();
+      }
+    };
+    await Promise.all(Array.from({ length: SCABBARD_CONNECTIONS }, (_, c) => worker(c)));
+    return { commitLat, probes, n429 };
+  };
+  const allCommitted = async (list: Array<{ id: string }>): Promise<number> => {
+    const st = await statusesOf(
+      alpha,
+      base(0),
+      list.map((b) => b.id),
+      120,
+    );
+    return st.filter((x) => x === 'Committed').length;
+  };
+
+  progress('state service: warming up');
+  await submit(warm, 0);
+  await allCommitted(warm);
+  progress(`state service: ${SCABBARD_BATCHES} batches over ${SCABBARD_CONNECTIONS} connections`);
+  const t0 = performance.now();
+  const { commitLat, probes, n429 } = await submit(batches, SCABBARD_SAMPLE);
+  const tSubmitted = performance.now();
+  const committed = await allCommitted(batches);
+  const tEnd = performance.now();
+  await Promise.all(probes);
+  const secs = (tEnd - t0) / 1000;
+  // Outside the clock: the other members have every batch and the same root.
+  const onOthers = await Promise.all(
+    members.slice(1).map(
+      async (m, k) =>
+        (
+          await statusesOf(
+            m,
+            base(k + 1),
+            batches.map((b) => b.id),
+            60,
+          )
+        ).filter((x) => x === 'Committed').length,
+    ),
+  );
+  const roots = await Promise.all(
+    members.map(async (m, j) => {
+      const res = await fetch(`${m.node.nodeUrl}${base(j)}/state_root`, { headers: { authorization: `Bearer ${m.auth}` } });
+      return (await res.json()) as string;
+    }),
+  );
+  commitLat.sort((a, b) => a - b);
+  return {
+    scabbardBatches: SCABBARD_BATCHES,
+    scabbardConnections: SCABBARD_CONNECTIONS,
+    scabbardRoundMax: Number(process.env.CAIRN_SCABBARD_ROUND_MAX ?? 200),
+    scabbardCommittedBatchesPerSec: Math.round(committed / secs),
+    scabbardSubmitSecs: r1((tSubmitted - t0) / 1000),
+    scabbardCommitP50Ms: r1(percentile(commitLat, 50)),
+    scabbardCommitP99Ms: r1(percentile(commitLat, 99)),
+    scabbardHttp429: n429,
+    scabbardCommittedOnAll: committed === SCABBARD_BATCHES && onOthers.every((n) => n === SCABBARD_BATCHES),
+    scabbardRootsEqual: roots.every((r) => r === roots[0]),
+  };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -143,7 +143,14 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     errorReply: messageErrorReply,
     observe: metrics?.http('data'),
   });
-  const dataApi: DataApi = registerDataApi(dataServer, { config, db, ledger, nodeSigner, auth: nodeApi.auth });
+  const dataApi: DataApi = registerDataApi(dataServer, {
+    config,
+    db,
+    ledger,
+    nodeSigner,
+    auth: nodeApi.auth,
+    services: (id) => circuits.services.resolve(id),
+  });
 
   const servers: HttpServer[] = [];
   let ports: Omit<RunningNode['ports'], 'network'>;

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { Signer } from '../crypto/secp256k1.js';
 import { makeCylinderJwt } from '../node-api/cylinder.js';
 import { createPayload, idPayload, votePayload, type CircuitSpec, type IdAction, type ServiceSpec } from '../circuits/payloads.js';
+import { sabreSetup } from './sabre-setup.js';
 
 const USAGE = `usage: circuit <command> [options]
 commands:
@@ -18,6 +19,8 @@ commands:
   disband | abandon | purge | remove-proposal   --node-id ID --circuit-id ID
   list      [circuits | proposals] [--status disbanded|abandoned]
   show      circuit|proposal ID
+  sabre-setup --circuit-id ID --service SVC   (as a circuit admin: contract registries, namespace registries
+            and read/write permissions of the carried contracts on that state service; skips what exists)
 common options:
   --url URL       node API (default CAIRN_NODE_URL, else http://<CAIRN_NODE_BIND>, else http://127.0.0.1:8085)
   --key FILE      private key file that signs the payload and the request (default ./data/keys/admin.priv,
@@ -156,6 +159,11 @@ async function main(): Promise<number> {
       const what = positional[1] === 'proposal' ? 'proposals' : 'circuits';
       if (!positional[2]) throw new Error('show needs an id');
       return show(await fetch(`${url}/admin/${what}/${encodeURIComponent(positional[2])}`, { headers: { authorization: auth } }));
+    }
+    case 'sabre-setup': {
+      const r = await sabreSetup({ url, auth, signer, circuitId: need('circuit-id'), serviceId: need('service') });
+      process.stdout.write(`${r.message}\n`);
+      return r.ok ? 0 : 1;
     }
     default:
       throw new Error(`unknown command ${cmd}`);

@@ -1,21 +1,39 @@
 /**
  * The ledger a request works on. Without `service_id` it is the node's own ledger; with
  * `service_id=<circuit>::<service>` it is the ledger of that circuit's state service,
- * found through the resolver the node passes in (none yet: every service id is then
- * unknown, 404). Each ledger brings its own LMDB environment, hence its own read model
- * and event store.
+ * found through the resolver the node passes in (a circuit this node is not a member of,
+ * or a service it does not run: 404). Each ledger has its own read model and event store,
+ * told apart by the prefix of their sub-database names in the LMDB environment.
  */
 import type { RootDatabase } from 'lmdb';
 import { ApiError, type Req } from '../http/server.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { SubmitResult } from '../ledger/ingest.js';
+import type { StatusEntry } from '../ledger/query.js';
 import { EventStore } from './events.js';
 import { ReadModel } from './read-model/reader.js';
 import type { Signers } from './signers.js';
 
-/** A ledger and the LMDB environment its committer writes (blocks and read model). */
+/** What the data API needs of a ledger: the node's own Ledger, or a circuit's state service. */
+export interface DataLedger {
+  /** Set once the ledger acknowledges nothing more (503). */
+  readonly fault: string | null;
+  /** A client-signed BatchList: verified, then queued. */
+  submit(body: Uint8Array): Promise<SubmitResult>;
+  /** Batches this node built and signed; durable when this resolves. */
+  submitTrusted(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void>;
+  status(id: string): StatusEntry;
+  /** Resolves when none of `ids` is PENDING any more, or after `timeoutMs`. */
+  waitFor(ids: string[], timeoutMs: number): Promise<void>;
+}
+
+/** A ledger and the LMDB environment its read model is kept in. */
 export interface ServiceLedger {
-  ledger: Ledger;
+  ledger: DataLedger;
   db: RootDatabase;
+  /** Prefix of its read-model (and event) sub-database names; '' or absent: the node ledger's. */
+  prefix?: string;
+  /** It executes Sabre only: the supply-chain transactions built for it are Sabre-wrapped. */
+  sabre?: boolean;
 }
 
 /** Finds the ledger of a circuit's state service by `<circuit>::<service>` id. */
@@ -24,10 +42,12 @@ export type ServiceResolver = (serviceId: string) => ServiceLedger | undefined;
 export interface DataBackend {
   /** As the request gave it; echoed as `service_id` on every record. */
   serviceId: string | undefined;
-  ledger: Ledger;
+  ledger: DataLedger;
   rm: ReadModel;
   events: EventStore;
   signers: Signers;
+  /** Build Sabre-wrapped transactions (ExecuteContractAction of the contract by name). */
+  sabre: boolean;
 }
 
 const SERVICE_ID_RE = /^[^:]+::[^:]+$/;
@@ -36,20 +56,26 @@ export class Backends {
   readonly #default: ServiceLedger;
   readonly #resolve: ServiceResolver | undefined;
   readonly #signers: Signers;
-  readonly #stores = new WeakMap<RootDatabase, { rm: ReadModel; events: EventStore }>();
+  /** Per environment, per prefix: opened once (never inside a write transaction). */
+  readonly #stores = new WeakMap<RootDatabase, Map<string, { rm: ReadModel; events: EventStore }>>();
 
   constructor(def: ServiceLedger, resolve: ServiceResolver | undefined, signers: Signers) {
     this.#default = def;
     this.#resolve = resolve;
     this.#signers = signers;
-    this.#storesOf(def.db);
+    this.#storesOf(def.db, def.prefix ?? '');
   }
 
-  #storesOf(db: RootDatabase): { rm: ReadModel; events: EventStore } {
-    let s = this.#stores.get(db);
+  #storesOf(db: RootDatabase, prefix: string): { rm: ReadModel; events: EventStore } {
+    let byPrefix = this.#stores.get(db);
+    if (!byPrefix) {
+      byPrefix = new Map();
+      this.#stores.set(db, byPrefix);
+    }
+    let s = byPrefix.get(prefix);
     if (!s) {
-      s = { rm: new ReadModel(db), events: new EventStore(db) };
-      this.#stores.set(db, s);
+      s = { rm: new ReadModel(db, prefix), events: new EventStore(db, prefix) };
+      byPrefix.set(prefix, s);
     }
     return s;
   }
@@ -66,6 +92,12 @@ export class Backends {
       if (found === undefined) throw new ApiError(404, `Service ${serviceId} not found`);
       target = found;
     }
-    return { serviceId, ledger: target.ledger, ...this.#storesOf(target.db), signers: this.#signers };
+    return {
+      serviceId,
+      ledger: target.ledger,
+      ...this.#storesOf(target.db, target.prefix ?? ''),
+      signers: this.#signers,
+      sabre: target.sabre === true,
+    };
   }
 }

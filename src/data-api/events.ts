@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import { DATA_DB } from '../store/names.js';
+import { DATA_DB, readModelDbName } from '../store/names.js';
 
 export { DATA_DB };
 
@@ -23,10 +23,11 @@ export class EventStore {
   readonly #events: Database<EventRecord, string>;
   readonly #batchEvents: Database<string, string>;
 
-  constructor(root: RootDatabase) {
+  /** `prefix`: the ledger's ('' for the node's own; a circuit ledger's keeps its events apart). */
+  constructor(root: RootDatabase, prefix = '') {
     this.#root = root;
-    this.#events = root.openDB<EventRecord, string>(DATA_DB.events, {});
-    this.#batchEvents = root.openDB<string, string>(DATA_DB.batchEvents, {});
+    this.#events = root.openDB<EventRecord, string>(readModelDbName(prefix, DATA_DB.events), {});
+    this.#batchEvents = root.openDB<string, string>(readModelDbName(prefix, DATA_DB.batchEvents), {});
   }
 
   /** Creates an event for `batchIds` and waits until it is on disk. */

@@ -12,7 +12,7 @@ import { answer, type Answer } from '../http/route.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { buildBatch, buildTransaction } from '../ledger/build.js';
 import { LedgerUnavailable, type BatchStatus } from '../ledger/ledger.js';
-import { buildGridTransaction, GridBuildError, type GridActionInput } from '../families/grid/index.js';
+import { buildGridTransaction, GridBuildError, wrapInSabre, type GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 import { parseWaitQuery } from '../http/wait.js';
@@ -76,14 +76,16 @@ export interface Planned {
   path: string;
 }
 
-/** Builds, signs (one batch), records and submits the request's actions. */
+/** Builds, signs (one batch), records and submits the request's actions (Sabre-wrapped for a circuit's service). */
 export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Answer> {
   // A node that stopped on a fault acknowledges nothing more, its own writes included.
   if (be.ledger.fault !== null) throw new ApiError(503, `The node stopped accepting writes and is restarting: ${be.ledger.fault}`);
   const timestamp = Math.floor(Date.now() / 1000);
   const txns = planned.map(({ action, path }) => {
     try {
-      return buildTransaction(signer, buildGridTransaction(action, { timestamp, signer: signer.publicKey }));
+      const tx = buildGridTransaction(action, { timestamp, signer: signer.publicKey });
+      // A circuit's state service executes Sabre only: the contract is named in an ExecuteContractAction.
+      return buildTransaction(signer, be.sabre ? wrapInSabre(tx) : tx);
     } catch (err) {
       if (err instanceof GridBuildError) throw bad(path === '' ? err.message : `\`${path}\`: ${err.message}`);
       throw err;

@@ -10,6 +10,8 @@ import { log } from '../log.js';
 import type { AdminService } from '../circuits/admin-service.js';
 import { Status, type CircuitMsg } from '../circuits/proto.js';
 import { projectorEntries } from '../ledger/catalog.js';
+import type { ServiceLedger } from '../data-api/backend.js';
+import { ScabbardDataLedger } from './data-ledger.js';
 import { ScabbardService, parseServiceArgs, scabbardPrefix } from './service.js';
 
 export interface ScabbardLimits {
@@ -36,6 +38,7 @@ export function scabbardLimits(): ScabbardLimits {
 export class ScabbardServices {
   readonly #services = new Map<string, ScabbardService>();
   readonly #starting = new Map<string, Promise<void>>();
+  readonly #dataLedgers = new WeakMap<ScabbardService, ScabbardDataLedger>();
   #unsubscribe: (() => void) | null = null;
 
   constructor(
@@ -66,6 +69,23 @@ export class ScabbardServices {
   /** The service `circuit::service` if this node runs it. */
   get(circuitId: string, serviceId: string): ScabbardService | undefined {
     return this.#services.get(`${circuitId}::${serviceId}`);
+  }
+
+  /**
+   * The data API's view of `<circuit>::<service>` (its ledger, read model prefix, Sabre
+   * only), or undefined when this node does not run that service.
+   */
+  resolve(qualified: string): ServiceLedger | undefined {
+    const at = qualified.indexOf('::');
+    if (at < 0) return undefined;
+    const s = this.get(qualified.slice(0, at), qualified.slice(at + 2));
+    if (!s) return undefined;
+    let ledger = this.#dataLedgers.get(s);
+    if (!ledger) {
+      ledger = new ScabbardDataLedger(s);
+      this.#dataLedgers.set(s, ledger);
+    }
+    return { ledger, db: this.db, prefix: scabbardPrefix(s.circuitId, s.serviceId), sabre: true };
   }
 
   async start(): Promise<void> {

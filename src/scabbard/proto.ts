@@ -15,8 +15,10 @@ export const BatchListMsg = t('BatchListMsg');
 export const Setting = t('Setting');
 export const ContractRegistryList = t('ContractRegistryList');
 export const NamespaceRegistryList = t('NamespaceRegistryList');
-export const SabrePayload = t('SabrePayload');
-export const ExecuteContractAction = t('ExecuteContractAction');
+// One Sabre payload for the supply-chain contracts and the state service (grid.proto).
+const grid = loadProto('grid.proto');
+export const SabrePayload = grid.lookupType('cairn.grid.SabrePayload');
+export const ExecuteContractAction = grid.lookupType('cairn.grid.ExecuteContractAction');
 
 export const MsgType = {
   CONSENSUS: 1,

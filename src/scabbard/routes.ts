@@ -47,12 +47,13 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
 
   r.secured('post', '/scabbard/:circuit/:service/batches', 'statesvc.write', async ({ req }) => {
     const s = service(req.params);
+    // Refused before the signatures are checked: under back-pressure a retry costs no verification.
+    if (s.busy) return { status: 429, body: '' };
     const v = verifyBatchList(req.body, undefined, scabbardFamilies);
     if (!v.ok) {
       const m = v.code === 'UNDECODABLE' ? 'Invalid body: not a valid list of batches' : `No valid batches provided: ${v.message}`;
       throw new HttpError(400, m);
     }
-    if (s.busy) return { status: 429, body: '' };
     await s.accept(v.batches.map((b) => ({ id: b.id, bytes: req.body.subarray(b.start, b.end) })));
     const ids = v.batches.map((b) => b.id).join(',');
     return json({ link: `/scabbard/${s.circuitId}/${s.serviceId}/batch_statuses?ids=${ids}` }, 202);

@@ -18,6 +18,7 @@ import { sha256 } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import { BlockBuilder, type BuildEntry, type BuiltBlock } from '../ledger/block-builder.js';
 import { ChainWriter } from '../ledger/chain-writer.js';
+import type { StatusEntry } from '../ledger/query.js';
 import type { ProjectorEntry } from '../ledger/catalog.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
 import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledger-stores.js';
@@ -289,6 +290,15 @@ export class ScabbardService {
     return { type: 'Unknown', message: [], ts: Date.now() };
   }
 
+  /** The status as the node's own ledger reports one (the data API's batch statuses). */
+  ledgerStatus(id: string): StatusEntry {
+    const rec = this.#status.get(id);
+    if (rec?.s === 'C') return { id, status: 'COMMITTED', invalid_transactions: [] };
+    if (rec?.s === 'I') return { id, status: 'INVALID', invalid_transactions: rec.invalid ?? [] };
+    if (this.#queue.has(id)) return { id, status: 'PENDING', invalid_transactions: [] };
+    return { id, status: 'UNKNOWN', invalid_transactions: [] };
+  }
+
   settled(id: string): boolean {
     return this.#status.get(id) !== undefined;
   }
@@ -343,8 +353,14 @@ export class ScabbardService {
     }
   }
 
+  /**
+   * Upstream refuses at 30 queued batches and accepts again at 15, with one batch per
+   * round. A round here takes up to `roundMax`: the marks count the batches queued beyond
+   * the round being agreed and the next one, so that rounds stay full under load.
+   */
   #pressure(): void {
-    const waiting = this.#queue.size - (this.#current ? this.#current.built.included.length + this.#current.built.invalid.length : 0);
+    const inRound = this.#current ? this.#current.built.included.length + this.#current.built.invalid.length : 0;
+    const waiting = this.#queue.size - inRound - this.#o.roundMax;
     if (!this.#busy && waiting >= this.#o.queueHigh) {
       this.#busy = true;
       for (const p of this.peers) this.#send(p, { messageType: MsgType.TOO_MANY_REQUESTS });

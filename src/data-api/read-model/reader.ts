@@ -5,6 +5,7 @@
  * reports COMMITTED.
  */
 import type { Database, RootDatabase } from 'lmdb';
+import { readModelDbName } from '../../store/names.js';
 import { GRID_DB } from './keys.js';
 
 export type GridDbName = keyof typeof GRID_DB;
@@ -25,9 +26,10 @@ export interface Slice<T> {
 export class ReadModel {
   readonly #dbs = new Map<GridDbName, Database<unknown, string>>();
 
-  constructor(root: RootDatabase) {
+  /** `prefix`: the ledger's read-model prefix ('' for the node's own ledger; see store/names.ts). */
+  constructor(root: RootDatabase, prefix = '') {
     for (const [name, dbName] of Object.entries(GRID_DB) as Array<[GridDbName, string]>) {
-      this.#dbs.set(name, root.openDB<unknown, string>(dbName, {}));
+      this.#dbs.set(name, root.openDB<unknown, string>(readModelDbName(prefix, dbName), {}));
     }
   }
 

@@ -1,0 +1,99 @@
+/**
+ * `circuit sabre-setup`: the one-time Sabre setup of a circuit's state service for the
+ * contracts the node carries (the supply-chain contracts and intkey), signed by a circuit
+ * admin (a key in the service's `admin_keys`). It reads the service's state first and
+ * submits only what is missing, all in one batch (all or nothing): a contract registry
+ * per contract, a namespace registry per namespace (owned by the signer), and a read and
+ * write permission per contract in its namespace. Run again, it finds everything and
+ * submits nothing.
+ */
+import type { Signer } from '../crypto/secp256k1.js';
+import { buildBatch, buildBatchList, type BuiltTxn } from '../ledger/build.js';
+import { CARRIED_NAMESPACES, createContractRegistryTxn, createNamespaceRegistryTxn, namespacePermissionTxn } from '../scabbard/payloads.js';
+import { ContractRegistryList, NamespaceRegistryList, decode, type NamespaceRegistryMsg, type RegistryMsg } from '../scabbard/proto.js';
+import { contractRegistryAddress, namespaceRegistryAddress } from '../scabbard/sabre.js';
+
+export interface SetupOptions {
+  /** Node API base URL. */
+  url: string;
+  /** `Bearer …` of the signer. */
+  auth: string;
+  signer: Signer;
+  circuitId: string;
+  serviceId: string;
+  /** Seconds to wait for the batch to settle (default 60). */
+  waitSeconds?: number;
+}
+
+export interface SetupResult {
+  ok: boolean;
+  message: string;
+  /** Transactions submitted (0 when everything was there). */
+  submitted: number;
+}
+
+export async function sabreSetup(o: SetupOptions): Promise<SetupResult> {
+  const base = `${o.url}/scabbard/${encodeURIComponent(o.circuitId)}/${encodeURIComponent(o.serviceId)}`;
+  const headers = { authorization: o.auth };
+  const fail = async (what: string, res: Response): Promise<SetupResult> => ({
+    ok: false,
+    message: `${what}: ${res.status} ${await res.text()}`,
+    submitted: 0,
+  });
+
+  /** The value at `address`, or undefined when it is not set. */
+  const state = async (address: string): Promise<Buffer | undefined | Response> => {
+    const res = await fetch(`${base}/state/${address}`, { headers });
+    if (res.status === 404) {
+      const text = await res.text();
+      // 404 is also the answer for a service this node does not run: tell them apart.
+      return text.includes('Address not set') ? undefined : new Response(text, { status: 404 });
+    }
+    if (!res.ok) return res;
+    return Buffer.from((await res.json()) as number[]);
+  };
+
+  const txns: BuiltTxn[] = [];
+  const planned: string[] = [];
+  for (const { namespace, contracts } of CARRIED_NAMESPACES) {
+    for (const name of contracts) {
+      const v = await state(contractRegistryAddress(name));
+      if (v instanceof Response) return fail(`reading the contract registry of ${name}`, v);
+      const known = v ? decode<{ registries: RegistryMsg[] }>(ContractRegistryList, v).registries : [];
+      if (known.some((r) => r.name === name)) continue;
+      txns.push(createContractRegistryTxn(o.signer, name, [o.signer.publicKey]));
+      planned.push(`contract registry ${name}`);
+    }
+    const v = await state(namespaceRegistryAddress(namespace));
+    if (v instanceof Response) return fail(`reading the namespace registry ${namespace}`, v);
+    const reg = (v ? decode<{ registries: NamespaceRegistryMsg[] }>(NamespaceRegistryList, v).registries : []).find((r) => r.namespace === namespace);
+    if (!reg) {
+      txns.push(createNamespaceRegistryTxn(o.signer, namespace, [o.signer.publicKey]));
+      planned.push(`namespace registry ${namespace}`);
+    }
+    for (const name of contracts) {
+      if (reg?.permissions.some((p) => p.contractName === name && p.read && p.write)) continue;
+      txns.push(namespacePermissionTxn(o.signer, namespace, name, true, true));
+      planned.push(`read/write permission of ${name} in ${namespace}`);
+    }
+  }
+  if (txns.length === 0) return { ok: true, message: 'nothing to do: every registry and permission is there', submitted: 0 };
+
+  const batch = buildBatch(o.signer, txns);
+  const res = await fetch(`${base}/batches`, {
+    method: 'POST',
+    headers: { ...headers, 'content-type': 'application/octet-stream' },
+    body: Buffer.from(buildBatchList([batch])),
+  });
+  if (res.status !== 202) return fail('submitting the setup batch', res);
+  const st = await fetch(`${base}/batch_statuses?ids=${batch.id}&wait=${o.waitSeconds ?? 60}`, { headers });
+  if (!st.ok) return fail('reading the setup batch status', st);
+  const [entry] = (await st.json()) as Array<{ status: { statusType: string; message: Array<{ error_message?: string }> } }>;
+  const type = entry?.status.statusType ?? 'Unknown';
+  if (type === 'Committed') return { ok: true, message: `committed: ${planned.join(', ')}`, submitted: txns.length };
+  const why = entry?.status.message
+    .map((m) => m.error_message)
+    .filter(Boolean)
+    .join('; ');
+  return { ok: false, message: `setup batch ${batch.id} is ${type}${why ? `: ${why}` : ''}`, submitted: txns.length };
+}

@@ -1,0 +1,44 @@
+/**
+ * A circuit's state service as the data API's ledger (query `service_id=<circuit>::<service>`):
+ * client BatchLists are verified as the /scabbard route does (Sabre only), batches the node
+ * builds go into the service's durable intake, and statuses and waits come from its
+ * stored statuses. The coordinator's back-pressure answers 429, as on the /scabbard route.
+ */
+import { ApiError } from '../http/server.js';
+import type { DataLedger } from '../data-api/backend.js';
+import type { SubmitResult } from '../ledger/ingest.js';
+import type { StatusEntry } from '../ledger/query.js';
+import { verifyBatchList } from '../ledger/verify.js';
+import type { ScabbardService } from './service.js';
+import { scabbardFamilies } from './sabre.js';
+
+const BUSY = 'The circuit state service is busy (too many queued batches); retry later';
+
+export class ScabbardDataLedger implements DataLedger {
+  readonly fault: string | null = null;
+
+  constructor(private readonly s: ScabbardService) {}
+
+  async submit(body: Uint8Array): Promise<SubmitResult> {
+    if (this.s.busy) return { ok: false, code: 'QUEUE_FULL', message: BUSY };
+    const v = verifyBatchList(body, undefined, scabbardFamilies);
+    if (!v.ok) return v;
+    await this.s.accept(v.batches.map((b) => ({ id: b.id, bytes: body.subarray(b.start, b.end) })));
+    return { ok: true, ids: v.batches.map((b) => b.id) };
+  }
+
+  async submitTrusted(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    if (this.s.busy) throw new ApiError(429, BUSY);
+    await this.s.accept(batches);
+  }
+
+  status(id: string): StatusEntry {
+    return this.s.ledgerStatus(id);
+  }
+
+  async waitFor(ids: string[], timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    const pending = (): boolean => ids.some((id) => this.s.ledgerStatus(id).status === 'PENDING');
+    while (pending() && Date.now() < until) await this.s.changed(Math.min(500, until - Date.now()));
+  }
+}

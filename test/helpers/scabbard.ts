@@ -1,0 +1,69 @@
+/**
+ * A scabbard circuit over three (or more) circuit test nodes: the proposal from the first
+ * node, the others' votes, and the wait until every member runs its state service.
+ */
+import { createPayload, votePayload, type CircuitSpec } from '../../src/circuits/payloads.js';
+import { EventClient, submit, type CircuitNode } from './circuits.js';
+
+export interface ScabbardCircuit {
+  circuitId: string;
+  spec: CircuitSpec;
+  /** Service id of each node, by node id. */
+  svc: Record<string, string>;
+  /** `/scabbard/<circuit>/<service of n>` */
+  base(n: CircuitNode): string;
+  /** `<circuit>::<service of n>`: the data API's `service_id` on n. */
+  serviceId(n: CircuitNode): string;
+}
+
+export async function startScabbardCircuit(
+  nodes: CircuitNode[],
+  circuitId: string,
+  svc: Record<string, string>,
+  adminKeys: string[],
+): Promise<ScabbardCircuit> {
+  const [first, ...voters] = nodes as [CircuitNode, ...CircuitNode[]];
+  const spec: CircuitSpec = {
+    circuit_id: circuitId,
+    members: nodes.map((n) => ({ node_id: n.id, endpoints: [n.endpoint] })),
+    roster: nodes.map((n) => ({
+      service_id: svc[n.id] as string,
+      service_type: 'scabbard',
+      node_id: n.id,
+      arguments: [
+        ['peer_services', JSON.stringify(Object.values(svc).filter((s) => s !== svc[n.id]))],
+        ['admin_keys', JSON.stringify(adminKeys)],
+        ['version', '2'],
+        ['coordinator_timeout', '5000'],
+      ],
+    })),
+    management_type: 'test',
+    authorization_type: 'trust',
+    display_name: `circuit ${circuitId}`,
+  };
+  const clients = nodes.map((n) => new EventClient(n, 'test'));
+  try {
+    await Promise.all(clients.map((c) => c.opened));
+    const r = await submit(first, createPayload(first.admin, first.id, spec));
+    if (r.status !== 202) throw new Error(`proposal: ${r.status} ${r.text}`);
+    await Promise.all(clients.map((c) => c.waitFor('ProposalSubmitted', circuitId)));
+    const hash = ((await first.call('GET', `/admin/proposals/${circuitId}`, { auth: first.auth })).body as { circuit_hash: string }).circuit_hash;
+    for (const v of voters) {
+      const vr = await submit(v, votePayload(v.admin, v.id, circuitId, hash, true));
+      if (vr.status !== 202) throw new Error(`vote of ${v.id}: ${vr.status} ${vr.text}`);
+    }
+    await Promise.all(clients.map((c) => c.waitFor('CircuitReady', circuitId)));
+  } finally {
+    for (const c of clients) c.close();
+  }
+  const base = (n: CircuitNode): string => `/scabbard/${circuitId}/${svc[n.id]}`;
+  // Each member starts its service once the circuit is Active there.
+  for (const n of nodes) {
+    for (let i = 0; ; i++) {
+      if ((await n.call('GET', `${base(n)}/state_root`, { auth: n.auth })).status === 200) break;
+      if (i > 200) throw new Error(`${n.id}: state service of ${circuitId} not running`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  }
+  return { circuitId, spec, svc, base, serviceId: (n) => `${circuitId}::${svc[n.id]}` };
+}
