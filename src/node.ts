@@ -78,7 +78,10 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const db = await preflight(config.dataDir, () => openEnv(config.dataDir));
   let ledger: Ledger;
   try {
-    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER });
+    const component = config.componentBind
+      ? { bind: `${config.componentBind.host}:${config.componentBind.port}`, externalFamilies: config.externalFamilies }
+      : undefined;
+    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER, component });
   } catch (err) {
     await db.close();
     throw err;
@@ -150,7 +153,8 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     throw err;
   }
   log.info(
-    `ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`,
+    `ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}` +
+      `${ledger.componentEndpoint ? `, transaction processors on ${ledger.componentEndpoint}` : ''}`,
   );
 
   let closed = false;
