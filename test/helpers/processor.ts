@@ -68,6 +68,9 @@ export class TestProcessor {
   #sendChain: Promise<void> = Promise.resolve();
   closed = false;
   readonly family: string;
+  /** Context and correlation ids of the last process request received. */
+  lastContextId = '';
+  lastCorrelationId = '';
 
   constructor(
     readonly endpoint: string,
@@ -77,9 +80,14 @@ export class TestProcessor {
   }
 
   /** Connects and registers; resolves with the registration's status. */
-  async start(): Promise<number> {
+  /** Connects and reads replies, without registering. */
+  connect(): void {
     this.sock.connect(this.endpoint);
     void this.#loop();
+  }
+
+  async start(): Promise<number> {
+    this.connect();
     const reply = await this.request(
       MT.TP_REGISTER_REQUEST,
       pb.TpRegisterRequest.encode({
@@ -159,6 +167,8 @@ export class TestProcessor {
     const attempt = (this.#attempts.get(req.signature) ?? 0) + 1;
     this.#attempts.set(req.signature, attempt);
     const info = { signature: req.signature as string, payload, attempt };
+    this.lastContextId = req.contextId as string;
+    this.lastCorrelationId = correlationId;
     this.received.push(info);
     const respond = (status: number, message = '', extendedData = Buffer.alloc(0)): Promise<void> =>
       this.send(MT.TP_PROCESS_RESPONSE, correlationId, pb.TpProcessResponse.encode({ status, message, extendedData }).finish());
