@@ -9,6 +9,7 @@ import { newSigner, buildBatch, buildTransaction, batchList, postBatches, getJso
 import { TestProcessor, tallyAddress, tallySpec } from './helpers/processor.js';
 import type { Signer } from '../src/crypto/secp256k1.js';
 import { proposalPayload, settingsTxnAddresses } from '../src/families/settings.js';
+import { decode, Transaction } from '../src/proto/index.js';
 
 async function startNode(env: Record<string, string> = {}): Promise<{ n: TestNode; endpoint: string }> {
   const n = await startTestNode({ CAIRN_COMPONENT_BIND: '127.0.0.1:0', ...env });
@@ -48,6 +49,8 @@ t.test('a processor registers, runs its transactions with state, events and rece
   t.equal(status.status, 'COMMITTED');
   t.equal(await stateValue(n, 'apples'), '7', 'state written by the processor, read through interface C');
   t.equal(tp.received.length, 2, 'the processor ran both transactions');
+  t.ok(tp.received[0]?.expanded, 'the expanded header was sent (default style)');
+  t.equal(tp.received[0]?.headerBytes.length, 0, 'and no header_bytes');
 
   const receipts = await getJson(`${n.ledgerUrl}/receipts?id=${b.txnIds.join(',')}`);
   t.equal(receipts.status, 200);
@@ -69,6 +72,22 @@ t.test('a processor registers, runs its transactions with state, events and rece
   await submit(n, del);
   t.equal((await waitCommitted(n.ledgerUrl, [del.id], 30))[0].status, 'COMMITTED');
   t.equal(await stateValue(n, 'apples'), null, 'deleted');
+});
+
+t.test('a processor registered with the RAW header style gets the header bytes as signed', async (t) => {
+  const { n, endpoint } = await startNode();
+  t.teardown(() => n.stop());
+  const tp = new TestProcessor(endpoint, { raw: true });
+  t.teardown(() => tp.close());
+  t.equal(await tp.start(), 1);
+  const signer = newSigner();
+  const txn = buildTransaction(signer, tallySpec({ op: 'add', key: 'raw', n: 1 }));
+  const b = buildBatch(signer, [txn]);
+  await submit(n, b);
+  t.equal((await waitCommitted(n.ledgerUrl, [b.id], 30))[0].status, 'COMMITTED');
+  const signed = Buffer.from(decode(Transaction, txn.bytes).header);
+  t.same(tp.received[0]?.headerBytes, signed, 'header_bytes are the signed header bytes');
+  t.equal(tp.received[0]?.expanded, false, 'no expanded header');
 });
 
 t.test('INVALID_TRANSACTION makes the batch INVALID with the message; the batches behind commit', async (t) => {

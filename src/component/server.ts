@@ -12,7 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Router } from 'zeromq';
-import { encode, TransactionHeader } from '../proto/index.js';
+import { encode } from '../proto/index.js';
 import { readSetting } from '../families/settings.js';
 import { InvalidTransaction, type TxnContext, type TxnInfo } from '../families/types.js';
 import { ExternalUnavailable, type ExternalFamilies, type FamilyRoute, type StateReader } from '../ledger/executor.js';
@@ -156,7 +156,7 @@ export class ComponentServer implements ExternalFamilies {
     };
   }
 
-  async process<C extends TxnContext>(txn: TxnInfo, context: () => C): Promise<C> {
+  async process<C extends TxnContext>(txn: TxnInfo, headerBytes: Uint8Array, context: () => C): Promise<C> {
     const key = familyKey(txn.header.familyName, txn.header.familyVersion);
     const what = `${txn.header.familyName} ${txn.header.familyVersion}`;
     let internalErrors = 0;
@@ -166,7 +166,7 @@ export class ComponentServer implements ExternalFamilies {
       const processor = this.#pick(key);
       if (!processor) throw new ExternalUnavailable(what);
       const ctx = context();
-      const answer = await this.#request(processor, txn, ctx);
+      const answer = await this.#request(processor, txn, headerBytes, ctx);
       if (answer === 'lost') continue; // gone or silent: the next one of the family, or the batch waits
       if (answer.status === P.ProcessStatus.OK) return ctx;
       if (answer.status === P.ProcessStatus.INVALID_TRANSACTION) throw new InvalidTransaction(answer.message, answer.extendedData);
@@ -189,7 +189,7 @@ export class ComponentServer implements ExternalFamilies {
     return list[this.#rr++ % list.length];
   }
 
-  #request(processor: Processor, txn: TxnInfo, ctx: TxnContext): Promise<P.ProcessResponseMsg | 'lost'> {
+  #request(processor: Processor, txn: TxnInfo, headerBytes: Uint8Array, ctx: TxnContext): Promise<P.ProcessResponseMsg | 'lost'> {
     return new Promise((resolve) => {
       const correlationId = randomBytes(16).toString('hex');
       const contextId = randomBytes(16).toString('hex');
@@ -210,7 +210,7 @@ export class ComponentServer implements ExternalFamilies {
       this.#contexts.set(contextId, pending);
       processor.inFlight.add(pending);
       const request = processor.raw
-        ? { payload: txn.payload, signature: txn.id, contextId, headerBytes: encode(TransactionHeader, txn.header) }
+        ? { payload: txn.payload, signature: txn.id, contextId, headerBytes }
         : { header: txn.header, payload: txn.payload, signature: txn.id, contextId };
       this.#send(processor.id, P.Kind.TP_PROCESS_REQUEST, correlationId, encode(P.ProcessRequest, request));
     });

@@ -50,8 +50,9 @@ export interface ExternalFamilies {
    * Runs the transaction on a processor. Each attempt works on a fresh context from
    * `context()`; resolves with the context of the attempt that answered OK. Rejects with
    * InvalidTransaction, or with ExternalUnavailable when the batch has to wait.
+   * `headerBytes` are the transaction's header as signed.
    */
-  process<C extends TxnContext>(txn: TxnInfo, context: () => C): Promise<C>;
+  process<C extends TxnContext>(txn: TxnInfo, headerBytes: Uint8Array, context: () => C): Promise<C>;
 }
 
 export type FamilyRoute = (name: string, version: string, native: boolean) => 'native' | 'external' | 'unserved' | { invalid: string };
@@ -167,10 +168,10 @@ export class BlockExecutor {
     const steps = this.#apply(batch, headers, external);
     let step = steps.next();
     while (!step.done) {
-      const { txn, context } = step.value;
+      const { txn, headerBytes, context } = step.value;
       let result: Context | Error;
       try {
-        result = await this.external!.process(txn, context);
+        result = await this.external!.process(txn, headerBytes, context);
       } catch (err) {
         if (err instanceof ExternalUnavailable) return { unserved: err.message };
         result = err instanceof Error ? err : new Error(String(err));
@@ -236,7 +237,7 @@ export class BlockExecutor {
     batch: BatchMsg,
     headers: TransactionHeaderMsg[],
     external: boolean[],
-  ): Generator<{ txn: TxnInfo; context: () => Context }, BatchOutcome, Context | Error> {
+  ): Generator<{ txn: TxnInfo; headerBytes: Uint8Array; context: () => Context }, BatchOutcome, Context | Error> {
     const batchWrites: Writes = new Map();
     const receipts: Receipt[] = [];
     for (let i = 0; i < batch.transactions.length; i++) {
@@ -247,7 +248,7 @@ export class BlockExecutor {
       try {
         const txn = { id: t.headerSignature, header, payload: t.payload };
         if (external[i] === true) {
-          const result = yield { txn, context: () => new Context(header, (a) => this.#read(a, batchWrites)) };
+          const result = yield { txn, headerBytes: t.header, context: () => new Context(header, (a) => this.#read(a, batchWrites)) };
           if (result instanceof Error) throw result;
           ctx = result;
         } else {

@@ -16,12 +16,19 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Dealer } from 'zeromq';
+import protobuf from 'protobufjs';
 import type { TxnSpec } from '../../src/ledger/build.js';
 
 const require = createRequire(import.meta.url);
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const pb: any = require('sawtooth-sdk/protobuf');
 const MT = pb.Message.MessageType;
+// The SDK package's .proto predates protocol_version and the header style (TpRegisterRequest
+// fields 6 and 7) and TpProcessRequest.header_bytes (field 5): those are declared here by number.
+const HeaderStyleField = new protobuf.Type('HeaderStyle')
+  .add(new protobuf.Field('protocolVersion', 6, 'uint32'))
+  .add(new protobuf.Field('requestHeaderStyle', 7, 'uint32'));
+const HeaderBytesField = new protobuf.Type('HeaderBytes').add(new protobuf.Field('headerBytes', 5, 'bytes'));
 
 export const TALLY = 'tally';
 export const tallyPrefix = (family = TALLY): string => createHash('sha512').update(family).digest('hex').slice(0, 6);
@@ -46,11 +53,17 @@ export interface ProcessInfo {
   payload: Record<string, unknown>;
   /** How many process requests for this transaction this processor has seen. */
   attempt: number;
+  /** header_bytes of the request (processors registered with the RAW header style). */
+  headerBytes: Buffer;
+  /** Whether the expanded header was sent. */
+  expanded: boolean;
 }
 
 export interface ProcessorOptions {
   family?: string;
   version?: string;
+  /** Register with the RAW header style (header_bytes instead of the expanded header). */
+  raw?: boolean;
   /**
    * Before processing: return 'internal' to answer INTERNAL_ERROR, 'vanish' to close the
    * socket without answering, or nothing to process normally.
@@ -88,16 +101,16 @@ export class TestProcessor {
 
   async start(): Promise<number> {
     this.connect();
-    const reply = await this.request(
-      MT.TP_REGISTER_REQUEST,
+    const register = Buffer.from(
       pb.TpRegisterRequest.encode({
         family: this.family,
         version: this.opts.version ?? '1.0',
         namespaces: [tallyPrefix(this.family)],
         maxOccupancy: 1,
-        protocolVersion: 1,
       }).finish(),
     );
+    const style = HeaderStyleField.encode({ protocolVersion: 1, requestHeaderStyle: this.opts.raw ? 2 : 1 }).finish();
+    const reply = await this.request(MT.TP_REGISTER_REQUEST, Buffer.concat([register, style]));
     return pb.TpRegisterResponse.decode(reply.content).status as number;
   }
 
@@ -151,7 +164,9 @@ export class TestProcessor {
           this.#replies.delete(msg.correlationId);
           waiter({ type: msg.messageType, content: Buffer.from(msg.content) });
         } else if (msg.messageType === MT.TP_PROCESS_REQUEST) {
-          void this.#process(msg.correlationId, pb.TpProcessRequest.decode(msg.content));
+          const req = pb.TpProcessRequest.decode(msg.content);
+          req.raw = msg.content;
+          void this.#process(msg.correlationId, req);
         } else if (msg.messageType === MT.PING_REQUEST) {
           void this.send(MT.PING_RESPONSE, msg.correlationId, pb.PingResponse.encode({}).finish());
         }
@@ -166,7 +181,14 @@ export class TestProcessor {
     const payload = JSON.parse(Buffer.from(req.payload).toString()) as Record<string, unknown>;
     const attempt = (this.#attempts.get(req.signature) ?? 0) + 1;
     this.#attempts.set(req.signature, attempt);
-    const info = { signature: req.signature as string, payload, attempt };
+    const { headerBytes } = HeaderBytesField.decode(req.raw) as unknown as { headerBytes: Uint8Array };
+    const info = {
+      signature: req.signature as string,
+      payload,
+      attempt,
+      headerBytes: Buffer.from(headerBytes),
+      expanded: req.header !== null && req.header !== undefined,
+    };
     this.lastContextId = req.contextId as string;
     this.lastCorrelationId = correlationId;
     this.received.push(info);
