@@ -10,6 +10,7 @@ import { TestProcessor, tallyAddress, tallySpec } from './helpers/processor.js';
 import type { Signer } from '../src/crypto/secp256k1.js';
 import { proposalPayload, settingsTxnAddresses } from '../src/families/settings.js';
 import { decode, Transaction } from '../src/proto/index.js';
+import { intkeyAddress as intkeyAddressOf } from '../src/families/intkey.js';
 
 async function startNode(env: Record<string, string> = {}): Promise<{ n: TestNode; endpoint: string }> {
   const n = await startTestNode({ CAIRN_COMPONENT_BIND: '127.0.0.1:0', ...env });
@@ -88,6 +89,24 @@ t.test('a processor registered with the RAW header style gets the header bytes a
   const signed = Buffer.from(decode(Transaction, txn.bytes).header);
   t.same(tp.received[0]?.headerBytes, signed, 'header_bytes are the signed header bytes');
   t.equal(tp.received[0]?.expanded, false, 'no expanded header');
+});
+
+t.test('--external-families: a built-in family is run by a processor instead of natively', async (t) => {
+  const { n, endpoint } = await startNode({ CAIRN_EXTERNAL_FAMILIES: 'intkey' });
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  const b = intkeyBatch(signer, [['set', 'outsourced', 5]]);
+  await submit(n, b);
+  await new Promise((r) => setTimeout(r, 1500));
+  t.equal((await getJson(`${n.ledgerUrl}/batch_statuses?id=${b.id}`)).json.data[0].status, 'PENDING', 'not run natively');
+  // This processor answers OK without writing: the native intkey would have written the value.
+  const tp = new TestProcessor(endpoint, { family: 'intkey', before: () => 'ok' });
+  t.teardown(() => tp.close());
+  await tp.start();
+  t.equal((await waitCommitted(n.ledgerUrl, [b.id], 30))[0].status, 'COMMITTED');
+  t.equal(tp.received.length, 1, 'the processor ran it');
+  const state = await getJson(`${n.ledgerUrl}/state?address=${intkeyAddressOf('outsourced')}`);
+  t.same(state.json.data, [], 'nothing written: the native family did not run');
 });
 
 t.test('INVALID_TRANSACTION makes the batch INVALID with the message; the batches behind commit', async (t) => {
