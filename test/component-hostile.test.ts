@@ -129,3 +129,13 @@ t.test('after TP_UNREGISTER_REQUEST a family waits again; the endpoint can be tu
   t.equal(refused.status, 400);
   t.match(refused.json.error.message, /unknown transaction family "tally"/);
 });
+
+t.test('a component port in use stops the start with a message naming the flag', async (t) => {
+  const a = await startTestNode({ CAIRN_COMPONENT_BIND: '127.0.0.1:0' });
+  t.teardown(() => a.stop());
+  const taken = (a.node.ledger.componentEndpoint ?? '').replace('tcp://', '');
+  await t.rejects(
+    startTestNode({ CAIRN_COMPONENT_BIND: taken }),
+    /cannot listen on 127\.0\.0\.1:\d+ for the transaction processor endpoint.*--component-bind/,
+  );
+});
