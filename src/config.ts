@@ -56,6 +56,10 @@ export interface Config {
   peers: string[];
   /** Endpoint this validator advertises. */
   endpoint: string;
+  /** The component endpoint for transaction processors (ZeroMQ), or null when off. */
+  componentBind: Bind | null;
+  /** Built-in families run by transaction processors instead of natively. */
+  externalFamilies: string[];
   /** Circuits: the peer network listener (upstream framing over TCP). */
   networkBind: Bind;
   /** Shown by /status; default tcp://<network bind> (with the bound port). */
@@ -148,6 +152,16 @@ export const OPTIONS: Record<string, OptionSpec> = {
   displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
   peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
   endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },
+  componentBind: {
+    flag: 'component-bind',
+    env: 'CAIRN_COMPONENT_BIND',
+    help: 'transaction processor endpoint host:port, or off (default 127.0.0.1:4004)',
+  },
+  externalFamilies: {
+    flag: 'external-families',
+    env: 'CAIRN_EXTERNAL_FAMILIES',
+    help: 'comma-separated built-in families run by transaction processors (default none)',
+  },
   networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
   advertisedEndpoint: {
     flag: 'advertised-endpoint',
@@ -244,6 +258,10 @@ export function parseBind(v: string, what: string): Bind {
   return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) };
 }
 
+function componentBind(v: string): Bind | null {
+  return v === 'off' ? null : parseBind(v, 'component bind');
+}
+
 function int(v: string, what: string, min: number): number {
   if (!/^\d+$/.test(v) || Number(v) < min) throw new ConfigError(`${what}: expected an integer >= ${min}, got "${v}"`);
   return Number(v);
@@ -289,6 +307,11 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
       .map((s) => s.trim())
       .filter(Boolean),
     endpoint: get('endpoint') ?? '',
+    componentBind: componentBind(get('componentBind') ?? '127.0.0.1:4004'),
+    externalFamilies: (get('externalFamilies') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     networkBind: parseBind(get('networkBind') ?? '127.0.0.1:8044', 'network bind'),
     advertisedEndpoint: get('advertisedEndpoint'),
     peeringKeyFile: resolve(get('peeringKey') ?? join(dataDir, 'keys', 'peering.priv')),

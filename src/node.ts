@@ -84,7 +84,10 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;
   try {
-    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER, metrics: metrics?.ingest });
+    const component = config.componentBind
+      ? { bind: `${config.componentBind.host}:${config.componentBind.port}`, externalFamilies: config.externalFamilies }
+      : undefined;
+    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER, metrics: metrics?.ingest, component });
   } catch (err) {
     await db.close();
     throw err;
@@ -175,7 +178,8 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   log.fields(
     'info',
     { ports: { ...ports, network: circuits.port } },
-    `ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}`,
+    `ledger gateway (C) on ${config.ledgerBind.host}:${ports.ledger}, node (A) on ${config.nodeBind.host}:${ports.node}, data (B) on ${config.dataBind.host}:${ports.data}, peer network on ${nh}:${circuits.port}` +
+      `${ledger.componentEndpoint ? `, transaction processors on ${ledger.componentEndpoint}` : ''}`,
   );
   if (config.metrics.mode === 'on') log.info(`metrics: GET /metrics on the ledger gateway, ${config.ledgerBind.host}:${ports.ledger}`);
   if (metricsPort !== undefined)

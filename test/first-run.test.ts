@@ -108,6 +108,7 @@ t.test('node: --help lists the log level; a port in use names the flag; the log 
     CAIRN_NODE_BIND: '127.0.0.1:0',
     CAIRN_DATA_BIND: '127.0.0.1:0',
     CAIRN_NETWORK_BIND: '127.0.0.1:0',
+    CAIRN_COMPONENT_BIND: '127.0.0.1:0',
     CAIRN_POOL_THREADS: '1',
   });
   t.equal(r.code, 1);

@@ -75,6 +75,7 @@ async function sandbox(): Promise<Sandbox> {
     CAIRN_NODE_BIND: `127.0.0.1:${ports.node}`,
     CAIRN_DATA_BIND: `127.0.0.1:${ports.data}`,
     CAIRN_NETWORK_BIND: '127.0.0.1:0',
+    CAIRN_COMPONENT_BIND: 'off',
     CAIRN_POOL_THREADS: '1',
     CAIRN_BCRYPT_COST: '4',
   });

@@ -71,6 +71,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
       CAIRN_NODE_BIND: '127.0.0.1:0',
       CAIRN_DATA_BIND: '127.0.0.1:0',
       CAIRN_NETWORK_BIND: '127.0.0.1:0',
+      CAIRN_COMPONENT_BIND: 'off',
       CAIRN_LOG_LEVEL: 'info',
       ...env,
     },

@@ -7,7 +7,7 @@ import { Batch, BlockHeader, TransactionHeader, TransactionReceipt, decode, enco
 import type { Signer } from '../crypto/secp256k1.js';
 import type { StateStore } from '../state/state-store.js';
 import type { ChainHead, InvalidRecord } from '../store/ledger-stores.js';
-import { BlockExecutor, type Receipt } from './executor.js';
+import { BlockExecutor, type BatchOutcome, type ExternalFamilies, type Receipt, type Unserved } from './executor.js';
 import { encodeBlock } from './build.js';
 import type { FamilyLookup } from './catalog.js';
 
@@ -62,6 +62,8 @@ export class BlockBuilder {
     private readonly state: StateStore,
     private readonly signer: Signer,
     private readonly families: FamilyLookup,
+    /** Families run by transaction processors (src/component); absent, all are native. */
+    private readonly external?: ExternalFamilies,
   ) {}
 
   /**
@@ -70,9 +72,30 @@ export class BlockBuilder {
    * skipped, and settled INVALID once it has waited longer than the dependency wait.
    */
   build<E extends BuildEntry>(parent: ChainHead, entries: Iterable<E>, opts: BuildOptions): BuiltBlock<E> {
+    const step = this.#rounds(parent, entries, opts, false).next();
+    if (!step.done) throw new Error('an external transaction reached the synchronous build');
+    return step.value;
+  }
+
+  /**
+   * Like build(), with the external families: synchronous until a batch needs a transaction
+   * processor, then the rest of the round continues asynchronously (a Promise).
+   */
+  start<E extends BuildEntry>(parent: ChainHead, entries: Iterable<E>, opts: BuildOptions): BuiltBlock<E> | Promise<BuiltBlock<E>> {
+    const steps = this.#rounds(parent, entries, opts, this.external !== undefined);
+    const step = steps.next();
+    return step.done ? step.value : continueRound(steps, step.value);
+  }
+
+  *#rounds<E extends BuildEntry>(
+    parent: ChainHead,
+    entries: Iterable<E>,
+    opts: BuildOptions,
+    withExternal: boolean,
+  ): Generator<Promise<BatchOutcome | 'wait' | Unserved>, BuiltBlock<E>, BatchOutcome | 'wait' | Unserved> {
     const tStart = performance.now();
     const now = Date.now();
-    const exec = new BlockExecutor({ get: (a) => this.state.get(parent.stateRoot, a) }, this.families);
+    const exec = new BlockExecutor({ get: (a) => this.state.get(parent.stateRoot, a) }, this.families, withExternal ? this.external : undefined);
     const built: BuiltBlock<E> = {
       parent,
       head: null,
@@ -92,7 +115,19 @@ export class BlockBuilder {
       const expired = now - entry.acceptedAt >= waitMs;
       if (entry.waitTip === parent.blockId && !expired) continue;
       const batch = decode(Batch, entry.bytes);
-      const outcome = exec.executeBatch(batch, committed);
+      let outcome = exec.executeBatch(batch, committed);
+      if (outcome === 'async') outcome = yield exec.executeBatchAsync(batch, committed);
+      if (outcome !== 'wait' && 'unserved' in outcome) {
+        // No processor serves its family (or none could finish it): it waits like a batch
+        // with a missing dependency, re-tried every round, and expires the same way.
+        if (!expired) continue;
+        const message =
+          `No transaction processor for ${outcome.unserved} finished the transaction within ` +
+          `${Math.round(waitMs / 1000)} s of the batch's acceptance`;
+        const first = batch.transactions[0]?.headerSignature ?? '';
+        built.invalid.push({ entry, record: { invalid_transactions: [{ id: first, message, extended_data: '' }], seq: entry.seq } });
+        continue;
+      }
       if (outcome === 'wait') {
         if (!expired) {
           entry.waitTip = parent.blockId;
@@ -148,6 +183,19 @@ export class BlockBuilder {
     }
     built.buildMs = performance.now() - tStart;
     return built;
+  }
+}
+
+/** Runs the rest of a round that went asynchronous, feeding each outcome back in. */
+async function continueRound<E extends BuildEntry>(
+  steps: Generator<Promise<BatchOutcome | 'wait' | Unserved>, BuiltBlock<E>, BatchOutcome | 'wait' | Unserved>,
+  first: Promise<BatchOutcome | 'wait' | Unserved>,
+): Promise<BuiltBlock<E>> {
+  let pending = first;
+  for (;;) {
+    const step = steps.next(await pending);
+    if (step.done) return step.value;
+    pending = step.value;
   }
 }
 

@@ -27,9 +27,28 @@ export const ALL_FAMILY_NAMES: readonly string[] = [...new Set(FAMILIES.map((f) 
 
 export type FamilyLookup = (name: string, version: string) => Family | undefined;
 
+/**
+ * Named in a verify worker's family list: a family the node does not carry is accepted
+ * too, for a transaction processor to run (src/component). Never given to a committer.
+ */
+export const ANY_FAMILY = '*';
+/** What the lookup answers for such a family: only its presence is used. */
+const EXTERNAL_FAMILY: Family = {
+  name: '*',
+  versions: [],
+  namespaces: [],
+  apply(): void {
+    throw new Error('a transaction processor family has no native implementation');
+  },
+};
+
 /** The families named, by name and version; throws on a name the node does not carry. */
 export function familyLookup(names: readonly string[]): FamilyLookup {
   const byKey = new Map<string, Family>();
+  if (names.includes(ANY_FAMILY)) {
+    const known = familyLookup(names.filter((n) => n !== ANY_FAMILY));
+    return (name, version) => known(name, version) ?? (name !== '' && version !== '' ? EXTERNAL_FAMILY : undefined);
+  }
   for (const name of names) {
     const found = FAMILIES.filter((f) => f.name === name);
     if (found.length === 0) throw new Error(`ledger description names an unknown transaction family ${JSON.stringify(name)}`);

@@ -22,6 +22,7 @@ import { BlockBuilder, type BuiltBlock } from './block-builder.js';
 import { ChainWriter } from './chain-writer.js';
 import { BatchPool, type PoolEntry } from './batch-pool.js';
 import { makeGenesis } from './genesis.js';
+import { ComponentServer } from '../component/server.js';
 
 export { NULL_BLOCK_ID } from './chain-writer.js';
 export { encodeReceipt } from './block-builder.js';
@@ -73,6 +74,10 @@ export class Committer {
   /** Highest sequence number durable in the ledger meta store (see SEQ_KEY). */
   #seqMark = 0;
   readonly #dependencyWaitMs: number;
+  /** The component endpoint (external transaction processors), when enabled. */
+  readonly #component: ComponentServer | null;
+  /** A round waiting on a transaction processor; no other round starts meanwhile. */
+  #building: Promise<void> | null = null;
 
   constructor(root: RootDatabase, pending: RootDatabase<Buffer, number>, signer: Signer, opts: CommitterOptions, post: (m: FromCommitter) => void) {
     const d = opts.description ?? NODE_LEDGER;
@@ -88,7 +93,8 @@ export class Committer {
       projectors: projectorEntries(d.projectors),
       writeFault: faultPoint('ledger.write'),
     });
-    this.#builder = new BlockBuilder(this.#writer.state, signer, familyLookup(d.families));
+    this.#component = opts.component ? new ComponentServer(opts.component) : null;
+    this.#builder = new BlockBuilder(this.#writer.state, signer, familyLookup(d.families), this.#component ?? undefined);
     this.#pool = new BatchPool(pending, {
       queueMultiplier: opts.queueMultiplier,
       queueInitialAverage: opts.queueInitialAverage,
@@ -111,8 +117,10 @@ export class Committer {
       const verdict = this.#s.invalid.get(id);
       return verdict?.seq !== undefined && verdict.seq >= seq;
     });
+    const componentEndpoint = this.#component ? await this.#component.start() : undefined;
     this.#post({
       type: 'ready',
+      componentEndpoint,
       head: this.#head,
       pendingIds: this.#pool.queue.map((e) => e.id),
       nextSeq: this.#pool.nextSeq,
@@ -131,7 +139,7 @@ export class Committer {
   }
 
   #schedule(delay?: number): void {
-    if (this.#timer || this.#closing || this.#failed || this.#inFlight >= MAX_IN_FLIGHT) return;
+    if (this.#timer || this.#building || this.#closing || this.#failed || this.#inFlight >= MAX_IN_FLIGHT) return;
     if (this.#pool.length <= this.#inFlightBatches.size) return;
     const wait = delay ?? Math.max(0, this.#lastBlockAt + this.#opts.minBlockIntervalMs - Date.now());
     this.#timer = setTimeout(() => {
@@ -152,16 +160,32 @@ export class Committer {
   #round(): void {
     if (this.#closing || this.#failed) return;
     const poolLen = this.#pool.length - this.#inFlightBatches.size;
-    const built: Round = Object.assign(
-      this.#builder.build(this.#tip, this.#pool.queue, {
-        max: this.#opts.maxBatchesPerBlock || Infinity,
-        consensus: (ids) => Buffer.concat([Buffer.from('Devmode'), sha256(ids.join(''))]),
-        isCommittedTxn: (id) => this.#inFlightTxns.has(id) || this.#s.txnIndex.doesExist(id),
-        skip: (id) => this.#inFlightBatches.has(id),
-        dependencyWaitMs: this.#dependencyWaitMs,
-      }),
-      { poolLen },
-    );
+    const out = this.#builder.start(this.#tip, this.#pool.queue, {
+      max: this.#opts.maxBatchesPerBlock || Infinity,
+      consensus: (ids) => Buffer.concat([Buffer.from('Devmode'), sha256(ids.join(''))]),
+      isCommittedTxn: (id) => this.#inFlightTxns.has(id) || this.#s.txnIndex.doesExist(id),
+      skip: (id) => this.#inFlightBatches.has(id),
+      dependencyWaitMs: this.#dependencyWaitMs,
+    });
+    if (out instanceof Promise) {
+      // A batch waits on a transaction processor (src/component): the round ends when it answers.
+      this.#building = out.then(
+        (b) => {
+          this.#building = null;
+          this.#roundBuilt(Object.assign(b, { poolLen }));
+        },
+        (err: unknown) => {
+          this.#building = null;
+          this.#fail('BUILD_FAILED', `block production failed: ${err instanceof Error ? err.message : String(err)}`);
+        },
+      );
+      return;
+    }
+    this.#roundBuilt(Object.assign(out, { poolLen }));
+  }
+
+  #roundBuilt(built: Round): void {
+    if (this.#closing || this.#failed) return;
     if (built.included.length === 0 && built.invalid.length === 0) {
       // Everything waits on dependencies: try again a little later.
       this.#schedule(DEPENDENCY_RETRY_MS);
@@ -259,6 +283,8 @@ export class Committer {
     this.#closing = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    await this.#component?.close();
+    await this.#building;
     await this.#commits;
     await this.#pool.close();
   }

@@ -6,7 +6,7 @@
 import { StateChangeType, TransactionHeader, decode, type BatchMsg, type TransactionHeaderMsg } from '../proto/index.js';
 import { findFamily } from '../families/index.js';
 import type { FamilyLookup } from './catalog.js';
-import { InvalidTransaction, type EventAttribute, type TxnContext } from '../families/types.js';
+import { InvalidTransaction, type EventAttribute, type TxnContext, type TxnInfo } from '../families/types.js';
 import { sha512Hex } from '../crypto/secp256k1.js';
 
 export interface StateReader {
@@ -34,6 +34,34 @@ export interface InvalidTxn {
 }
 
 export type BatchOutcome = { ok: true; receipts: Receipt[] } | { ok: false; invalid: InvalidTxn };
+
+/**
+ * Families executed outside the engine, by transaction processors on the component
+ * endpoint (src/component). Only batches holding such a family take the async path.
+ */
+export interface ExternalFamilies {
+  /**
+   * For one block on `base`: where a transaction of a family runs. 'native' (the engine's
+   * own family), 'external' (a processor serves it), 'unserved' (no processor serves it
+   * yet: the batch waits), or a message that makes the transaction invalid.
+   */
+  blockRoutes(base: StateReader): FamilyRoute;
+  /**
+   * Runs the transaction on a processor. Each attempt works on a fresh context from
+   * `context()`; resolves with the context of the attempt that answered OK. Rejects with
+   * InvalidTransaction, or with ExternalUnavailable when the batch has to wait.
+   * `headerBytes` are the transaction's header as signed.
+   */
+  process<C extends TxnContext>(txn: TxnInfo, headerBytes: Uint8Array, context: () => C): Promise<C>;
+}
+
+export type FamilyRoute = (name: string, version: string, native: boolean) => 'native' | 'external' | 'unserved' | { invalid: string };
+
+/** No processor could finish the transaction now; its batch waits (see ExternalFamilies). */
+export class ExternalUnavailable extends Error {}
+
+/** A batch of an external family no processor serves yet. */
+export type Unserved = { unserved: string };
 
 type Writes = Map<string, Uint8Array | null>;
 
@@ -92,11 +120,17 @@ export class BlockExecutor {
   /** Transaction ids executed in this block so far (for dependencies and duplicates). */
   readonly txnIds = new Set<string>();
 
+  readonly #route: FamilyRoute | undefined;
+
   constructor(
     private readonly base: StateReader,
     /** The families this ledger executes (an unknown one makes its transaction invalid). */
     private readonly families: FamilyLookup = findFamily,
-  ) {}
+    /** Families run by transaction processors; absent, every family is native. */
+    private readonly external?: ExternalFamilies,
+  ) {
+    this.#route = external?.blockRoutes(base);
+  }
 
   #read(address: string, batch: Writes): Uint8Array | undefined {
     const b = batch.get(address);
@@ -110,8 +144,53 @@ export class BlockExecutor {
    * Executes a batch. `isCommitted(txnId)` tells whether a transaction id is already on
    * the chain. Returns 'wait' when a dependency is not yet satisfied.
    */
-  executeBatch(batch: BatchMsg, isCommitted: (txnId: string) => boolean): BatchOutcome | 'wait' {
+  executeBatch(batch: BatchMsg, isCommitted: (txnId: string) => boolean): BatchOutcome | 'wait' | 'async' | Unserved {
     const headers = batch.transactions.map((t) => decode(TransactionHeader, t.header));
+    const external: boolean[] = [];
+    const checked = this.#check(batch, headers, isCommitted, external);
+    if (checked !== null) return checked;
+    const steps = this.#apply(batch, headers, external);
+    const step = steps.next();
+    // Without external transactions the steps never yield: the native path stays synchronous.
+    if (!step.done) throw new Error('an external transaction reached the synchronous path');
+    return step.value;
+  }
+
+  /**
+   * Executes a batch that executeBatch() answered 'async' for: its external transactions run
+   * on processors, in order, each seeing the writes of the transactions before it.
+   */
+  async executeBatchAsync(batch: BatchMsg, isCommitted: (txnId: string) => boolean): Promise<BatchOutcome | 'wait' | Unserved> {
+    const headers = batch.transactions.map((t) => decode(TransactionHeader, t.header));
+    const external: boolean[] = [];
+    const checked = this.#check(batch, headers, isCommitted, external);
+    if (checked !== null && checked !== 'async') return checked;
+    const steps = this.#apply(batch, headers, external);
+    let step = steps.next();
+    while (!step.done) {
+      const { txn, headerBytes, context } = step.value;
+      let result: Context | Error;
+      try {
+        result = await this.external!.process(txn, headerBytes, context);
+      } catch (err) {
+        if (err instanceof ExternalUnavailable) return { unserved: err.message };
+        result = err instanceof Error ? err : new Error(String(err));
+      }
+      step = steps.next(result);
+    }
+    return step.value;
+  }
+
+  /**
+   * Checks before any execution: duplicates, dependencies, payload hashes, and where each
+   * family runs (`external[i]` is set for the transactions a processor runs).
+   */
+  #check(
+    batch: BatchMsg,
+    headers: TransactionHeaderMsg[],
+    isCommitted: (txnId: string) => boolean,
+    external: boolean[],
+  ): BatchOutcome | 'wait' | 'async' | Unserved | null {
     const seen = new Set<string>();
     for (let i = 0; i < batch.transactions.length; i++) {
       const id = batch.transactions[i]!.headerSignature;
@@ -134,16 +213,48 @@ export class BlockExecutor {
         };
       }
     }
+    if (!this.#route) return null;
+    let any = false;
+    for (let i = 0; i < headers.length; i++) {
+      const h = headers[i]!;
+      const route = this.#route(h.familyName, h.familyVersion, this.families(h.familyName, h.familyVersion) !== undefined);
+      external[i] = route === 'external';
+      if (route === 'external') any = true;
+      else if (route === 'unserved') return { unserved: `${h.familyName} ${h.familyVersion}` };
+      else if (route !== 'native') {
+        return { ok: false, invalid: { id: batch.transactions[i]!.headerSignature, message: route.invalid, extendedData: new Uint8Array(0) } };
+      }
+    }
+    return any ? 'async' : null;
+  }
+
+  /**
+   * Applies the transactions in order. A transaction of an external family is yielded to
+   * the caller, which runs it and sends back the context that holds its result (or the
+   * error it ended with); native ones are applied here.
+   */
+  *#apply(
+    batch: BatchMsg,
+    headers: TransactionHeaderMsg[],
+    external: boolean[],
+  ): Generator<{ txn: TxnInfo; headerBytes: Uint8Array; context: () => Context }, BatchOutcome, Context | Error> {
     const batchWrites: Writes = new Map();
     const receipts: Receipt[] = [];
     for (let i = 0; i < batch.transactions.length; i++) {
       const t = batch.transactions[i]!;
       const header = headers[i]!;
       const family = this.families(header.familyName, header.familyVersion);
-      const ctx = new Context(header, (a) => this.#read(a, batchWrites));
+      let ctx = new Context(header, (a) => this.#read(a, batchWrites));
       try {
-        if (!family) throw new InvalidTransaction(`Unknown transaction family ${header.familyName} ${header.familyVersion}`);
-        family.apply({ id: t.headerSignature, header, payload: t.payload }, ctx);
+        const txn = { id: t.headerSignature, header, payload: t.payload };
+        if (external[i] === true) {
+          const result = yield { txn, headerBytes: t.header, context: () => new Context(header, (a) => this.#read(a, batchWrites)) };
+          if (result instanceof Error) throw result;
+          ctx = result;
+        } else {
+          if (!family) throw new InvalidTransaction(`Unknown transaction family ${header.familyName} ${header.familyVersion}`);
+          family.apply(txn, ctx);
+        }
       } catch (err) {
         if (err instanceof InvalidTransaction) {
           return {

@@ -18,6 +18,8 @@ import { Ingest, type SubmitResult } from './ingest.js';
 import { PendingWriter } from './pending-writer.js';
 import { StatusWaiters } from './status-waiters.js';
 import { LedgerQuery, type StatusEntry } from './query.js';
+import { ANY_FAMILY } from './catalog.js';
+import type { ComponentOptions } from '../component/server.js';
 
 export { countBatches, type SubmitResult } from './ingest.js';
 export { LedgerUnavailable } from './pending-writer.js';
@@ -32,6 +34,8 @@ export interface LedgerStartOptions {
   description?: LedgerDescription;
   /** Metrics hooks of the ingest (src/metrics.ts); absent when metrics are off. */
   metrics?: IngestMetrics;
+  /** Serve the component endpoint for transaction processors (the node's own ledger only). */
+  component?: ComponentOptions;
 }
 
 export class Ledger {
@@ -41,6 +45,8 @@ export class Ledger {
   readonly query: LedgerQuery;
   head: ChainHead;
   queueLimit: number;
+  /** tcp://host:port of the component endpoint, when it is served. */
+  readonly componentEndpoint: string | undefined;
   readonly #ingest: Ingest;
   readonly #writer: PendingWriter;
   readonly #waiters = new StatusWaiters();
@@ -53,13 +59,14 @@ export class Ledger {
   private constructor(
     opts: LedgerStartOptions,
     description: LedgerDescription,
-    ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number },
+    ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number; componentEndpoint?: string | undefined },
   ) {
     const { config } = opts;
     this.description = description;
     this.nodePublicKey = opts.nodeSigner.publicKey;
     this.head = ready.head;
     this.queueLimit = ready.queueLimit;
+    this.componentEndpoint = ready.componentEndpoint;
     this.#writer = new PendingWriter({
       db: openPendingEnv(config.dataDir, description.pendingFile),
       ackDurability: config.ackDurability,
@@ -79,7 +86,8 @@ export class Ledger {
     this.#ingest = new Ingest({
       nodePublicKey: this.nodePublicKey,
       poolThreads: config.poolThreads,
-      families: description.families,
+      // With processors, a batch of any family is accepted: it waits for one (src/component).
+      families: opts.component ? [...description.families, ANY_FAMILY] : description.families,
       writer: this.#writer,
       queueLimit: () => this.queueLimit,
       settled: (id) => this.query.isBatchCommitted(id) || this.query.hasVerdict(id),
@@ -102,6 +110,7 @@ export class Ledger {
         queueMultiplier: config.queueMultiplier,
         queueInitialAverage: config.queueInitialAverage,
         dependencyWaitMs: config.dependencyWaitSec * 1000,
+        component: opts.component,
       },
       () => ({
         onBlock: (e) => ledger!.#onBlock(e),

@@ -5,6 +5,7 @@
  */
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { LedgerDescription } from './description.js';
+import type { ComponentOptions } from '../component/server.js';
 
 export interface CommitterOptions {
   dataDir: string;
@@ -22,6 +23,8 @@ export interface CommitterOptions {
    * start); then it is settled INVALID. Default 60 000.
    */
   dependencyWaitMs?: number;
+  /** The component endpoint for transaction processors (src/component); absent: none. */
+  component?: ComponentOptions;
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
@@ -66,7 +69,7 @@ export type CommitterFaultCode =
   | 'UNHANDLED';
 
 export type FromCommitter =
-  | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number }
+  | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number; componentEndpoint?: string | undefined }
   | BlockEvent
   | { type: 'fatal'; code: CommitterFaultCode; message: string }
   | { type: 'closed' };

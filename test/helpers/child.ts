@@ -40,6 +40,7 @@ const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv =
   CAIRN_NODE_BIND: '127.0.0.1:0',
   CAIRN_DATA_BIND: '127.0.0.1:0',
   CAIRN_NETWORK_BIND: '127.0.0.1:0',
+  CAIRN_COMPONENT_BIND: 'off',
   CAIRN_POOL_THREADS: '1',
   CAIRN_LOG_LEVEL: 'info',
   ...env,

@@ -31,6 +31,7 @@ export async function startTestNode(env: Record<string, string> = {}, dataDir?: 
     CAIRN_NODE_BIND: '127.0.0.1:0',
     CAIRN_DATA_BIND: '127.0.0.1:0',
     CAIRN_NETWORK_BIND: '127.0.0.1:0',
+    CAIRN_COMPONENT_BIND: 'off',
     CAIRN_POOL_THREADS: '1',
     ...env,
   });

@@ -1,0 +1,100 @@
+/**
+ * The component endpoint's wire messages (src/proto/validator.proto): the envelope and the
+ * transaction processor messages, with the enum values the code uses.
+ */
+import type protobuf from 'protobufjs';
+import { loadProto, protoEnum } from '../proto/index.js';
+
+const root = loadProto('validator.proto');
+const t = (name: string): protobuf.Type => root.lookupType(`cairn.component.${name}`);
+
+export const Envelope = t('Envelope');
+export const RegisterRequest = t('RegisterRequest');
+export const RegisterResponse = t('RegisterResponse');
+export const UnregisterRequest = t('UnregisterRequest');
+export const UnregisterResponse = t('UnregisterResponse');
+export const ProcessRequest = t('ProcessRequest');
+export const ProcessResponse = t('ProcessResponse');
+export const StateGetRequest = t('StateGetRequest');
+export const StateGetResponse = t('StateGetResponse');
+export const StateSetRequest = t('StateSetRequest');
+export const StateSetResponse = t('StateSetResponse');
+export const StateDeleteRequest = t('StateDeleteRequest');
+export const StateDeleteResponse = t('StateDeleteResponse');
+export const ReceiptAddDataRequest = t('ReceiptAddDataRequest');
+export const ReceiptAddDataResponse = t('ReceiptAddDataResponse');
+export const EventAddRequest = t('EventAddRequest');
+export const EventAddResponse = t('EventAddResponse');
+export const PingRequest = t('PingRequest');
+export const PingResponse = t('PingResponse');
+
+export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
+  'DEFAULT',
+  'TP_REGISTER_REQUEST',
+  'TP_REGISTER_RESPONSE',
+  'TP_UNREGISTER_REQUEST',
+  'TP_UNREGISTER_RESPONSE',
+  'TP_PROCESS_REQUEST',
+  'TP_PROCESS_RESPONSE',
+  'TP_STATE_GET_REQUEST',
+  'TP_STATE_GET_RESPONSE',
+  'TP_STATE_SET_REQUEST',
+  'TP_STATE_SET_RESPONSE',
+  'TP_STATE_DELETE_REQUEST',
+  'TP_STATE_DELETE_RESPONSE',
+  'TP_RECEIPT_ADD_DATA_REQUEST',
+  'TP_RECEIPT_ADD_DATA_RESPONSE',
+  'TP_EVENT_ADD_REQUEST',
+  'TP_EVENT_ADD_RESPONSE',
+  'PING_REQUEST',
+  'PING_RESPONSE',
+]);
+export const HeaderStyle = protoEnum(root, 'cairn.component.RegisterRequest.HeaderStyle', ['HEADER_STYLE_UNSET', 'EXPANDED', 'RAW']);
+export const AckStatus = protoEnum(root, 'cairn.component.RegisterResponse.Status', ['STATUS_UNSET', 'OK', 'ERROR']);
+export const ProcessStatus = protoEnum(root, 'cairn.component.ProcessResponse.Status', [
+  'STATUS_UNSET',
+  'OK',
+  'INVALID_TRANSACTION',
+  'INTERNAL_ERROR',
+]);
+export const StateStatus = protoEnum(root, 'cairn.component.StateGetResponse.Status', ['STATUS_UNSET', 'OK', 'AUTHORIZATION_ERROR']);
+
+/** Decoded shapes (protobufjs camelCases field names). */
+export interface EnvelopeMsg {
+  messageType: number;
+  correlationId: string;
+  content: Uint8Array;
+}
+export interface RegisterRequestMsg {
+  family: string;
+  version: string;
+  namespaces: string[];
+  maxOccupancy: number;
+  protocolVersion: number;
+  requestHeaderStyle: number;
+}
+export interface ProcessResponseMsg {
+  status: number;
+  message: string;
+  extendedData: Uint8Array;
+}
+export interface StateEntryMsg {
+  address: string;
+  data: Uint8Array;
+}
+export interface ContextAddressesMsg {
+  contextId: string;
+  addresses: string[];
+}
+export interface StateSetRequestMsg {
+  contextId: string;
+  entries: StateEntryMsg[];
+}
+export interface ReceiptAddDataRequestMsg {
+  contextId: string;
+  data: Uint8Array;
+}
+export interface EventAddRequestMsg {
+  contextId: string;
+  event: { eventType: string; attributes: Array<{ key: string; value: string }>; data: Uint8Array } | null;
+}

@@ -1,0 +1,460 @@
+/**
+ * The component endpoint: a ZeroMQ ROUTER socket where transaction processors written with
+ * the Sawtooth SDKs register their families and execute transactions, speaking the
+ * validator's messages (src/proto/validator.proto). It runs in the committer thread, next
+ * to the block builder: a processor's state reads are answered from the block being built
+ * (each transaction sees the writes of those before it) without crossing threads, and
+ * blocks of native families never touch it.
+ *
+ * It is the engine's ExternalFamilies (src/ledger/executor.ts): it says where a family
+ * runs, and runs a transaction on a processor of its family, retrying on another one (or
+ * deferring the batch) when the processor goes away or answers INTERNAL_ERROR.
+ */
+import { randomBytes } from 'node:crypto';
+import { Router } from 'zeromq';
+import { encode } from '../proto/index.js';
+import { readSetting } from '../families/settings.js';
+import { InvalidTransaction, type TxnContext, type TxnInfo } from '../families/types.js';
+import { ExternalUnavailable, type ExternalFamilies, type FamilyRoute, type StateReader } from '../ledger/executor.js';
+import { log } from '../log.js';
+import * as P from './proto.js';
+
+/** What the committer thread is told about the endpoint (plain data, see ledger/protocol.ts). */
+export interface ComponentOptions {
+  /** host:port to bind. */
+  bind: string;
+  /** Built-in families the operator wants run by processors instead (by name). */
+  externalFamilies: string[];
+  /** Limits; defaults below (tests shorten them). */
+  processTimeoutMs?: number;
+  internalErrorRetries?: number;
+  pingIntervalMs?: number;
+}
+
+/** The setting that, when set, lists the only families a transaction may use. */
+export const TRANSACTION_FAMILIES_SETTING = 'sawtooth.validator.transaction_families';
+
+/** A processor that does not answer a process request within this time is given up on for it. */
+const PROCESS_TIMEOUT_MS = 30_000;
+/** INTERNAL_ERROR answers re-tried for one transaction in one round before its batch waits. */
+const INTERNAL_ERROR_RETRIES = 5;
+/** First back-off after INTERNAL_ERROR, doubled per retry. */
+const RETRY_BACKOFF_MS = 100;
+/** PING_REQUEST to every processor this often, as the validator does. */
+const PING_INTERVAL_MS = 10_000;
+/** Frames larger than this close the sender's connection (ZeroMQ's own limit). */
+const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+/** ZMQ_ROUTER_NOTIFY (libzmq draft option): an empty message on each connect and disconnect. */
+const ZMQ_ROUTER_NOTIFY = 97;
+const NOTIFY_CONNECT_AND_DISCONNECT = 3;
+
+interface Processor {
+  /** ZeroMQ routing id. */
+  id: Buffer;
+  key: string;
+  /** Families it registered, as name\0version. */
+  families: Set<string>;
+  raw: boolean;
+  /** Process requests sent to it and not answered. */
+  inFlight: Set<Pending>;
+}
+
+interface Pending {
+  processor: Processor;
+  correlationId: string;
+  contextId: string;
+  ctx: TxnContext;
+  timer: NodeJS.Timeout;
+  resolve(r: P.ProcessResponseMsg | 'lost'): void;
+}
+
+const familyKey = (name: string, version: string): string => `${name}\u0000${version}`;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
+
+export class ComponentServer implements ExternalFamilies {
+  readonly #sock: Router;
+  readonly #opts: Required<ComponentOptions>;
+  readonly #external: Set<string>;
+  readonly #processors = new Map<string, Processor>();
+  /** Processors by family key, in registration order. */
+  readonly #byFamily = new Map<string, Processor[]>();
+  readonly #pending = new Map<string, Pending>();
+  readonly #contexts = new Map<string, Pending>();
+  readonly #outbox: Array<[Buffer, Uint8Array]> = [];
+  #sending = false;
+  #closed = false;
+  #ping: NodeJS.Timeout | null = null;
+  #endpoint = '';
+  /** Woken when a processor registers (a round waiting for one may go on). */
+  #rr = 0;
+
+  constructor(opts: ComponentOptions) {
+    this.#opts = {
+      processTimeoutMs: PROCESS_TIMEOUT_MS,
+      internalErrorRetries: INTERNAL_ERROR_RETRIES,
+      pingIntervalMs: PING_INTERVAL_MS,
+      ...opts,
+    };
+    this.#external = new Set(opts.externalFamilies);
+    this.#sock = new Router({
+      mandatory: true,
+      linger: 0,
+      maxMessageSize: MAX_MESSAGE_BYTES,
+      // Transport heartbeats close half-open connections; the close is then notified.
+      heartbeatInterval: 5_000,
+      heartbeatTimeout: 30_000,
+    });
+    // The option is not in zeromq's typed API: set it through the socket's raw setter.
+    (this.#sock as unknown as { setInt32Option(o: number, v: number): void }).setInt32Option(ZMQ_ROUTER_NOTIFY, NOTIFY_CONNECT_AND_DISCONNECT);
+  }
+
+  /** tcp://host:port actually bound. */
+  get endpoint(): string {
+    return this.#endpoint;
+  }
+
+  async start(): Promise<string> {
+    const m = /^(.+):(\d+)$/.exec(this.#opts.bind);
+    const [, bare, port] = m ?? [];
+    if (bare === undefined || port === undefined) throw new Error(`component bind: expected host:port, got "${this.#opts.bind}"`);
+    const host = bare.includes(':') && !bare.startsWith('[') ? `[${bare}]` : bare;
+    try {
+      await this.#sock.bind(`tcp://${host}:${port}`);
+    } catch (err) {
+      this.#sock.close();
+      throw new Error(
+        `cannot listen on ${this.#opts.bind} for the transaction processor endpoint: ${err instanceof Error ? err.message : String(err)} ` +
+          '(move it with --component-bind / CAIRN_COMPONENT_BIND, or turn it off with "off")',
+      );
+    }
+    this.#endpoint = this.#sock.lastEndpoint ?? `tcp://${host}:${port}`;
+    void this.#receive();
+    this.#ping = setInterval(() => this.#pingAll(), this.#opts.pingIntervalMs);
+    this.#ping.unref();
+    return this.#endpoint;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#ping) clearInterval(this.#ping);
+    for (const p of [...this.#pending.values()]) this.#finish(p, 'lost');
+    this.#sock.close();
+  }
+
+  // ---- ExternalFamilies ----
+
+  blockRoutes(base: StateReader): FamilyRoute {
+    let allowed: Set<string> | null | undefined;
+    return (name, version, native) => {
+      if (allowed === undefined) allowed = readAllowed(base);
+      if (allowed !== null && !allowed.has(familyKey(name, version))) {
+        return { invalid: `Transaction family ${name} ${version} is not in ${TRANSACTION_FAMILIES_SETTING}` };
+      }
+      if (native && !this.#external.has(name)) return 'native';
+      return this.#byFamily.get(familyKey(name, version))?.length ? 'external' : 'unserved';
+    };
+  }
+
+  async process<C extends TxnContext>(txn: TxnInfo, headerBytes: Uint8Array, context: () => C): Promise<C> {
+    const key = familyKey(txn.header.familyName, txn.header.familyVersion);
+    const what = `${txn.header.familyName} ${txn.header.familyVersion}`;
+    let internalErrors = 0;
+    let lastInternal = '';
+    for (;;) {
+      if (this.#closed) throw new ExternalUnavailable(`${what} (the node is shutting down)`);
+      const processor = this.#pick(key);
+      if (!processor) throw new ExternalUnavailable(what);
+      const ctx = context();
+      const answer = await this.#request(processor, txn, headerBytes, ctx);
+      if (answer === 'lost') continue; // gone or silent: the next one of the family, or the batch waits
+      if (answer.status === P.ProcessStatus.OK) return ctx;
+      if (answer.status === P.ProcessStatus.INVALID_TRANSACTION) throw new InvalidTransaction(answer.message, answer.extendedData);
+      // INTERNAL_ERROR (or a status this endpoint does not know): the transaction is not at
+      // fault, so it is sent again, as the validator does.
+      lastInternal = answer.message;
+      if (++internalErrors > this.#opts.internalErrorRetries) {
+        throw new ExternalUnavailable(`${what} (the processor answered INTERNAL_ERROR ${internalErrors} times: ${lastInternal})`);
+      }
+      await sleep(RETRY_BACKOFF_MS * 2 ** (internalErrors - 1));
+    }
+  }
+
+  // ---- processors ----
+
+  /** The next processor of a family, taking turns. */
+  #pick(key: string): Processor | undefined {
+    const list = this.#byFamily.get(key);
+    if (!list || list.length === 0) return undefined;
+    return list[this.#rr++ % list.length];
+  }
+
+  #request(processor: Processor, txn: TxnInfo, headerBytes: Uint8Array, ctx: TxnContext): Promise<P.ProcessResponseMsg | 'lost'> {
+    return new Promise((resolve) => {
+      const correlationId = randomBytes(16).toString('hex');
+      const contextId = randomBytes(16).toString('hex');
+      const pending: Pending = {
+        processor,
+        correlationId,
+        contextId,
+        ctx,
+        resolve,
+        timer: setTimeout(() => {
+          log.warn(
+            `transaction processor ${processor.key} did not answer for transaction ${txn.id.slice(0, 16)}… within ${this.#opts.processTimeoutMs} ms`,
+          );
+          this.#finish(pending, 'lost');
+        }, this.#opts.processTimeoutMs),
+      };
+      this.#pending.set(correlationId, pending);
+      this.#contexts.set(contextId, pending);
+      processor.inFlight.add(pending);
+      const request = processor.raw
+        ? { payload: txn.payload, signature: txn.id, contextId, headerBytes }
+        : { header: txn.header, payload: txn.payload, signature: txn.id, contextId };
+      this.#send(processor.id, P.Kind.TP_PROCESS_REQUEST, correlationId, encode(P.ProcessRequest, request));
+    });
+  }
+
+  #finish(p: Pending, answer: P.ProcessResponseMsg | 'lost'): void {
+    if (!this.#pending.delete(p.correlationId)) return;
+    clearTimeout(p.timer);
+    this.#contexts.delete(p.contextId);
+    p.processor.inFlight.delete(p);
+    p.resolve(answer);
+  }
+
+  /** A processor went away: its families lose it and its requests go elsewhere. */
+  #drop(idKey: string, why: string): void {
+    const p = this.#processors.get(idKey);
+    if (!p) return;
+    this.#processors.delete(idKey);
+    this.#unregister(p);
+    if (p.families.size > 0 || p.inFlight.size > 0) log.info(`transaction processor ${p.key} ${why}`);
+    for (const r of [...p.inFlight]) this.#finish(r, 'lost');
+  }
+
+  #unregister(p: Processor): void {
+    for (const key of p.families) {
+      const list = this.#byFamily.get(key)?.filter((x) => x !== p) ?? [];
+      if (list.length > 0) this.#byFamily.set(key, list);
+      else this.#byFamily.delete(key);
+    }
+    p.families.clear();
+  }
+
+  #pingAll(): void {
+    for (const p of this.#processors.values()) {
+      if (p.families.size > 0) this.#send(p.id, P.Kind.PING_REQUEST, randomBytes(16).toString('hex'), encode(P.PingRequest, {}));
+    }
+  }
+
+  // ---- socket ----
+
+  #send(id: Buffer, kind: number, correlationId: string, content: Uint8Array): void {
+    if (this.#closed) return;
+    this.#outbox.push([id, encode(P.Envelope, { messageType: kind, correlationId, content })]);
+    if (!this.#sending) void this.#flush();
+  }
+
+  /** zeromq allows one send at a time: messages go out in order from this queue. */
+  async #flush(): Promise<void> {
+    this.#sending = true;
+    for (let next = this.#outbox.shift(); next !== undefined && !this.#closed; next = this.#outbox.shift()) {
+      const [id, bytes] = next;
+      try {
+        await this.#sock.send([id, bytes]);
+      } catch (err) {
+        // EHOSTUNREACH: the peer is gone (ROUTER mandatory); anything else, the same for us.
+        this.#drop(id.toString('hex'), `is unreachable (${(err as { code?: string }).code ?? String(err)})`);
+      }
+    }
+    this.#sending = false;
+  }
+
+  async #receive(): Promise<void> {
+    try {
+      for await (const frames of this.#sock) {
+        try {
+          this.#onFrames(frames);
+        } catch (err) {
+          // A message this endpoint cannot handle is dropped; the socket and the node go on.
+          log.debug(`component endpoint: message dropped: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      }
+    } catch (err) {
+      if (!this.#closed) log.error(`component endpoint stopped receiving: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  #onFrames(frames: Buffer[]): void {
+    const [id, body] = frames;
+    if (id === undefined || body === undefined || frames.length !== 2) return;
+    const idKey = id.toString('hex');
+    if (body.length === 0) {
+      // ZMQ_ROUTER_NOTIFY: the first empty message is the connect, the next the disconnect.
+      if (this.#processors.has(idKey)) this.#drop(idKey, 'disconnected');
+      else this.#processors.set(idKey, { id, key: idKey.slice(0, 12), families: new Set(), raw: false, inFlight: new Set() });
+      return;
+    }
+    const env = P.Envelope.decode(body) as unknown as P.EnvelopeMsg;
+    let processor = this.#processors.get(idKey);
+    if (!processor) {
+      processor = { id, key: idKey.slice(0, 12), families: new Set(), raw: false, inFlight: new Set() };
+      this.#processors.set(idKey, processor);
+    }
+    const reply = (kind: number, type: typeof P.Envelope, msg: object): void => this.#send(id, kind, env.correlationId, encode(type, msg));
+    const K = P.Kind;
+    switch (env.messageType) {
+      case K.TP_REGISTER_REQUEST:
+        return this.#register(processor, P.RegisterRequest.decode(env.content) as unknown as P.RegisterRequestMsg, (ok) =>
+          reply(K.TP_REGISTER_RESPONSE, P.RegisterResponse, { status: ok ? P.AckStatus.OK : P.AckStatus.ERROR, protocolVersion: 1 }),
+        );
+      case K.TP_UNREGISTER_REQUEST:
+        if (processor.families.size > 0) log.info(`transaction processor ${processor.key} unregistered`);
+        this.#unregister(processor);
+        return reply(K.TP_UNREGISTER_RESPONSE, P.UnregisterResponse, { status: P.AckStatus.OK });
+      case K.TP_PROCESS_RESPONSE: {
+        const pending = this.#pending.get(env.correlationId);
+        // An answer to a request this processor was not sent (or no longer waited for) is ignored.
+        if (!pending || pending.processor !== processor) return;
+        return this.#finish(pending, P.ProcessResponse.decode(env.content) as unknown as P.ProcessResponseMsg);
+      }
+      case K.TP_STATE_GET_REQUEST:
+        return reply(
+          K.TP_STATE_GET_RESPONSE,
+          P.StateGetResponse,
+          this.#stateGet(processor, P.StateGetRequest.decode(env.content) as unknown as P.ContextAddressesMsg),
+        );
+      case K.TP_STATE_SET_REQUEST:
+        return reply(
+          K.TP_STATE_SET_RESPONSE,
+          P.StateSetResponse,
+          this.#stateSet(processor, P.StateSetRequest.decode(env.content) as unknown as P.StateSetRequestMsg),
+        );
+      case K.TP_STATE_DELETE_REQUEST:
+        return reply(
+          K.TP_STATE_DELETE_RESPONSE,
+          P.StateDeleteResponse,
+          this.#stateDelete(processor, P.StateDeleteRequest.decode(env.content) as unknown as P.ContextAddressesMsg),
+        );
+      case K.TP_RECEIPT_ADD_DATA_REQUEST: {
+        const m = P.ReceiptAddDataRequest.decode(env.content) as unknown as P.ReceiptAddDataRequestMsg;
+        const ctx = this.#context(processor, m.contextId);
+        if (ctx) ctx.addReceiptData(m.data);
+        return reply(K.TP_RECEIPT_ADD_DATA_RESPONSE, P.ReceiptAddDataResponse, { status: ctx ? P.AckStatus.OK : P.AckStatus.ERROR });
+      }
+      case K.TP_EVENT_ADD_REQUEST: {
+        const m = P.EventAddRequest.decode(env.content) as unknown as P.EventAddRequestMsg;
+        const ctx = this.#context(processor, m.contextId);
+        const event = m.event;
+        const ok = ctx !== undefined && event !== null && event !== undefined && event.eventType !== '';
+        if (ok) {
+          ctx.addEvent(
+            event.eventType,
+            event.attributes.map((a) => ({ key: a.key, value: a.value })),
+            event.data,
+          );
+        }
+        return reply(K.TP_EVENT_ADD_RESPONSE, P.EventAddResponse, { status: ok ? P.AckStatus.OK : P.AckStatus.ERROR });
+      }
+      case K.PING_REQUEST:
+        return reply(K.PING_RESPONSE, P.PingResponse, {});
+      case K.PING_RESPONSE:
+        return;
+      default:
+        log.debug(`component endpoint: message type ${env.messageType} from ${processor.key} ignored`);
+    }
+  }
+
+  #register(p: Processor, m: P.RegisterRequestMsg, answer: (ok: boolean) => void): void {
+    if (!m.family || !m.version || m.family.length > 256 || m.version.length > 256) {
+      answer(false);
+      return;
+    }
+    const key = familyKey(m.family, m.version);
+    p.raw = m.requestHeaderStyle === P.HeaderStyle.RAW;
+    if (!p.families.has(key)) {
+      p.families.add(key);
+      this.#byFamily.set(key, [...(this.#byFamily.get(key) ?? []), p]);
+    }
+    log.info(`transaction processor ${p.key} registered ${m.family} ${m.version} (namespaces ${m.namespaces.join(', ') || 'none'})`);
+    answer(true);
+  }
+
+  /** The context of a transaction in flight on this very processor. */
+  #context(p: Processor, contextId: string): TxnContext | undefined {
+    const pending = this.#contexts.get(contextId);
+    return pending && pending.processor === p ? pending.ctx : undefined;
+  }
+
+  #stateGet(p: Processor, m: P.ContextAddressesMsg): object {
+    const ctx = this.#context(p, m.contextId);
+    if (!ctx) return { status: P.StateStatus.AUTHORIZATION_ERROR };
+    const entries: P.StateEntryMsg[] = [];
+    try {
+      for (const address of m.addresses) {
+        const data = ctx.get(address);
+        // Addresses without a value are left out, as the validator does.
+        if (data !== undefined) entries.push({ address, data });
+      }
+    } catch (err) {
+      if (err instanceof InvalidTransaction) return { status: P.StateStatus.AUTHORIZATION_ERROR };
+      throw err;
+    }
+    return { entries, status: P.StateStatus.OK };
+  }
+
+  #stateSet(p: Processor, m: P.StateSetRequestMsg): object {
+    const ctx = this.#context(p, m.contextId);
+    if (!ctx) return { status: P.StateStatus.AUTHORIZATION_ERROR };
+    try {
+      for (const e of m.entries) ctx.set(e.address, e.data);
+    } catch (err) {
+      if (err instanceof InvalidTransaction) return { status: P.StateStatus.AUTHORIZATION_ERROR };
+      throw err;
+    }
+    return { addresses: m.entries.map((e) => e.address), status: P.StateStatus.OK };
+  }
+
+  #stateDelete(p: Processor, m: P.ContextAddressesMsg): object {
+    const ctx = this.#context(p, m.contextId);
+    if (!ctx) return { status: P.StateStatus.AUTHORIZATION_ERROR };
+    try {
+      for (const a of m.addresses) ctx.delete(a);
+    } catch (err) {
+      if (err instanceof InvalidTransaction) return { status: P.StateStatus.AUTHORIZATION_ERROR };
+      throw err;
+    }
+    return { addresses: m.addresses, status: P.StateStatus.OK };
+  }
+}
+
+/**
+ * The families `sawtooth.validator.transaction_families` allows (name\0version), or null
+ * when it is not set. A value that is not a JSON list of {family, version} counts as not
+ * set (logged), so a typo does not stop every transaction.
+ */
+function readAllowed(base: StateReader): Set<string> | null {
+  let value: string | undefined;
+  try {
+    value = readSetting((a) => base.get(a), TRANSACTION_FAMILIES_SETTING);
+  } catch {
+    return null;
+  }
+  if (value === undefined) return null;
+  try {
+    const list = JSON.parse(value) as unknown;
+    if (!Array.isArray(list)) throw new Error('not a list');
+    const out = new Set<string>();
+    for (const item of list) {
+      const f = item as { family?: unknown; version?: unknown };
+      if (typeof f.family !== 'string' || typeof f.version !== 'string') throw new Error('an entry without family and version');
+      out.add(familyKey(f.family, f.version));
+    }
+    return out;
+  } catch (err) {
+    log.warn(`${TRANSACTION_FAMILIES_SETTING} is ignored: ${err instanceof Error ? err.message : String(err)}`);
+    return null;
+  }
+}
