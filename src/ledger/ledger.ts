@@ -72,6 +72,7 @@ export class Ledger {
       leafEncoding: description.leafEncoding,
       pending: (id) => this.#writer.has(id),
       head: () => this.head,
+      stateHistory: config.stateHistoryBlocks,
     });
     this.#ingest = new Ingest({
       nodePublicKey: this.nodePublicKey,
@@ -98,6 +99,7 @@ export class Ledger {
         queueMultiplier: config.queueMultiplier,
         queueInitialAverage: config.queueInitialAverage,
         dependencyWaitMs: config.dependencyWaitSec * 1000,
+        stateCheckpointBlocks: config.stateCheckpointBlocks,
       },
       () => ({
         onBlock: (e) => ledger!.#onBlock(e),

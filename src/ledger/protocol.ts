@@ -22,6 +22,8 @@ export interface CommitterOptions {
    * start); then it is settled INVALID. Default 60 000.
    */
   dependencyWaitMs?: number;
+  /** Blocks between state checkpoints (default 256; see src/state/engine.ts). */
+  stateCheckpointBlocks?: number;
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
