@@ -10,6 +10,8 @@
  * JIT compilation and the first blocks are not measured). Any CAIRN_* variable is passed
  * to the node.
  */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
 import { RawConnection } from './lib/raw.js';
@@ -55,6 +57,18 @@ export interface SubmitResult {
   verifiesPerSecPerCore: number;
   nodeHashesPerSec: number;
   cores: number;
+  /** Bytes the node process wrote to disk over the measured run, per committed batch (/proc/<pid>/io write_bytes). */
+  diskBytesPerBatch: number;
+}
+
+/** write_bytes of a process (bytes it caused to be written to storage), or NaN where /proc lacks it. */
+function writeBytes(pid: number): number {
+  try {
+    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<SubmitResult> {
@@ -79,6 +93,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     let maxResponse = 0;
     let n429 = 0;
     let next = 0;
+    const written0 = writeBytes(node.pid);
     const t0 = performance.now();
     const interval = RATE > 0 ? 1000 / RATE : 0;
     progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
@@ -140,6 +155,10 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
           batches.map((b) => b.id),
         );
     const tEnd = performance.now();
+    // Page cache write-back can lag the commits by a few seconds: sync the data directory's
+    // file system before reading the counter so the figure holds what the run wrote.
+    spawnSync('sync', ['-f', node.dataDir]);
+    const written = writeBytes(node.pid) - written0;
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
     if (process.env.BENCH_THREADS === '1') {
@@ -176,6 +195,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       verifiesPerSecPerCore: bounds.verifiesPerSecPerCore,
       nodeHashesPerSec: bounds.nodeHashesPerSec,
       cores: bounds.cores,
+      diskBytesPerBatch: Math.round(written / N),
     };
   } finally {
     probe.close();
