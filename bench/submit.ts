@@ -11,7 +11,7 @@
  * to the node.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
 import { RawConnection } from './lib/raw.js';
@@ -63,8 +63,23 @@ export interface SubmitResult {
 
 /** write_bytes of a process (bytes it caused to be written to storage), or NaN where /proc lacks it. */
 function writeBytes(pid: number): number {
+  return ioField(`/proc/${pid}/io`);
+}
+
+/** write_bytes per thread name (BENCH_THREADS=1: where the bytes come from). */
+function threadWrites(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    const w = ioField(`/proc/${pid}/task/${tid}/io`);
+    if (w > 0) out[`${name}#${tid}`] = w;
+  }
+  return out;
+}
+
+function ioField(file: string): number {
   try {
-    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(file, 'utf8'));
     return m ? Number(m[1]) : Number.NaN;
   } catch {
     return Number.NaN;
@@ -159,6 +174,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     // file system before reading the counter so the figure holds what the run wrote.
     spawnSync('sync', ['-f', node.dataDir]);
     const written = writeBytes(node.pid) - written0;
+    if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
     if (process.env.BENCH_THREADS === '1') {

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
-import { EMPTY_ROOT, MerkleTree, UnknownRootError, rootOf } from '../src/state/merkle.js';
+import { CorruptStateError, EMPTY_ROOT, MerkleTree, UnknownRootError, rootOf } from '../src/state/merkle.js';
 import { StateEngine } from '../src/state/engine.js';
 import { StateReader } from '../src/state/reader.js';
 import { CHECKPOINT_KEY } from '../src/state/deltas.js';
@@ -135,7 +135,14 @@ t.test('roots, reads and restart across checkpoints', async (t) => {
     raw[raw.length - 1] = raw[raw.length - 1]! ^ 1;
     s.deltas.put(13, raw);
   });
-  t.throws(() => new StateEngine(s, { leafEncoding: 'cbor' }).recover(parent), { name: 'CorruptStateError' });
+  t.throws(() => new StateEngine(s, { leafEncoding: 'cbor' }).recover(parent), { name: 'CorruptDeltaError' });
+  let served: unknown;
+  try {
+    served = new StateReader(s, { leafEncoding: 'cbor' }).get(history[13]!.root, addrOf(1));
+  } catch (err) {
+    served = err;
+  }
+  t.ok(served instanceof CorruptStateError, 'and never served (the gateway answers 503 for a CorruptStateError)');
 });
 
 t.test('history: roots older than the setting are unknown roots', async (t) => {

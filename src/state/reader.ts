@@ -5,14 +5,14 @@
  * deltas after it (deltas.ts), built in memory from the delta records and extended as
  * the chain grows.
  *
- * How far back: `history` blocks behind the head (0 = every root still stored). A root
- * beyond it, or whose checkpoint was pruned, is an unknown root (UnknownRootError, which
+ * How far back: `history` blocks behind the head (0 = every root still stored), and not
+ * below what was pruned. A root beyond it, or whose checkpoint was pruned, is an unknown root (UnknownRootError, which
  * the ledger gateway answers 404 code 50, as upstream answers a root it no longer holds).
  */
 import { MerkleTree, UnknownRootError } from './merkle.js';
 import type { LeafEncoding } from './node.js';
 import type { StateView } from './state-store.js';
-import { decodeDelta, deltaHead, type StateStores } from './deltas.js';
+import { PRUNED_BELOW_KEY, decodeDelta, deltaHead, type StateStores } from './deltas.js';
 
 export interface StateReaderOptions {
   leafEncoding: LeafEncoding;
@@ -63,6 +63,8 @@ export class StateReader implements StateView {
   readonly #tree: MerkleTree;
   readonly #history: number;
   readonly #headNum: () => number;
+  /** Roots of blocks below this were pruned (only offline, so read once). */
+  readonly #prunedBelow: number;
   #overlays: Overlay[] = [];
 
   constructor(stores: StateStores, opts: StateReaderOptions) {
@@ -70,6 +72,7 @@ export class StateReader implements StateView {
     this.#tree = new MerkleTree(stores.merkle, { verify: opts.verify === true, leafEncoding: opts.leafEncoding });
     this.#history = opts.history ?? 0;
     this.#headNum = opts.headNum ?? (() => Number.MAX_SAFE_INTEGER);
+    this.#prunedBelow = (stores.meta.get(PRUNED_BELOW_KEY) as number | undefined) ?? 0;
   }
 
   /** Whether `root` is readable here. */
@@ -115,7 +118,9 @@ export class StateReader implements StateView {
     if (typeof root !== 'string' || !ROOT_RE.test(root)) throw new UnknownRootError(String(root));
     const key = Buffer.from(root, 'hex');
     const b = this.#s.roots.get(key);
-    if (b !== undefined && this.#history > 0 && this.#headNum() - b >= this.#history) throw new UnknownRootError(root);
+    if (b !== undefined && (b < this.#prunedBelow || (this.#history > 0 && this.#headNum() - b >= this.#history))) {
+      throw new UnknownRootError(root);
+    }
     if (this.#tree.hasRoot(root)) return null;
     if (b === undefined) throw new UnknownRootError(root);
     const raw = this.#s.deltas.getBinary(b);

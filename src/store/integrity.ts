@@ -12,13 +12,14 @@ import { Batch, BlockHeader, decode, type BatchMsg, type BlockHeaderMsg } from '
 import { verify } from '../crypto/secp256k1.js';
 import { verifyBatchList } from '../ledger/verify.js';
 import { StateReader } from '../state/reader.js';
+import { PRUNED_BELOW_KEY } from '../state/deltas.js';
 import { checkReplay } from '../state/engine.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
 import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** ledger.meta key: state roots of blocks below this number were pruned (see prune.ts). */
-export const PRUNED_BELOW_KEY = 'state_pruned_below';
+export { PRUNED_BELOW_KEY };
 
 export interface CheckReport {
   blocks: number;
