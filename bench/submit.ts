@@ -11,7 +11,8 @@
  * to the node.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
 import { RawConnection } from './lib/raw.js';
@@ -59,6 +60,21 @@ export interface SubmitResult {
   cores: number;
   /** Bytes the node process wrote to disk over the measured run, per committed batch (/proc/<pid>/io write_bytes). */
   diskBytesPerBatch: number;
+  /** Growth of the data directory's LMDB files (ledger.mdb, pending.mdb) over the measured run, per committed batch. */
+  fileGrowthBytesPerBatch: number;
+}
+
+/** Total size of the LMDB data files in a data directory. */
+function dataFileBytes(dir: string): number {
+  let n = 0;
+  for (const f of ['ledger.mdb', 'pending.mdb']) {
+    try {
+      n += statSync(join(dir, f)).size;
+    } catch {
+      // not there (yet)
+    }
+  }
+  return n;
 }
 
 /** write_bytes of a process (bytes it caused to be written to storage), or NaN where /proc lacks it. */
@@ -109,6 +125,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     let n429 = 0;
     let next = 0;
     const written0 = writeBytes(node.pid);
+    const files0 = dataFileBytes(node.dataDir);
     const t0 = performance.now();
     const interval = RATE > 0 ? 1000 / RATE : 0;
     progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
@@ -174,6 +191,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     // file system before reading the counter so the figure holds what the run wrote.
     spawnSync('sync', ['-f', node.dataDir]);
     const written = writeBytes(node.pid) - written0;
+    const grown = dataFileBytes(node.dataDir) - files0;
     if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
@@ -212,6 +230,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       nodeHashesPerSec: bounds.nodeHashesPerSec,
       cores: bounds.cores,
       diskBytesPerBatch: Math.round(written / N),
+      fileGrowthBytesPerBatch: Math.round(grown / N),
     };
   } finally {
     probe.close();
