@@ -53,7 +53,9 @@ function slope(xs: number[], ys: number[]): number {
 
 export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<object> {
   const node = await startBenchNode({ ...nodeEnv, CAIRN_LOG_LEVEL: 'debug' });
-  const client = new Client(node.ledgerUrl, CONNECTIONS);
+  // A client per round: signing a round takes longer than the server keeps idle keep-alive
+  // connections open, and reusing one it just closed fails with "socket hang up".
+  let client = new Client(node.ledgerUrl, CONNECTIONS);
   const rounds: Array<{
     chainBatches: number;
     batchesPerSec: number;
@@ -78,6 +80,8 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
       const batches = generateBatches({ batches: n, txnsPerBatch: 1, signers: 8, keyspace: 0, incGap: 0, prefix: `s${seg}_` });
       buildMs = 0;
       buildBatches = 0;
+      client.close();
+      client = new Client(node.ledgerUrl, CONNECTIONS);
       const w0 = writeBytes(node.pid);
       const t0 = performance.now();
       await submitAll(client, batches, CONNECTIONS);

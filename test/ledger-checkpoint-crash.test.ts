@@ -159,3 +159,29 @@ t.test('kill -9 between checkpoints: acknowledged batches, block roots and the h
     await pending.close();
   }
 });
+
+t.test('head= reads past roots between checkpoints, and answers 404 code 50 beyond --state-history-blocks', async (t) => {
+  const n = await startTestNode({ CAIRN_STATE_CHECKPOINT_BLOCKS: '3', CAIRN_STATE_HISTORY_BLOCKS: '3' });
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  const blocks: string[] = [];
+  // One block per batch: k takes the values 0..5, block by block.
+  for (let i = 0; i < 6; i++) {
+    const b = intkeyBatch(signer, [i === 0 ? ['set', 'k', 0] : ['inc', 'k', 1]]);
+    t.equal((await postBatches(n.ledgerUrl, batchList(b))).status, 202);
+    t.equal((await waitCommitted(n.ledgerUrl, [b.id], 30))[0].status, 'COMMITTED');
+    blocks.push((await getJson(`${n.ledgerUrl}/blocks?limit=1`)).json.data[0].header_signature);
+  }
+  const at = (head: string) => getJson(`${n.ledgerUrl}/state/${intkeyAddress('k')}?head=${head}`);
+  for (const i of [3, 4, 5]) {
+    const r = await at(blocks[i] as string);
+    t.equal(r.status, 200, `head of batch ${i} is within the history`);
+    t.equal((decode(Buffer.from(r.json.data, 'base64')) as Map<string, number>).get('k'), i, 'with the value as of that block');
+  }
+  const old = await at(blocks[2] as string);
+  t.equal(old.status, 404);
+  t.match(old.json, { error: { code: 50, message: /state root [0-9a-f]{64} is not available/ } });
+  const list = await getJson(`${n.ledgerUrl}/state?head=${blocks[1]}`);
+  t.equal(list.status, 404);
+  t.equal(list.json.error.code, 50);
+});
