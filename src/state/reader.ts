@@ -56,6 +56,8 @@ class Overlay {
 
 /** Overlays kept (the head's, and one for reads at an older checkpoint). */
 const OVERLAYS = 2;
+/** Resolved roots remembered. */
+const RESOLVED = 4096;
 const ROOT_RE = /^[0-9a-f]{64}$/;
 
 export class StateReader implements StateView {
@@ -66,6 +68,12 @@ export class StateReader implements StateView {
   /** Roots of blocks below this were pruned (only offline, so read once). */
   readonly #prunedBelow: number;
   #overlays: Overlay[] = [];
+  /**
+   * Roots resolved before (a root's block and state never change; the head is read at
+   * every request, and resolving reads and checks its delta): root -> block and overlay
+   * (null: the root's records are stored).
+   */
+  #resolved = new Map<string, { b: number | undefined; ov: Overlay | null }>();
 
   constructor(stores: StateStores, opts: StateReaderOptions) {
     this.#s = stores;
@@ -115,13 +123,30 @@ export class StateReader implements StateView {
 
   /** null: the root's records are stored; else its overlay and block. */
   #resolve(root: string): { ov: Overlay; b: number } | null {
-    if (typeof root !== 'string' || !ROOT_RE.test(root)) throw new UnknownRootError(String(root));
-    const key = Buffer.from(root, 'hex');
-    const b = this.#s.roots.get(key);
+    const hit = this.#resolved.get(root);
+    // An overlay no longer kept is not used from here (it would hold its memory).
+    if (hit !== undefined && (hit.ov === null || this.#overlays.includes(hit.ov))) {
+      this.#checkHistory(root, hit.b);
+      return hit.ov === null ? null : { ov: hit.ov, b: hit.b as number };
+    }
+    const r = this.#lookup(root);
+    if (this.#resolved.size >= RESOLVED) this.#resolved.clear();
+    this.#resolved.set(root, r);
+    return r.ov === null ? null : { ov: r.ov, b: r.b as number };
+  }
+
+  #checkHistory(root: string, b: number | undefined): void {
     if (b !== undefined && (b < this.#prunedBelow || (this.#history > 0 && this.#headNum() - b >= this.#history))) {
       throw new UnknownRootError(root);
     }
-    if (this.#tree.hasRoot(root)) return null;
+  }
+
+  #lookup(root: string): { b: number | undefined; ov: Overlay | null } {
+    if (typeof root !== 'string' || !ROOT_RE.test(root)) throw new UnknownRootError(String(root));
+    const key = Buffer.from(root, 'hex');
+    const b = this.#s.roots.get(key);
+    this.#checkHistory(root, b);
+    if (this.#tree.hasRoot(root)) return { b, ov: null };
     if (b === undefined) throw new UnknownRootError(root);
     const raw = this.#s.deltas.getBinary(b);
     if (raw === undefined) throw new UnknownRootError(root);
@@ -139,7 +164,7 @@ export class StateReader implements StateView {
       if (d === undefined) throw new UnknownRootError(root);
       ov.apply(x, decodeDelta(d).changes);
     }
-    return { ov, b };
+    return { b, ov };
   }
 }
 
