@@ -5,8 +5,14 @@
  * clock starts. Prints one JSON line with the per-round throughput and block build cost,
  * and the slope of the cost per batch against chain length (flat = independent of length).
  *
- * Env: TOTAL (1000000), SEGMENT (50000), CONNECTIONS (64).
+ * Also per round: the node's anonymous RSS and the bytes it wrote to disk per batch; at the
+ * end, the change of the cost per batch over the run relative to its mean (flatness), and
+ * the anonymous memory added per key.
+ *
+ * Env: TOTAL (1000000), SEGMENT (50000), CONNECTIONS (64). Any CAIRN_* variable is passed
+ * to the node.
  */
+import { readFileSync } from 'node:fs';
 import { startBenchNode } from './lib/node.js';
 import { Client } from './lib/http.js';
 import { generateBatches } from './lib/batches.js';
@@ -16,6 +22,16 @@ const env = (k: string, d: number): number => (process.env[k] ? Number(process.e
 const TOTAL = env('TOTAL', 1_000_000);
 const SEGMENT = env('SEGMENT', 50_000);
 const CONNECTIONS = env('CONNECTIONS', 64);
+
+/** write_bytes of a process (/proc/<pid>/io), or NaN. */
+function writeBytes(pid: number): number {
+  try {
+    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
+    return m ? Number(m[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
 
 function progress(msg: string): void {
   if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[growth] ${msg}\n`);
@@ -37,7 +53,9 @@ function slope(xs: number[], ys: number[]): number {
 
 export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<object> {
   const node = await startBenchNode({ ...nodeEnv, CAIRN_LOG_LEVEL: 'debug' });
-  const client = new Client(node.ledgerUrl, CONNECTIONS);
+  // A client per round: signing a round takes longer than the server keeps idle keep-alive
+  // connections open, and reusing one it just closed fails with "socket hang up".
+  let client = new Client(node.ledgerUrl, CONNECTIONS);
   const rounds: Array<{
     chainBatches: number;
     batchesPerSec: number;
@@ -45,6 +63,7 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
     buildUsPerBatch: number;
     rssMiB: number;
     rssAnonMiB: number;
+    diskBytesPerBatch: number;
   }> = [];
   let buildMs = 0;
   let buildBatches = 0;
@@ -61,6 +80,9 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
       const batches = generateBatches({ batches: n, txnsPerBatch: 1, signers: 8, keyspace: 0, incGap: 0, prefix: `s${seg}_` });
       buildMs = 0;
       buildBatches = 0;
+      client.close();
+      client = new Client(node.ledgerUrl, CONNECTIONS);
+      const w0 = writeBytes(node.pid);
       const t0 = performance.now();
       await submitAll(client, batches, CONNECTIONS);
       const bad = await waitAll(
@@ -77,11 +99,16 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
         buildUsPerBatch: buildBatches ? Math.round((buildMs * 1000) / buildBatches) : 0,
         rssMiB: Math.round(node.rssMiB()),
         rssAnonMiB: Math.round(node.rssAnonMiB()),
+        diskBytesPerBatch: Math.round((writeBytes(node.pid) - w0) / n),
       };
       rounds.push(r);
       progress(JSON.stringify(r));
     }
     const xs = rounds.map((r) => r.chainBatches / 1e6);
+    const us = rounds.map((r) => r.usPerBatch);
+    const meanUs = us.reduce((a, b) => a + b, 0) / us.length;
+    const first = rounds[0];
+    const last = rounds.at(-1);
     return {
       bench: 'growth',
       totalBatches: TOTAL,
@@ -100,6 +127,14 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
           rounds.map((r) => r.buildUsPerBatch),
         ),
       ),
+      // The fitted change of the cost per batch from the first round to the last, relative to
+      // its mean: within ±0.05 is flat to ±5%.
+      relativeSlope: Math.round(((slope(xs, us) * ((xs.at(-1) ?? 0) - (xs[0] ?? 0))) / meanUs) * 1000) / 1000,
+      // Anonymous memory the node added per key from the first round to the last.
+      anonBytesPerKey:
+        first && last && last !== first
+          ? Math.round(((last.rssAnonMiB - first.rssAnonMiB) * 1024 * 1024) / (last.chainBatches - first.chainBatches))
+          : 0,
       firstBatchesPerSec: rounds[0]?.batchesPerSec,
       lastBatchesPerSec: rounds.at(-1)?.batchesPerSec,
       peakRssMiB: Math.round(node.peakRssMiB()),
@@ -111,7 +146,9 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runGrowth().then(
+  const nodeEnv: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v) nodeEnv[k] = v;
+  runGrowth(nodeEnv).then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);

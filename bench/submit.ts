@@ -10,6 +10,9 @@
  * JIT compilation and the first blocks are not measured). Any CAIRN_* variable is passed
  * to the node.
  */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
 import { RawConnection } from './lib/raw.js';
@@ -55,6 +58,48 @@ export interface SubmitResult {
   verifiesPerSecPerCore: number;
   nodeHashesPerSec: number;
   cores: number;
+  /** Bytes the node process wrote to disk over the measured run, per committed batch (/proc/<pid>/io write_bytes). */
+  diskBytesPerBatch: number;
+  /** Growth of the data directory's LMDB files (ledger.mdb, pending.mdb) over the measured run, per committed batch. */
+  fileGrowthBytesPerBatch: number;
+}
+
+/** Total size of the LMDB data files in a data directory. */
+function dataFileBytes(dir: string): number {
+  let n = 0;
+  for (const f of ['ledger.mdb', 'pending.mdb']) {
+    try {
+      n += statSync(join(dir, f)).size;
+    } catch {
+      // not there (yet)
+    }
+  }
+  return n;
+}
+
+/** write_bytes of a process (bytes it caused to be written to storage), or NaN where /proc lacks it. */
+function writeBytes(pid: number): number {
+  return ioField(`/proc/${pid}/io`);
+}
+
+/** write_bytes per thread name (BENCH_THREADS=1: where the bytes come from). */
+function threadWrites(pid: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    const w = ioField(`/proc/${pid}/task/${tid}/io`);
+    if (w > 0) out[`${name}#${tid}`] = w;
+  }
+  return out;
+}
+
+function ioField(file: string): number {
+  try {
+    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(file, 'utf8'));
+    return m ? Number(m[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<SubmitResult> {
@@ -79,6 +124,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     let maxResponse = 0;
     let n429 = 0;
     let next = 0;
+    const written0 = writeBytes(node.pid);
+    const files0 = dataFileBytes(node.dataDir);
     const t0 = performance.now();
     const interval = RATE > 0 ? 1000 / RATE : 0;
     progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
@@ -140,6 +187,12 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
           batches.map((b) => b.id),
         );
     const tEnd = performance.now();
+    // Page cache write-back can lag the commits by a few seconds: sync the data directory's
+    // file system before reading the counter so the figure holds what the run wrote.
+    spawnSync('sync', ['-f', node.dataDir]);
+    const written = writeBytes(node.pid) - written0;
+    const grown = dataFileBytes(node.dataDir) - files0;
+    if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
     if (process.env.BENCH_THREADS === '1') {
@@ -176,6 +229,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       verifiesPerSecPerCore: bounds.verifiesPerSecPerCore,
       nodeHashesPerSec: bounds.nodeHashesPerSec,
       cores: bounds.cores,
+      diskBytesPerBatch: Math.round(written / N),
+      fileGrowthBytesPerBatch: Math.round(grown / N),
     };
   } finally {
     probe.close();

@@ -34,6 +34,10 @@ export interface Config {
    * it is INVALID, naming the missing dependency.
    */
   dependencyWaitSec: number;
+  /** Blocks between state checkpoints (the Merkle records of a root written whole). */
+  stateCheckpointBlocks: number;
+  /** Blocks behind the head whose state `head=` still reads (0 = all not pruned). */
+  stateHistoryBlocks: number;
   /**
    * When a 202 is sent: 'flush' once the pending-pool write is synced to disk (survives a
    * power loss), 'commit' once it is committed to the OS (survives kill -9 of the node,
@@ -134,6 +138,16 @@ export const OPTIONS: Record<string, OptionSpec> = {
   queueMultiplier: { flag: 'queue-multiplier', env: 'CAIRN_QUEUE_MULTIPLIER', help: 'back-pressure multiplier (default 10)' },
   queueInitialAverage: { flag: 'queue-initial-average', env: 'CAIRN_QUEUE_INITIAL_AVERAGE', help: 'initial batches-per-block average (default 30)' },
   dependencyWaitSec: { flag: 'dependency-wait', env: 'CAIRN_DEPENDENCY_WAIT', help: 's a batch may wait for a missing dependency (default 60)' },
+  stateCheckpointBlocks: {
+    flag: 'state-checkpoint-blocks',
+    env: 'CAIRN_STATE_CHECKPOINT_BLOCKS',
+    help: 'blocks between state checkpoints (default 256)',
+  },
+  stateHistoryBlocks: {
+    flag: 'state-history-blocks',
+    env: 'CAIRN_STATE_HISTORY_BLOCKS',
+    help: 'blocks behind the head whose state head= reads, 0 = all (default 0)',
+  },
   ackDurability: { flag: 'ack-durability', env: 'CAIRN_ACK_DURABILITY', help: "202 after 'flush' (fsync, default) or 'commit'" },
   poolThreads: { flag: 'pool-threads', env: 'CAIRN_POOL_THREADS', help: 'verification workers (default: cores)' },
   maxBodyBytes: { flag: 'max-body-bytes', env: 'CAIRN_MAX_BODY_BYTES', help: 'request body limit (default 10485760)' },
@@ -294,6 +308,8 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     queueMultiplier: int(get('queueMultiplier') ?? '10', 'queue multiplier', 1),
     queueInitialAverage: int(get('queueInitialAverage') ?? '30', 'queue initial average', 1),
     dependencyWaitSec: int(get('dependencyWaitSec') ?? '60', 'dependency wait', 1),
+    stateCheckpointBlocks: int(get('stateCheckpointBlocks') ?? '256', 'state checkpoint blocks', 1),
+    stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
     maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),

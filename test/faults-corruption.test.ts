@@ -56,7 +56,8 @@ let leafRaw: Buffer;
 let pendingBatch: { id: string; payload: Buffer };
 
 t.before(async () => {
-  const n = await startTestNode({}, base);
+  // A checkpoint every block: the head's leaves are in Merkle records, where the patches below look.
+  const n = await startTestNode({ CAIRN_STATE_CHECKPOINT_BLOCKS: '1' }, base);
   const batches = [intkeyBatch(signer, [['set', NAME, 12345]]), intkeyBatch(signer, [['set', 'other', 1]])];
   for (const b of batches) await postBatches(n.ledgerUrl, batchList(b));
   await waitCommitted(

@@ -1,12 +1,14 @@
 /**
  * The chain writer: writes a built block (or a round of verdicts) in ONE LMDB transaction
- * (state records, block, indexes, receipts, verdicts, read-model projection, new head)
- * and resolves once it is durable; or discards it. Built blocks are staged first: their
- * state records are readable (by the block builder, through `state`) before they are
- * durable, so the next block can be built on top while this one is written.
+ * (state delta, block, indexes, receipts, verdicts, read-model projection, new head; every
+ * N blocks the state checkpoint) and resolves once it is durable; or discards it. Built
+ * blocks are staged first: their state records are readable (by the block builder,
+ * through `state`) before they are durable, so the next block can be built on top while
+ * this one is written. The state engine (src/state/engine.ts) keeps the records made since
+ * the last checkpoint in memory.
  */
-import type { Database } from 'lmdb';
 import { MerkleTree } from '../state/merkle.js';
+import { StateEngine } from '../state/engine.js';
 import type { StateStore } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
 import { HEAD_KEY, ReadModelDbs, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
@@ -19,18 +21,6 @@ import { encodeReceipt, type BuiltBlock } from './block-builder.js';
 /** Parent id of block 0. */
 export const NULL_BLOCK_ID = '0000000000000000';
 
-/** Reads Merkle records from the staged blocks first, then from LMDB. */
-class StagedRecords {
-  readonly map = new Map<string, Buffer>();
-  constructor(private readonly db: Database<Buffer, Buffer>) {}
-  getBinaryFast(key: Buffer): Buffer | undefined {
-    return this.map.size ? (this.map.get(key.toString('latin1')) ?? this.db.getBinaryFast(key)) : this.db.getBinaryFast(key);
-  }
-  getBinary(key: Buffer): Buffer | undefined {
-    return this.map.size ? (this.map.get(key.toString('latin1')) ?? this.db.getBinary(key)) : this.db.getBinary(key);
-  }
-}
-
 export interface ChainWriterOptions {
   stores: LedgerStores;
   leafEncoding: LeafEncoding;
@@ -39,6 +29,8 @@ export interface ChainWriterOptions {
   writeFault: FaultPoint | null;
   /** Prefix of the read-model sub-database names ('' or absent: the node ledger's names). */
   readModelPrefix?: string;
+  /** Blocks between state checkpoints (default DEFAULT_CHECKPOINT_BLOCKS). */
+  checkpointEvery?: number;
 }
 
 /** More of a round written in the same transaction. */
@@ -51,7 +43,8 @@ export interface WriteExtras {
 
 export class ChainWriter {
   readonly #s: LedgerStores;
-  readonly #staged: StagedRecords;
+  readonly #engine: StateEngine;
+  #loaded = false;
   readonly #projectors: readonly ProjectorEntry[];
   readonly #readModel: ReadModelWriter;
   readonly #writeFault: FaultPoint | null;
@@ -61,8 +54,16 @@ export class ChainWriter {
   constructor(opts: ChainWriterOptions) {
     const s = opts.stores;
     this.#s = s;
-    this.#staged = new StagedRecords(s.merkle);
-    this.state = new MerkleTree(this.#staged as unknown as Database<Buffer, Buffer>, { leafEncoding: opts.leafEncoding });
+    this.#engine = new StateEngine(s, { leafEncoding: opts.leafEncoding, checkpointEvery: opts.checkpointEvery });
+    const tree = (): StateStore => {
+      if (!this.#loaded) this.loadState();
+      return this.#engine.tree;
+    };
+    this.state = {
+      get: (root, address) => tree().get(root, address),
+      entries: (root, prefix, o) => tree().entries(root, prefix, o),
+      update: (root, sets, deletes) => tree().update(root, sets, deletes),
+    };
     this.#projectors = opts.projectors;
     this.#writeFault = opts.writeFault;
     // Opened up front: never inside a write transaction.
@@ -82,6 +83,21 @@ export class ChainWriter {
     return this.#s.meta.get(HEAD_KEY) as ChainHead | undefined;
   }
 
+  /**
+   * Loads the state as of the durable head (its checkpoint and the deltas after it); done
+   * on first use if not called. Throws CorruptStateError when the stored state does not
+   * give the head's root.
+   */
+  loadState(): void {
+    this.#engine.recover(this.storedHead());
+    this.#loaded = true;
+  }
+
+  /** The state engine (for its figures). */
+  get engine(): StateEngine {
+    return this.#engine;
+  }
+
   /** Writes the records of the empty state root (once, before genesis). */
   async writeEmptyRoot(): Promise<void> {
     await this.#s.root.transaction(() => {
@@ -91,15 +107,17 @@ export class ChainWriter {
 
   /** Makes a built block's state readable to the builder before it is durable. */
   stage(built: BuiltBlock): void {
-    for (const [k, v] of built.merkleWrites) this.#staged.map.set(k.toString('latin1'), v);
+    if (!this.#loaded) this.loadState();
+    if (built.head) this.#engine.stage(built.head.blockNum, built.merkleWrites);
   }
 
-  /** Drops a staged block's state (once it is durable, or when it is discarded). */
-  unstage(built: BuiltBlock): void {
-    for (const [k] of built.merkleWrites) this.#staged.map.delete(k.toString('latin1'));
-  }
+  /**
+   * A staged block is durable (or dropped). Its records stay in memory until a checkpoint
+   * after it is durable: a record nothing reaches any more costs memory only until then.
+   */
+  unstage(_built: BuiltBlock): void {}
 
-  /** A built block that is not to be written: nothing of it stays. */
+  /** A built block that is not to be written. */
   discard(built: BuiltBlock): void {
     this.unstage(built);
   }
@@ -112,6 +130,8 @@ export class ChainWriter {
   async write(built: BuiltBlock, meta?: Array<[string, unknown]>, extras?: WriteExtras): Promise<void> {
     const s = this.#s;
     const { head, blockBytes } = built;
+    if (!this.#loaded) this.loadState();
+    let checkpoint: number | null = null;
     // A child transaction: if anything in here throws, none of this round's writes stay
     // in the (shared, batched) LMDB transaction.
     await s.root.childTransaction(() => {
@@ -121,8 +141,8 @@ export class ChainWriter {
         throw new Error(`round built on block ${built.parent.blockNum}, but the stored head is ${stored?.blockNum ?? 'none'}`);
       }
       if (meta) for (const [k, v] of meta) s.meta.put(k, v);
-      for (const [k, v] of built.merkleWrites) s.merkle.put(k, v);
       if (head && blockBytes) {
+        checkpoint = this.#engine.writeBlock(built.parent, head, built.merkleWrites, built.stateWrites);
         s.blocks.put(head.blockId, Buffer.from(blockBytes));
         s.blockByNum.put(head.blockNum, head.blockId);
         built.included.forEach(({ entry, batch, receipts }, bi) => {
@@ -139,6 +159,7 @@ export class ChainWriter {
     });
     // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
     await s.root.flushed;
+    this.#engine.durable(checkpoint);
   }
 
   /** Runs the read-model projectors over the block's state changes (inside its transaction). */

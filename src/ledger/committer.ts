@@ -92,6 +92,7 @@ export class Committer {
       leafEncoding: d.leafEncoding,
       projectors: projectorEntries(d.projectors),
       writeFault: faultPoint('ledger.write'),
+      checkpointEvery: opts.stateCheckpointBlocks,
     });
     this.#component = opts.component ? new ComponentServer(opts.component) : null;
     this.#builder = new BlockBuilder(this.#writer.state, signer, familyLookup(d.families), this.#component ?? undefined);
@@ -107,6 +108,7 @@ export class Committer {
   }
 
   async init(): Promise<void> {
+    this.#writer.loadState();
     this.#head = this.#writer.storedHead() ?? (await makeGenesis(this.#signer, this.#description.genesis, this.#builder, this.#writer));
     this.#tip = this.#head;
     // The minimum block interval counts from start-up (genesis or restart) too.

@@ -82,6 +82,7 @@ export class Ledger {
       leafEncoding: description.leafEncoding,
       pending: (id) => this.#writer.has(id),
       head: () => this.head,
+      stateHistory: config.stateHistoryBlocks,
     });
     this.#ingest = new Ingest({
       nodePublicKey: this.nodePublicKey,
@@ -111,6 +112,7 @@ export class Ledger {
         queueInitialAverage: config.queueInitialAverage,
         dependencyWaitMs: config.dependencyWaitSec * 1000,
         component: opts.component,
+        stateCheckpointBlocks: config.stateCheckpointBlocks,
       },
       () => ({
         onBlock: (e) => ledger!.#onBlock(e),

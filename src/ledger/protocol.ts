@@ -25,6 +25,8 @@ export interface CommitterOptions {
   dependencyWaitMs?: number;
   /** The component endpoint for transaction processors (src/component); absent: none. */
   component?: ComponentOptions;
+  /** Blocks between state checkpoints (default 256; see src/state/engine.ts). */
+  stateCheckpointBlocks?: number;
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */

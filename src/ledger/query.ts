@@ -4,7 +4,7 @@
  * interfaces get this, never the stores or the state tree behind it.
  */
 import type { RootDatabase } from 'lmdb';
-import { MerkleTree } from '../state/merkle.js';
+import { StateReader } from '../state/reader.js';
 import type { StateView } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
 import {
@@ -43,9 +43,16 @@ export class LedgerQuery {
     pending(id: string): boolean;
     /** The head as last reported by the committer (before the first block is stored). */
     head(): ChainHead;
+    /** Blocks behind the head whose state stays readable (0 or absent: all). */
+    stateHistory?: number;
   }) {
     this.#s = openLedgerStores(opts.db, opts.storePrefix);
-    this.state = new MerkleTree(this.#s.merkle, { verify: true, leafEncoding: opts.leafEncoding });
+    this.state = new StateReader(this.#s, {
+      verify: true,
+      leafEncoding: opts.leafEncoding,
+      history: opts.stateHistory,
+      headNum: () => this.head().blockNum,
+    });
     this.#pending = opts.pending;
     this.#fallbackHead = opts.head;
   }

@@ -3,20 +3,23 @@
  * (signature, chain link, number, batch ids against the batches, state root present),
  * every batch and its transactions (signatures, payload hashes, index entries), the index
  * sizes, every pending record (checksum, decoding, signatures), and the head's whole state
- * tree (every record reachable from the head root hashes to its key).
+ * (every record reachable from its checkpoint's root hashes to its key, and the deltas
+ * after the checkpoint give the head's root, as a restart would load it).
  */
 import protobuf from 'protobufjs';
 import type { RootDatabase } from 'lmdb';
 import { Batch, BlockHeader, decode, type BatchMsg, type BlockHeaderMsg } from '../proto/index.js';
 import { verify } from '../crypto/secp256k1.js';
 import { verifyBatchList } from '../ledger/verify.js';
-import { MerkleTree } from '../state/merkle.js';
+import { StateReader } from '../state/reader.js';
+import { PRUNED_BELOW_KEY } from '../state/deltas.js';
+import { checkReplay } from '../state/engine.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
 import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** ledger.meta key: state roots of blocks below this number were pruned (see prune.ts). */
-export const PRUNED_BELOW_KEY = 'state_pruned_below';
+export { PRUNED_BELOW_KEY };
 
 export interface CheckReport {
   blocks: number;
@@ -55,7 +58,7 @@ function splitBlock(bytes: Uint8Array): { header: Uint8Array; id: string; batche
 
 export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir: string): CheckReport {
   const s = openLedgerStores(db);
-  const tree = new MerkleTree(s.merkle, { verify: true });
+  const tree = new StateReader(s, { verify: true, leafEncoding: 'cbor' });
   const report: CheckReport = { blocks: 0, batches: 0, transactions: 0, pendingRecords: 0, stateLeaves: 0, problems: [] };
   const problem = (p: string): void => void report.problems.push(p);
 
@@ -142,7 +145,13 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
   const txnEntries = s.txnIndex.getKeysCount();
   if (txnEntries !== report.transactions) problem(`transaction index holds ${txnEntries} entries, blocks hold ${report.transactions} transactions`);
 
-  // The head's state: every reachable record is read and hash-checked.
+  // The head's state: it loads as a restart loads it, and every reachable record is read
+  // and hash-checked.
+  try {
+    checkReplay(s, head, 'cbor');
+  } catch (err) {
+    problem(`head state root ${head.stateRoot}: ${(err as Error).message}`);
+  }
   try {
     for (const _ of tree.entries(head.stateRoot, '')) report.stateLeaves++;
   } catch (err) {

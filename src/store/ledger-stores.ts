@@ -37,6 +37,10 @@ export interface LedgerStores {
   txnIndex: Database<TxnRecord, string>;
   meta: Database<unknown, string>;
   invalid: Database<InvalidRecord, string>;
+  /** State deltas by block number: appended, so a block's delta costs no random page write. */
+  deltas: Database<Buffer, number>;
+  /** State root (32 bytes) -> the newest block with it. */
+  roots: Database<number, Buffer>;
 }
 
 /** The stores of the ledger whose sub-database names carry `prefix` (see names.ts). */
@@ -51,6 +55,8 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
     txnIndex: root.openDB<TxnRecord, string>(n.txnIndex, {}),
     meta: root.openDB<unknown, string>(n.meta, {}),
     invalid: root.openDB<InvalidRecord, string>(n.invalid, {}),
+    deltas: root.openDB<Buffer, number>(n.stateDeltas, { keyEncoding: 'uint32', encoding: 'binary' }),
+    roots: root.openDB<number, Buffer>(n.stateRoots, { keyEncoding: 'binary' }),
   };
 }
 

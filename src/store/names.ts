@@ -13,6 +13,10 @@ export interface LedgerDbNames {
   txnIndex: string;
   meta: string;
   invalid: string;
+  /** State deltas by block number (src/state/deltas.ts). */
+  stateDeltas: string;
+  /** State root -> block number. */
+  stateRoots: string;
 }
 
 /** Prefix of the node's own ledger: its stores are `ledger.merkle`, `ledger.blocks`, … */
@@ -28,6 +32,8 @@ export function ledgerDbNames(prefix: string): LedgerDbNames {
     txnIndex: `${prefix}.txn_index`,
     meta: `${prefix}.meta`,
     invalid: `${prefix}.invalid`,
+    stateDeltas: `${prefix}.state_deltas`,
+    stateRoots: `${prefix}.state_roots`,
   };
 }
 

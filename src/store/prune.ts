@@ -2,13 +2,15 @@
  * Pruning of old state roots, offline (the node stopped, the directory locked). Merkle
  * records are content-addressed and shared between roots, so a record may go only when no
  * kept root reaches it: mark every record reachable from the state roots of the last
- * `keep` blocks, then delete the others. Blocks, batches, receipts and indexes are kept;
+ * `keep` blocks (for a root between checkpoints: its checkpoint's root, which its state
+ * delta names), then delete the others. Blocks, batches, receipts, state deltas and indexes are kept;
  * only state at older heads becomes unreadable (`head=` there answers 404, code 50).
  * LMDB reuses the freed pages for new data; the file itself does not shrink.
  */
 import type { RootDatabase } from 'lmdb';
 import { BlockHeader, Block, decode } from '../proto/index.js';
 import { parseRecord, BRANCH_HEAD, ENTRY } from '../state/records.js';
+import { deltaHead } from '../state/deltas.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
 import { PRUNED_BELOW_KEY } from './integrity.js';
 
@@ -35,7 +37,15 @@ export async function pruneStateRoots(db: RootDatabase, keep: number): Promise<P
     const bytes = id === undefined ? undefined : s.blocks.get(id);
     if (!bytes) throw new Error(`block ${num} is missing: run the check command first`);
     const h = decode(BlockHeader, decode(Block, bytes).header);
-    roots.push(Buffer.from(h.stateRootHash, 'hex'));
+    const root = Buffer.from(h.stateRootHash, 'hex');
+    if (s.merkle.doesExist(root)) {
+      roots.push(root);
+      continue;
+    }
+    // Between checkpoints: the state is the checkpoint's tree plus deltas.
+    const delta = s.deltas.getBinary(num);
+    if (delta === undefined) throw new Error(`the state of block ${num} is missing: run the check command; nothing was pruned`);
+    roots.push(Buffer.from(deltaHead(delta).baseRoot, 'hex'));
   }
 
   // Mark. A missing record means the directory is damaged: stop before deleting anything.

@@ -1,0 +1,192 @@
+/**
+ * The committer's state: the Merkle tree whose records made since the last checkpoint
+ * live in memory, over the checkpointed records in LMDB.
+ *
+ * A block's transaction writes only its delta (deltas.ts) and its root's index entry. Every
+ * `checkpointEvery` blocks, the block's transaction also writes the Merkle records of its
+ * root that are not stored yet (only those the root reaches: the records of roots in
+ * between, superseded since, are never written), and the in-memory records of blocks up
+ * to it are dropped once it is durable. On start, the state is the head's checkpoint with
+ * the deltas after it applied again (each checked against the root its block recorded),
+ * so a kill at any point loses nothing that was durable.
+ *
+ * Why every record the next roots need is stored or in memory after a drop: a block's
+ * update reads only records reachable from its parent's root (or ones it makes), so every
+ * record of roots after checkpoint K is either reachable from K's root (written with the
+ * checkpoint, or stored before) or made by a block after K (kept: tagged with the newest
+ * block that made it).
+ */
+import type { Database } from 'lmdb';
+import type { ChainHead } from '../store/ledger-stores.js';
+import { MerkleTree, CorruptStateError, EMPTY_ROOT } from './merkle.js';
+import type { LeafEncoding } from './node.js';
+import { BRANCH_HEAD, ENTRY, parseRecord } from './records.js';
+import { CHECKPOINT_KEY, decodeDelta, deltaHead, encodeDelta, type Checkpoint, type StateStores } from './deltas.js';
+
+/** Default blocks between checkpoints. */
+export const DEFAULT_CHECKPOINT_BLOCKS = 256;
+
+interface MemRecord {
+  rec: Buffer;
+  /** Newest block whose update made this record. */
+  block: number;
+}
+
+/** Records from memory first (made since the checkpoint), then from LMDB. */
+class RecordSource {
+  readonly mem = new Map<string, MemRecord>();
+  constructor(private readonly db: Database<Buffer, Buffer>) {}
+  getBinaryFast(key: Buffer): Buffer | undefined {
+    return this.mem.get(key.toString('latin1'))?.rec ?? this.db.getBinaryFast(key);
+  }
+  getBinary(key: Buffer): Buffer | undefined {
+    return this.mem.get(key.toString('latin1'))?.rec ?? this.db.getBinary(key);
+  }
+}
+
+export interface StateEngineOptions {
+  leafEncoding: LeafEncoding;
+  /** Blocks between checkpoints (>= 1). */
+  checkpointEvery?: number;
+}
+
+export class StateEngine {
+  readonly #s: StateStores;
+  readonly #src: RecordSource;
+  readonly #every: number;
+  /** The state as of the checkpoint, any block after it, or any staged block. */
+  readonly tree: MerkleTree;
+  /** The last checkpoint written (durable or not). */
+  #checkpoint: Checkpoint = { blockNum: -1, root: EMPTY_ROOT };
+
+  constructor(stores: StateStores, opts: StateEngineOptions) {
+    this.#s = stores;
+    this.#every = opts.checkpointEvery ?? DEFAULT_CHECKPOINT_BLOCKS;
+    if (!Number.isInteger(this.#every) || this.#every < 1) throw new RangeError('checkpointEvery must be a positive integer');
+    this.#src = new RecordSource(stores.merkle);
+    this.tree = new MerkleTree(this.#src as unknown as Database<Buffer, Buffer>, { leafEncoding: opts.leafEncoding });
+  }
+
+  get checkpoint(): Checkpoint {
+    return this.#checkpoint;
+  }
+
+  /** Records held in memory (made since the last durable checkpoint). */
+  get memRecords(): number {
+    return this.#src.mem.size;
+  }
+
+  /**
+   * Loads the state as of the durable head: its checkpoint, then every delta after it
+   * applied again. Throws CorruptStateError when a delta is missing or does not give the
+   * root its block recorded.
+   */
+  recover(head: ChainHead | undefined): void {
+    this.#src.mem.clear();
+    if (head === undefined) {
+      this.#checkpoint = { blockNum: -1, root: EMPTY_ROOT };
+      return;
+    }
+    if (this.#stored(head.stateRoot)) {
+      // Written before deltas existed, or the head is a checkpoint: nothing to apply.
+      this.#checkpoint = { blockNum: head.blockNum, root: head.stateRoot };
+      return;
+    }
+    const last = this.#s.deltas.getBinary(head.blockNum);
+    if (last === undefined) throw new CorruptStateError(`the state delta of head block ${head.blockNum} is missing`);
+    const { base, baseRoot } = deltaHead(last);
+    if (!this.#stored(baseRoot)) throw new CorruptStateError(`checkpoint root ${baseRoot} of block ${base} is missing`);
+    this.#checkpoint = { blockNum: base, root: baseRoot };
+    let root = baseRoot;
+    for (let b = base + 1; b <= head.blockNum; b++) {
+      const raw = this.#s.deltas.getBinary(b);
+      if (raw === undefined) throw new CorruptStateError(`the state delta of block ${b} is missing`);
+      const d = decodeDelta(raw);
+      const u = this.#apply(root, d.changes);
+      if (u.root !== d.root) throw new CorruptStateError(`block ${b}'s state delta gives root ${u.root}, not the recorded ${d.root}`);
+      this.stage(b, u.writes);
+      root = u.root;
+    }
+    if (root !== head.stateRoot) throw new CorruptStateError(`the state deltas give root ${root}, not the head's ${head.stateRoot}`);
+  }
+
+  /** Makes a block's records readable to the blocks built on it (before it is durable). */
+  stage(blockNum: number, writes: ReadonlyArray<[Buffer, Buffer]>): void {
+    const mem = this.#src.mem;
+    for (const [k, rec] of writes) {
+      const key = k.toString('latin1');
+      const m = mem.get(key);
+      if (m === undefined) mem.set(key, { rec, block: blockNum });
+      else if (m.block < blockNum) m.block = blockNum;
+    }
+  }
+
+  /**
+   * Inside the block's transaction: its delta, its root's index entry, and, when one is
+   * due, the checkpoint. Returns the checkpoint's block number, or null.
+   */
+  writeBlock(parent: ChainHead, head: ChainHead, writes: ReadonlyArray<[Buffer, Buffer]>, changes: Map<string, Uint8Array | null>): number | null {
+    const blockNum = head.blockNum;
+    this.stage(blockNum, writes);
+    const s = this.#s;
+    // A parent whose records are all stored (written whole, as a state service's first
+    // root is) is the better base: nothing before it needs applying.
+    if (parent.blockNum > this.#checkpoint.blockNum && this.#stored(parent.stateRoot)) {
+      this.#checkpoint = { blockNum: parent.blockNum, root: parent.stateRoot };
+    }
+    const cp = this.#checkpoint;
+    s.deltas.put(blockNum, encodeDelta({ root: head.stateRoot, base: cp.blockNum, baseRoot: cp.root, changes }));
+    s.roots.put(Buffer.from(head.stateRoot, 'hex'), blockNum);
+    if (blockNum - cp.blockNum < this.#every) return null;
+    this.#writeCheckpoint(blockNum, head.stateRoot);
+    return blockNum;
+  }
+
+  /** After a block's transaction is durable: a checkpoint's records leave memory. */
+  durable(checkpointBlock: number | null): void {
+    if (checkpointBlock === null) return;
+    for (const [k, m] of this.#src.mem) if (m.block <= checkpointBlock) this.#src.mem.delete(k);
+  }
+
+  /** Writes the records `root` reaches that are only in memory (inside a transaction). */
+  #writeCheckpoint(blockNum: number, root: string): void {
+    const mem = this.#src.mem;
+    const seen = new Set<string>();
+    const stack: Buffer[] = [Buffer.from(root, 'hex')];
+    for (let key = stack.pop(); key !== undefined; key = stack.pop()) {
+      const k = key.toString('latin1');
+      const m = mem.get(k);
+      if (m === undefined || seen.has(k)) continue; // stored already (or not ours: checked below)
+      seen.add(k);
+      this.#s.merkle.put(key, m.rec);
+      const r = parseRecord(m.rec);
+      if (r.branch) {
+        for (let i = 0, o = BRANCH_HEAD + 1; i < r.n; i++, o += ENTRY) stack.push(r.rec.subarray(o, o + 32));
+      } else if (!r.endLeaf) stack.push(r.end);
+    }
+    this.#s.meta.put(CHECKPOINT_KEY, { blockNum, root });
+    this.#checkpoint = { blockNum, root };
+  }
+
+  #stored(root: string): boolean {
+    return this.#s.merkle.getBinaryFast(Buffer.from(root, 'hex')) !== undefined;
+  }
+
+  #apply(root: string, changes: Map<string, Uint8Array | null>): { root: string; writes: Array<[Buffer, Buffer]> } {
+    const sets = new Map<string, Uint8Array>();
+    const deletes: string[] = [];
+    for (const [a, v] of changes) {
+      if (v === null) deletes.push(a);
+      else sets.set(a, v);
+    }
+    return this.tree.update(root, sets, deletes);
+  }
+}
+
+/**
+ * Loads the head's state the way a restart does (checkpoint plus deltas, every root
+ * checked), writing nothing; for the integrity check. Throws CorruptStateError.
+ */
+export function checkReplay(stores: StateStores, head: ChainHead, leafEncoding: LeafEncoding): void {
+  new StateEngine(stores, { leafEncoding }).recover(head);
+}

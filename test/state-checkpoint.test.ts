@@ -1,0 +1,173 @@
+/**
+ * The state engine's layout: deltas per block, the Merkle records only every N blocks.
+ * Roots must equal the reference root of the same leaves at every block; every root is
+ * readable (checkpoint tree + overlay) with the right values and listing order; a fresh
+ * engine recovers the head from checkpoint + deltas; what each block writes to the
+ * Merkle store is nothing between checkpoints.
+ */
+import t from 'tap';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { open, type RootDatabase } from 'lmdb';
+import { CorruptStateError, EMPTY_ROOT, MerkleTree, UnknownRootError, rootOf } from '../src/state/merkle.js';
+import { StateEngine } from '../src/state/engine.js';
+import { StateReader } from '../src/state/reader.js';
+import { CHECKPOINT_KEY } from '../src/state/deltas.js';
+import { openLedgerStores, type ChainHead, type LedgerStores } from '../src/store/ledger-stores.js';
+
+/** The tap test object (the callback parameter of t.test). */
+type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
+
+function env(t: TapTest): { root: RootDatabase; s: LedgerStores } {
+  const dir = fs.mkdtempSync(join(os.tmpdir(), 'cairn-state-'));
+  const root = open({ path: join(dir, 'ledger.mdb'), maxDbs: 64 });
+  t.teardown(async () => {
+    await root.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  return { root, s: openLedgerStores(root) };
+}
+
+/** Deterministic pseudo-random bytes. */
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 0x100000000;
+  };
+}
+
+const NS = '1cf126';
+const addrOf = (i: number): string => NS + crypto.createHash('sha512').update(`k${i}`).digest('hex').slice(0, 64);
+
+t.test('roots, reads and restart across checkpoints', async (t) => {
+  const { root, s } = env(t);
+  await root.transaction(() => {
+    for (const [k, v] of MerkleTree.emptyRootWrites()) s.merkle.put(k, v);
+  });
+  const every = 4;
+  const engine = new StateEngine(s, { leafEncoding: 'cbor', checkpointEvery: every });
+  engine.recover(undefined);
+  const reader = new StateReader(s, { leafEncoding: 'cbor', verify: true });
+  const rand = rng(7);
+  const leaves = new Map<string, Uint8Array>();
+  const history: Array<{ root: string; leaves: Map<string, Uint8Array> }> = [];
+  let parent: ChainHead = { blockId: 'none', blockNum: -1, stateRoot: EMPTY_ROOT };
+  const merkleCounts: number[] = [];
+  for (let b = 0; b < 15; b++) {
+    const changes = new Map<string, Uint8Array | null>();
+    for (let i = 0; i < 30; i++) {
+      const k = Math.floor(rand() * 120);
+      const a = addrOf(k);
+      if (rand() < 0.2) changes.set(a, null);
+      else changes.set(a, Buffer.from(`v${b}-${i}`));
+    }
+    const sets = new Map<string, Uint8Array>();
+    const deletes: string[] = [];
+    for (const [a, v] of changes) {
+      if (v === null) {
+        deletes.push(a);
+        leaves.delete(a);
+      } else {
+        sets.set(a, v);
+        leaves.set(a, v);
+      }
+    }
+    const u = engine.tree.update(parent.stateRoot, sets, deletes);
+    t.equal(u.root, rootOf(leaves), `block ${b}: root equals the reference root`);
+    const head: ChainHead = { blockId: `b${b}`, blockNum: b, stateRoot: u.root };
+    engine.stage(b, u.writes);
+    let cp: number | null = null;
+    const before = s.merkle.getKeysCount();
+    await root.transaction(() => {
+      cp = engine.writeBlock(parent, head, u.writes, changes);
+      s.meta.put('head', head);
+    });
+    engine.durable(cp);
+    merkleCounts.push(s.merkle.getKeysCount() - before);
+    t.equal(cp !== null, b % every === every - 1, `block ${b}: checkpoint only every ${every} blocks`);
+    history.push({ root: u.root, leaves: new Map(leaves) });
+    parent = head;
+  }
+  t.same(
+    merkleCounts.map((n, b) => (b % every === every - 1 ? n > 0 : n === 0)),
+    merkleCounts.map(() => true),
+    'Merkle records are written at checkpoints only',
+  );
+  t.same(s.meta.get(CHECKPOINT_KEY), { blockNum: 11, root: history[11]!.root });
+
+  // Every root readable, with exactly its leaves, in order both ways.
+  for (const [b, h] of history.entries()) {
+    const want = [...h.leaves.entries()].sort(([a], [b2]) => (a < b2 ? -1 : 1)).map(([a, v]) => `${a}=${Buffer.from(v).toString()}`);
+    const got = [...reader.entries(h.root, NS)].map((e) => `${e.address}=${e.value.toString()}`);
+    t.same(got, want, `block ${b}: entries`);
+    const rev = [...reader.entries(h.root, '', { reverse: true })].map((e) => `${e.address}=${e.value.toString()}`);
+    t.same(rev, [...want].reverse(), `block ${b}: entries reversed`);
+    const from = want[3]!.split('=')[0]!;
+    t.same(
+      [...reader.entries(h.root, NS, { start: from })].map((e) => e.address),
+      want.slice(3).map((w) => w.split('=')[0]),
+      `block ${b}: entries from a start`,
+    );
+    for (let k = 0; k < 120; k += 7) {
+      const a = addrOf(k);
+      const v = h.leaves.get(a);
+      t.equal(reader.get(h.root, a)?.toString(), v === undefined ? undefined : Buffer.from(v).toString());
+    }
+  }
+
+  // A fresh engine loads the head from the checkpoint (block 11) and deltas 12..14.
+  const again = new StateEngine(s, { leafEncoding: 'cbor', checkpointEvery: every });
+  again.recover(parent);
+  t.equal(again.checkpoint.blockNum, 11);
+  t.ok(again.memRecords > 0, 'records after the checkpoint are in memory again');
+  const next = again.tree.update(parent.stateRoot, new Map([[addrOf(1), Buffer.from('x')]]), []);
+  leaves.set(addrOf(1), Buffer.from('x'));
+  t.equal(next.root, rootOf(leaves), 'a block built on the recovered state has the reference root');
+
+  // A damaged delta is found on recovery, not served.
+  await root.transaction(() => {
+    const raw = s.deltas.getBinary(13)!;
+    raw[raw.length - 1] = raw[raw.length - 1]! ^ 1;
+    s.deltas.put(13, raw);
+  });
+  t.throws(() => new StateEngine(s, { leafEncoding: 'cbor' }).recover(parent), { name: 'CorruptDeltaError' });
+  let served: unknown;
+  try {
+    served = new StateReader(s, { leafEncoding: 'cbor' }).get(history[13]!.root, addrOf(1));
+  } catch (err) {
+    served = err;
+  }
+  t.ok(served instanceof CorruptStateError, 'and never served (the gateway answers 503 for a CorruptStateError)');
+});
+
+t.test('history: roots older than the setting are unknown roots', async (t) => {
+  const { root, s } = env(t);
+  await root.transaction(() => {
+    for (const [k, v] of MerkleTree.emptyRootWrites()) s.merkle.put(k, v);
+  });
+  const engine = new StateEngine(s, { leafEncoding: 'raw', checkpointEvery: 100 });
+  engine.recover(undefined);
+  let parent: ChainHead = { blockId: 'none', blockNum: -1, stateRoot: EMPTY_ROOT };
+  const roots: string[] = [];
+  for (let b = 0; b < 6; b++) {
+    const changes = new Map<string, Uint8Array | null>([[addrOf(b), Buffer.from([b])]]);
+    const u = engine.tree.update(parent.stateRoot, new Map([[addrOf(b), Buffer.from([b])]]), []);
+    const head = { blockId: `b${b}`, blockNum: b, stateRoot: u.root };
+    await root.transaction(() => void engine.writeBlock(parent, head, u.writes, changes));
+    roots.push(u.root);
+    parent = head;
+  }
+  const reader = new StateReader(s, { leafEncoding: 'raw', history: 3, headNum: () => 5 });
+  t.same(reader.get(roots[5]!, addrOf(0)), Buffer.from([0]));
+  t.same(reader.get(roots[3]!, addrOf(3)), Buffer.from([3]));
+  t.equal(reader.get(roots[3]!, addrOf(4)), undefined);
+  t.throws(() => reader.get(roots[2]!, addrOf(0)), UnknownRootError, 'three blocks behind the head is beyond a history of 3');
+  t.throws(() => reader.entries(roots[0]!, ''), UnknownRootError);
+  t.notOk(reader.hasRoot('00'.repeat(32)));
+  t.ok(new StateReader(s, { leafEncoding: 'raw' }).hasRoot(roots[0]!), 'without a limit every root stays readable');
+});
