@@ -3,9 +3,9 @@
  * autocannon against GET /state/{address}, GET /batch_statuses?id= and
  * GET /blocks?limit=100, each for DURATION seconds with CONNECTIONS connections, and
  * prints one JSON line with requests/s and latency percentiles per route. The chain is
- * loaded with blocks published at most every 300 ms, so they are large (up to the node's batches per block): the
- * block page line says how large (`pageBytes`, `batchesPerBlock`). Any CAIRN_* variable is
- * passed to the node; BENCH_NODE_DIR runs another checkout's build.
+ * loaded with a block at most every 300 ms, so blocks are large (up to the node's batches
+ * per block); the block page line says how large (`pageBytes`, `batchesPerBlock`). Any
+ * CAIRN_* variable is passed to the node; BENCH_NODE_DIR runs another checkout's build.
  */
 import autocannon from 'autocannon';
 import { startBenchNode } from './lib/node.js';

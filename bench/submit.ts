@@ -5,7 +5,9 @@
  *
  * Env: BATCHES (20000), TXNS (1), SIGNERS (8), KEYSPACE (0 = every op sets a new key;
  * otherwise ops after the first KEYSPACE sets are incs of earlier keys), CONNECTIONS (32),
- * RATE (0 = full speed, else batches/s), SAMPLE (1 in 50 batches gets a commit-latency
+ * RATE (0 = full speed, else batches/s; `half` = two runs on fresh nodes: full speed first,
+ * then at half of the committed rate it reached, which is the line printed, with the peak
+ * in `peakCommittedBatchesPerSec`: the latency figures at half of peak), SAMPLE (1 in 50 batches gets a commit-latency
  * probe), WARMUP (2000 batches submitted and committed before the clock starts, so that
  * JIT compilation and the first blocks are not measured). Any CAIRN_* variable is passed
  * to the node.
@@ -23,7 +25,7 @@ const K = env('TXNS', 1);
 const S = env('SIGNERS', 8);
 const KEYSPACE = env('KEYSPACE', 0);
 const C = env('CONNECTIONS', 32);
-const RATE = env('RATE', 0);
+const RATE_MODE = process.env.RATE ?? '0';
 const SAMPLE = env('SAMPLE', 50);
 const WARMUP = env('WARMUP', 2000);
 
@@ -57,7 +59,7 @@ export interface SubmitResult {
   cores: number;
 }
 
-export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<SubmitResult> {
+export async function runSubmit(nodeEnv: Record<string, string> = {}, RATE = RATE_MODE === 'half' ? 0 : Number(RATE_MODE)): Promise<SubmitResult> {
   progress(`generating ${N} batches × ${K} txns`);
   const batches = generateBatches({ batches: N, txnsPerBatch: K, signers: S, keyspace: KEYSPACE, incGap: 4 * C * K });
   const bounds = measureBounds(K);
@@ -186,7 +188,14 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
 if (import.meta.url === `file://${process.argv[1]}`) {
   const nodeEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v) nodeEnv[k] = v;
-  runSubmit(nodeEnv).then(
+  const run = async (): Promise<object> => {
+    if (RATE_MODE !== 'half') return runSubmit(nodeEnv);
+    const peak = await runSubmit(nodeEnv, 0);
+    progress(`peak ${peak.committedBatchesPerSec} batches/s; again at half of it`);
+    const half = await runSubmit(nodeEnv, Math.max(1, Math.round(peak.committedBatchesPerSec / 2)));
+    return { ...half, rateMode: 'half', peakCommittedBatchesPerSec: peak.committedBatchesPerSec, peakSignatureBoundFraction: peak.signatureBoundFraction };
+  };
+  run().then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);
