@@ -59,7 +59,7 @@ export interface SubmitResult {
   cores: number;
 }
 
-export async function runSubmit(nodeEnv: Record<string, string> = {}, RATE = RATE_MODE === 'half' ? 0 : Number(RATE_MODE)): Promise<SubmitResult> {
+export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RATE_MODE === 'half' ? 0 : Number(RATE_MODE)): Promise<SubmitResult> {
   progress(`generating ${N} batches × ${K} txns`);
   const batches = generateBatches({ batches: N, txnsPerBatch: K, signers: S, keyspace: KEYSPACE, incGap: 4 * C * K });
   const bounds = measureBounds(K);
@@ -82,8 +82,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, RATE = RAT
     let n429 = 0;
     let next = 0;
     const t0 = performance.now();
-    const interval = RATE > 0 ? 1000 / RATE : 0;
-    progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
+    const interval = rate > 0 ? 1000 / rate : 0;
+    progress(`submitting over ${C} connections${rate ? ` at ${rate}/s` : ''}`);
     const u = new URL(node.ledgerUrl);
     const hostHeader = `${u.hostname}:${u.port}`;
     const requests = batches.map((b) => RawConnection.request(hostHeader, 'POST', '/batches', b.body));
@@ -159,7 +159,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, RATE = RAT
       batches: N,
       txnsPerBatch: K,
       connections: C,
-      rate: RATE,
+      rate,
       committedBatchesPerSec: Math.round(bps),
       committedTxnsPerSec: Math.round(bps * K),
       submitP50Ms: r2(percentile(submitLat, 50)),
@@ -193,7 +193,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     const peak = await runSubmit(nodeEnv, 0);
     progress(`peak ${peak.committedBatchesPerSec} batches/s; again at half of it`);
     const half = await runSubmit(nodeEnv, Math.max(1, Math.round(peak.committedBatchesPerSec / 2)));
-    return { ...half, rateMode: 'half', peakCommittedBatchesPerSec: peak.committedBatchesPerSec, peakSignatureBoundFraction: peak.signatureBoundFraction };
+    return {
+      ...half,
+      rateMode: 'half',
+      peakCommittedBatchesPerSec: peak.committedBatchesPerSec,
+      peakSignatureBoundFraction: peak.signatureBoundFraction,
+    };
   };
   run().then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
