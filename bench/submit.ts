@@ -5,7 +5,9 @@
  *
  * Env: BATCHES (20000), TXNS (1), SIGNERS (8), KEYSPACE (0 = every op sets a new key;
  * otherwise ops after the first KEYSPACE sets are incs of earlier keys), CONNECTIONS (32),
- * RATE (0 = full speed, else batches/s), SAMPLE (1 in 50 batches gets a commit-latency
+ * RATE (0 = full speed, else batches/s; `half` = two runs on fresh nodes: full speed first,
+ * then at half of the committed rate it reached, which is the line printed, with the peak
+ * in `peakCommittedBatchesPerSec`: the latency figures at half of peak), SAMPLE (1 in 50 batches gets a commit-latency
  * probe), WARMUP (2000 batches submitted and committed before the clock starts, so that
  * JIT compilation and the first blocks are not measured). Any CAIRN_* variable is passed
  * to the node.
@@ -26,7 +28,7 @@ const K = env('TXNS', 1);
 const S = env('SIGNERS', 8);
 const KEYSPACE = env('KEYSPACE', 0);
 const C = env('CONNECTIONS', 32);
-const RATE = env('RATE', 0);
+const RATE_MODE = process.env.RATE ?? '0';
 const SAMPLE = env('SAMPLE', 50);
 const WARMUP = env('WARMUP', 2000);
 
@@ -102,7 +104,7 @@ function ioField(file: string): number {
   }
 }
 
-export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<SubmitResult> {
+export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RATE_MODE === 'half' ? 0 : Number(RATE_MODE)): Promise<SubmitResult> {
   progress(`generating ${N} batches × ${K} txns`);
   const batches = generateBatches({ batches: N, txnsPerBatch: K, signers: S, keyspace: KEYSPACE, incGap: 4 * C * K });
   const bounds = measureBounds(K);
@@ -127,8 +129,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
     const written0 = writeBytes(node.pid);
     const files0 = dataFileBytes(node.dataDir);
     const t0 = performance.now();
-    const interval = RATE > 0 ? 1000 / RATE : 0;
-    progress(`submitting over ${C} connections${RATE ? ` at ${RATE}/s` : ''}`);
+    const interval = rate > 0 ? 1000 / rate : 0;
+    progress(`submitting over ${C} connections${rate ? ` at ${rate}/s` : ''}`);
     const u = new URL(node.ledgerUrl);
     const hostHeader = `${u.hostname}:${u.port}`;
     const requests = batches.map((b) => RawConnection.request(hostHeader, 'POST', '/batches', b.body));
@@ -210,7 +212,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
       batches: N,
       txnsPerBatch: K,
       connections: C,
-      rate: RATE,
+      rate,
       committedBatchesPerSec: Math.round(bps),
       committedTxnsPerSec: Math.round(bps * K),
       submitP50Ms: r2(percentile(submitLat, 50)),
@@ -241,7 +243,19 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}): Promise<S
 if (import.meta.url === `file://${process.argv[1]}`) {
   const nodeEnv: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('CAIRN_') && v) nodeEnv[k] = v;
-  runSubmit(nodeEnv).then(
+  const run = async (): Promise<object> => {
+    if (RATE_MODE !== 'half') return runSubmit(nodeEnv);
+    const peak = await runSubmit(nodeEnv, 0);
+    progress(`peak ${peak.committedBatchesPerSec} batches/s; again at half of it`);
+    const half = await runSubmit(nodeEnv, Math.max(1, Math.round(peak.committedBatchesPerSec / 2)));
+    return {
+      ...half,
+      rateMode: 'half',
+      peakCommittedBatchesPerSec: peak.committedBatchesPerSec,
+      peakSignatureBoundFraction: peak.signatureBoundFraction,
+    };
+  };
+  run().then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
       process.stderr.write(`${String(err)}\n`);

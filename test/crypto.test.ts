@@ -60,3 +60,19 @@ t.test('the @noble fallback gives the same answers', async (t) => {
   t.equal(parsed.backend, 'noble');
   for (const [i, v] of V.entries()) t.same(parsed.results[i], [v.pub, v.sig, true, false]);
 });
+
+t.test('keys kept in uncompressed form: the same answers on every call, bad keys refused', async (t) => {
+  const [a, b] = V as [(typeof V)[0], (typeof V)[0]];
+  for (let i = 0; i < 3; i++) {
+    t.ok(verify(a.sig, Buffer.from(a.msg), a.pub), `right key, call ${i}`);
+    t.notOk(verify(a.sig, Buffer.from(a.msg), b.pub), `other signer's key, call ${i}`);
+    t.notOk(verify(b.sig, Buffer.from(a.msg), b.pub), `other message, call ${i}`);
+  }
+  // Well-formed hex, but no point on the curve has this x (beyond the field prime).
+  const offCurve = `02${'f'.repeat(64)}`;
+  for (let i = 0; i < 2; i++) t.notOk(verify(a.sig, Buffer.from(a.msg), offCurve), `a key off the curve, call ${i}`);
+  // Same x, other parity: the other point, which did not sign.
+  const flipped = (a.pub.startsWith('02') ? '03' : '02') + a.pub.slice(2);
+  t.notOk(verify(a.sig, Buffer.from(a.msg), flipped), 'the negated key');
+  t.ok(verify(a.sig, Buffer.from(a.msg), a.pub), 'the right key still verifies after those');
+});

@@ -13,6 +13,7 @@ const require = createRequire(import.meta.url);
 
 interface NativeSecp {
   ecdsaVerify(sig: Uint8Array, msg32: Uint8Array, pub: Uint8Array): boolean;
+  publicKeyConvert(pub: Uint8Array, compressed?: boolean): Uint8Array;
   ecdsaSign(msg32: Uint8Array, priv: Uint8Array): { signature: Uint8Array };
   publicKeyCreate(priv: Uint8Array, compressed?: boolean): Uint8Array;
   privateKeyVerify(priv: Uint8Array): boolean;
@@ -50,16 +51,35 @@ export function sha512Hex(data: Uint8Array | string): string {
 }
 
 /**
+ * Signers' keys in the uncompressed form libsecp256k1 parses without a square root
+ * (~10% of a verify with a compressed key). The same few keys sign most batches; the map
+ * is emptied when full.
+ */
+const uncompressed = new Map<string, Uint8Array>();
+const UNCOMPRESSED_KEYS = 4096;
+
+function nativeKey(n: NativeSecp, publicKeyHex: string): Uint8Array {
+  let pub = uncompressed.get(publicKeyHex);
+  if (pub === undefined) {
+    // Throws for a point that is not on the curve (the caller answers false).
+    pub = n.publicKeyConvert(Buffer.from(publicKeyHex, 'hex'), false);
+    if (uncompressed.size >= UNCOMPRESSED_KEYS) uncompressed.clear();
+    uncompressed.set(publicKeyHex, pub);
+  }
+  return pub;
+}
+
+/**
  * Verifies a hex compact signature over sha256(message) with a hex compressed key.
  * Returns false (never throws) for malformed input, high-S signatures or wrong keys.
  */
 export function verify(signatureHex: string, message: Uint8Array, publicKeyHex: string): boolean {
   if (!HEX64.test(signatureHex) || !PUBHEX.test(publicKeyHex)) return false;
   const sig = Buffer.from(signatureHex, 'hex');
-  const pub = Buffer.from(publicKeyHex, 'hex');
   const digest = sha256(message);
   try {
-    if (native) return native.ecdsaVerify(sig, digest, pub);
+    if (native) return native.ecdsaVerify(sig, digest, nativeKey(native, publicKeyHex));
+    const pub = Buffer.from(publicKeyHex, 'hex');
     return noble.verify(sig, digest, pub, { prehash: false, lowS: true });
   } catch {
     return false;

@@ -1,12 +1,16 @@
 /**
- * Read access to the committed chain for the HTTP thread: synchronous LMDB reads, and a
- * small LRU of decoded blocks (blocks are immutable, so cached JSON never goes stale).
+ * Read access to the committed chain for the HTTP thread: synchronous LMDB reads, a
+ * small LRU of decoded blocks, and an LRU of blocks serialised as the gateway writes them
+ * (blocks are immutable, so cached JSON never goes stale). A page of blocks is the
+ * concatenation of serialised blocks: each block is serialised once, not once per page.
  */
+import { serializer } from '../http/route.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { BatchPos, TxnPos } from '../ledger/query.js';
 import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ID_RE } from './params.js';
+import { blockSchema } from './schemas.js';
 
 export interface ChainBlock {
   id: string;
@@ -25,11 +29,21 @@ export interface ResolvedHead {
 
 /** Bytes of stored blocks kept decoded; the JSON form takes a small multiple of this. */
 const CACHE_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes of serialised block JSON kept (outside the JS heap, in Buffers): a 100-block page
+ * of 1,000-batch blocks is ~26 MB, so this holds a few such pages.
+ */
+const JSON_CACHE_BYTES = 128 * 1024 * 1024;
+
+const writeBlock = serializer(blockSchema);
 
 export class ChainReader {
   readonly #ledger: Ledger;
   readonly #cache = new Map<string, { block: ChainBlock; size: number }>();
   #size = 0;
+  /** Serialised block JSON by block id, least recently used first. */
+  readonly #jsonCache = new Map<string, Buffer>();
+  #jsonSize = 0;
 
   constructor(ledger: Ledger) {
     this.#ledger = ledger;
@@ -67,6 +81,32 @@ export class ChainReader {
       this.#size -= v.size;
     }
     return block;
+  }
+
+  /**
+   * Block `num` (of a chain whose head is at least `num`) serialised as the gateway writes
+   * a block: the bytes of `writeBlock(at(num).json)`, kept so that pages reuse them.
+   */
+  jsonAt(num: number): { id: string; bytes: Buffer } {
+    const id = this.#ledger.query.blockId(num);
+    if (id === undefined) throw new Error(`block ${num} is missing from the block store`);
+    const hit = this.#jsonCache.get(id);
+    if (hit) {
+      this.#jsonCache.delete(id);
+      this.#jsonCache.set(id, hit);
+      return { id, bytes: hit };
+    }
+    const block = this.byId(id);
+    if (!block) throw new Error(`block ${num} is missing from the block store`);
+    const bytes = Buffer.from(writeBlock(block.json));
+    this.#jsonCache.set(id, bytes);
+    this.#jsonSize += bytes.length;
+    for (const [k, v] of this.#jsonCache) {
+      if (this.#jsonSize <= JSON_CACHE_BYTES || this.#jsonCache.size <= 1) break;
+      this.#jsonCache.delete(k);
+      this.#jsonSize -= v.length;
+    }
+    return { id, bytes };
   }
 
   byNum(num: number): ChainBlock | undefined {

@@ -40,7 +40,8 @@ const batchSchema = {
   },
 } as const;
 
-const blockSchema = {
+/** One block as the gateway writes it (its serialised form is also cached per block: chain.ts). */
+export const blockSchema = {
   type: 'object',
   properties: {
     batches: { type: 'array', items: batchSchema },
@@ -103,6 +104,9 @@ const statusSchema = {
     status: str,
   },
 } as const;
+
+/** The members of a list reply after `data` (a page of blocks writes `data` from cached bytes). */
+export const listEnvelope: ReplySchema = { type: 'object', properties: { head: str, link: str, paging: pagingSchema } };
 
 const list = (items: object): ReplySchema => ({
   type: 'object',

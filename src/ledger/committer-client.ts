@@ -65,8 +65,9 @@ export class CommitterClient {
     return { client: new CommitterClient(worker, handlers()), ready };
   }
 
-  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
-    this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter);
+  /** `transfer`: buffers the batches' bytes live in, moved to the committer (unusable here afterwards). */
+  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>, transfer: ArrayBuffer[] = []): void {
+    this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter, transfer);
   }
 
   /** Asks the thread to finish the blocks in flight and stop; ends it after 10 s at the latest. */

@@ -161,7 +161,8 @@ export class Ingest {
         item.resolve({ ok: false, code: 'QUEUE_FULL', message: 'queue full' });
         continue;
       }
-      for (const b of r.batches) batches.push({ id: b.id, bytes: item.body.slice(b.start, b.end) });
+      // Views, not copies: the pending-pool record copies them once.
+      for (const b of r.batches) batches.push({ id: b.id, bytes: item.body.subarray(b.start, b.end) });
       accepted.push({ item, ids: r.batches.map((b) => b.id) });
     }
     if (accepted.length === 0) return;

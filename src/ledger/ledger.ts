@@ -73,7 +73,7 @@ export class Ledger {
       nextSeq: ready.nextSeq,
       pendingIds: ready.pendingIds,
       committed: (id) => this.query.isBatchCommitted(id),
-      enqueue: (seg, batches) => this.#committer.enqueue(seg, batches),
+      enqueue: (seg, batches, transfer) => this.#committer.enqueue(seg, batches, transfer),
       refusal: () => (this.#closed ? 'The node is shutting down' : this.#fault !== null ? this.#faultMessage() : null),
     });
     this.query = new LedgerQuery({

@@ -6,7 +6,7 @@
  */
 import type { RootDatabase } from 'lmdb';
 import { log } from '../log.js';
-import { encodeSegment } from '../store/pending-pool.js';
+import { encodeSegment, segmentViews } from '../store/pending-pool.js';
 import { faultPoint } from '../store/test-faults.js';
 import { writeFailure } from '../store/errors.js';
 
@@ -22,8 +22,11 @@ export interface PendingWriterOptions {
   pendingIds: string[];
   /** Whether a batch is committed already (then it is not written again). */
   committed(id: string): boolean;
-  /** Hands a durable segment to the committer. */
-  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void;
+  /**
+   * Hands a durable segment to the committer. The batches' bytes are views into one
+   * buffer the writer no longer needs: `transfer` lists it, to be moved, not copied.
+   */
+  enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>, transfer: ArrayBuffer[]): void;
   /** Null while batches may be stored; else the message of the 503 (shutting down, a fault). */
   refusal(): string | null;
 }
@@ -98,13 +101,15 @@ export class PendingWriter {
     // Reserve the ids now so that a concurrent copy is not written twice (it waits for this write).
     for (const b of fresh) this.#pending.add(b.id);
     const db = this.#o.db;
+    let record: Buffer | undefined;
     const write = (async (): Promise<void> => {
       try {
         if (this.#fault) {
           if (this.#fault.delayMs) await new Promise((r) => setTimeout(r, this.#fault!.delayMs));
           this.#fault.check();
         }
-        await db.put(seg, encodeSegment(fresh));
+        record = encodeSegment(fresh);
+        await db.put(seg, record);
         if (this.#o.ackDurability === 'flush') await db.flushed;
       } catch (err) {
         for (const b of fresh) this.#pending.delete(b.id);
@@ -114,7 +119,14 @@ export class PendingWriter {
       } finally {
         for (const b of fresh) this.#writing.delete(b.id);
       }
-      this.#o.enqueue(seg, fresh);
+      // The committer gets the record's own bytes: one buffer moved to its thread, not a
+      // copy per batch. The record is written by now (lmdb-js holds it until the commit).
+      const views = segmentViews(record);
+      this.#o.enqueue(
+        seg,
+        fresh.map((b, i) => ({ id: b.id, bytes: views[i]! })),
+        [record.buffer as ArrayBuffer],
+      );
     })();
     for (const b of fresh) this.#writing.set(b.id, write);
     return write;

@@ -36,6 +36,12 @@ export interface VerifyTask {
   nodeKeyOnly: Array<string | undefined>;
 }
 
+/** What a verify task answers: one verdict per body, and the bodies themselves (handed back by transfer). */
+export interface VerifyReply {
+  results: import('./verify.js').VerifyResult[];
+  bodies: Uint8Array[];
+}
+
 /** Set once per verify worker (piscina workerData): the families its ledger accepts. */
 export interface VerifyWorkerData {
   families: string[];

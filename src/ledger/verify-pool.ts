@@ -6,7 +6,7 @@
  */
 import { Piscina } from 'piscina';
 import type { VerifyResult } from './verify.js';
-import type { VerifyTask, VerifyWorkerData } from './protocol.js';
+import type { VerifyReply, VerifyTask, VerifyWorkerData } from './protocol.js';
 import { workerFile } from './worker-file.js';
 
 /** Bodies verified per piscina task at most; larger flushes are split across workers. */
@@ -79,11 +79,30 @@ export class VerifyPool<T extends VerifyItem> {
   }
 
   async #run(items: T[]): Promise<void> {
-    const task: VerifyTask = { bodies: items.map((i) => i.body), nodeKeyOnly: items.map((i) => i.nodeKeyOnly) };
+    // The bodies go to the worker by transfer, not by copy, and come back the same way
+    // (the pending-pool write needs them). A body that does not own its whole buffer (a
+    // view into a larger one) is copied as before.
+    const transferList: ArrayBuffer[] = [];
+    const moved = new Set<ArrayBufferLike>();
+    const bodies = items.map((i) => {
+      const b = i.body;
+      if (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength && b.buffer instanceof ArrayBuffer && !moved.has(b.buffer)) {
+        moved.add(b.buffer);
+        transferList.push(b.buffer);
+      }
+      return b;
+    });
+    const task: VerifyTask = { bodies, nodeKeyOnly: items.map((i) => i.nodeKeyOnly) };
     let results: VerifyResult[];
     this.#tasksInFlight++;
     try {
-      results = (await this.#pool.run(task)) as VerifyResult[];
+      const reply = (await this.#pool.run(task, { transferList })) as VerifyReply;
+      results = reply.results;
+      // Same order as sent: each item gets its own bytes back (the sent view is detached now).
+      items.forEach((item, k) => {
+        const b = reply.bodies[k];
+        if (b) item.body = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+      });
     } catch (err) {
       this.#opts.onFailed(items, err);
       return;

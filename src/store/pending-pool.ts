@@ -36,7 +36,9 @@ function sum(body: Uint8Array): Buffer {
 export function encodeSegment(batches: Array<{ bytes: Uint8Array }>): Buffer {
   let size = HEAD;
   for (const b of batches) size += 4 + b.bytes.length;
-  const out = Buffer.allocUnsafe(size);
+  // Its own ArrayBuffer (never a slice of Node's shared pool): the segment's bytes are
+  // handed on to the committer by transfer once durable.
+  const out = Buffer.allocUnsafeSlow(size);
   let o = HEAD;
   for (const b of batches) {
     out.writeUInt32BE(b.bytes.length, o);
@@ -45,6 +47,21 @@ export function encodeSegment(batches: Array<{ bytes: Uint8Array }>): Buffer {
   }
   out.writeUInt32BE(MARK, 0);
   sum(out.subarray(HEAD)).copy(out, 4);
+  return out;
+}
+
+/**
+ * The batches of a record written by encodeSegment, as views into it (no copies, no
+ * checks: the caller wrote it). Same order as the batches given to encodeSegment.
+ */
+export function segmentViews(seg: Buffer): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let o = HEAD;
+  while (o < seg.length) {
+    const len = seg.readUInt32BE(o);
+    out.push(seg.subarray(o + 4, o + 4 + len));
+    o += 4 + len;
+  }
   return out;
 }
 
