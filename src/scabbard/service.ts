@@ -216,6 +216,8 @@ export class ScabbardService {
   /** Batch and transaction ids of the rounds scheduled to be written, not yet durable. */
   readonly #writingIds = new Set<string>();
   readonly #writingTxns = new Set<string>();
+  /** Batches forwarded to the coordinator, stored together at the end of the turn. */
+  #forwarded: Array<{ id: string; bytes: Uint8Array }> = [];
   #retry: NodeJS.Timeout | null = null;
   #attempts = 0;
   #note: string | null = null;
@@ -368,7 +370,8 @@ export class ScabbardService {
 
   /** Accepts verified batches: durable before this resolves, then proposed (or forwarded). */
   async accept(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    const fresh = batches.filter((b) => !this.#queue.has(b.id) && !this.settled(b.id));
+    const seen = new Set<string>();
+    const fresh = batches.filter((b) => !seen.has(b.id) && seen.add(b.id) && !this.#queue.has(b.id) && !this.settled(b.id));
     if (fresh.length === 0) return;
     const now = Date.now();
     const added: Queued[] = fresh.map((b) => ({ id: b.id, bytes: Buffer.from(b.bytes), at: now, seq: this.#seq++, fwdAt: 0 }));
@@ -647,10 +650,14 @@ export class ScabbardService {
     switch (m.messageType) {
       case MsgType.NEW_BATCH: {
         if (!this.isCoordinator) return;
-        const id = batchIdOf(m.newBatch);
-        void this.accept([{ id, bytes: m.newBatch }]).catch((err: unknown) =>
-          log.warn(`scabbard: forwarded batch not stored: ${(err as Error).message}`),
-        );
+        // Forwarded batches of one turn of the event loop are stored in one intake write.
+        this.#forwarded.push({ id: batchIdOf(m.newBatch), bytes: m.newBatch });
+        if (this.#forwarded.length === 1) {
+          setImmediate(() => {
+            const list = this.#forwarded.splice(0);
+            void this.accept(list).catch((err: unknown) => log.warn(`scabbard: forwarded batches not stored: ${(err as Error).message}`));
+          });
+        }
         return;
       }
       case MsgType.TOO_MANY_REQUESTS:
