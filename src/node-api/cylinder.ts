@@ -33,8 +33,33 @@ export function makeCylinderJwt(signer: Signer, extraClaims: Record<string, stri
   return `${head}.${claims}.${Buffer.from(sigHex, 'hex').toString('base64')}`;
 }
 
+/**
+ * Tokens already verified, by their exact string: a client sends the same token with every
+ * request, and its ECDSA check (with the public key's decompression) costs far more than the
+ * request. The result of a token is a function of its bytes but for `exp`, which is kept and
+ * checked on every use. Bounded: the oldest entry goes first.
+ */
+const VERIFIED_MAX = 1024;
+const verified = new Map<string, { pub: string; exp: number | undefined }>();
+
 /** Returns the lowercase public key the token proves, or null for any defect. */
 export function verifyCylinderJwt(token: string, nowSec = Date.now() / 1000): string | null {
+  const hit = verified.get(token);
+  if (hit) {
+    if (hit.exp === undefined || hit.exp > nowSec) return hit.pub;
+    verified.delete(token);
+    return null;
+  }
+  const pub = verifyUncached(token, nowSec);
+  if (pub !== null) {
+    if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value as string);
+    const exp = decodeJsonObject(token.split('.')[1] ?? '')?.exp;
+    verified.set(token, { pub, exp: typeof exp === 'number' ? exp : undefined });
+  }
+  return pub;
+}
+
+function verifyUncached(token: string, nowSec: number): string | null {
   if (token.length > 4096) return null;
   const parts = token.split('.');
   if (parts.length !== 3) return null;

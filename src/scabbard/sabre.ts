@@ -31,6 +31,36 @@ export const ADMIN_SETTING_ADDRESS = '000000a87cb5eafdcca6a814e4add97c4b517d3c53
 
 export const contractRegistryAddress = (name: string): string => `00ec01${sha512Hex(name).slice(0, 64)}`;
 export const namespaceRegistryAddress = (namespace: string): string => `00ec00${sha512Hex(namespace).slice(0, 64)}`;
+
+/** Namespace → registry address, for the permission check every contract transaction makes. */
+const nsAddresses = new Map<string, string>();
+function nsAddress(ns: string): string {
+  let a = nsAddresses.get(ns);
+  if (a === undefined) {
+    if (nsAddresses.size >= 4096) nsAddresses.clear();
+    a = namespaceRegistryAddress(ns);
+    nsAddresses.set(ns, a);
+  }
+  return a;
+}
+
+/**
+ * Decoded namespace registries by the value bytes they came from. The state service reads
+ * each address once per round (the same bytes object for every transaction of the round),
+ * so the registries are decoded once per round, not once per transaction. Read-only use:
+ * registry actions decode their own copy, which they change.
+ */
+const decodedNamespaces = new WeakMap<Uint8Array, readonly NamespaceRegistryMsg[]>();
+function namespacesReadOnly(ctx: TxnContext, address: string): readonly NamespaceRegistryMsg[] {
+  const v = ctx.get(address);
+  if (!v) return [];
+  let list = decodedNamespaces.get(v);
+  if (list === undefined) {
+    list = decode<{ registries: NamespaceRegistryMsg[] }>(NamespaceRegistryList, v).registries;
+    decodedNamespaces.set(v, list);
+  }
+  return list;
+}
 export const contractAddress = (name: string, version: string): string => `00ec02${sha512Hex(`${name},${version}`).slice(0, 64)}`;
 
 /** The setting value of the initial state: the admin keys comma-joined, in argument order. */
@@ -202,7 +232,7 @@ function checkContractPermissions(p: SabrePayloadMsg, ctx: TxnContext): void {
     for (const prefix of prefixes) {
       if (prefix.length < 6) fail(`${kind === 'read' ? 'Input' : 'Output'} must be at least 6 characters long: ${prefix}`);
       const ns = prefix.slice(0, 6);
-      const reg = namespaces(ctx, namespaceRegistryAddress(ns)).find((r) => r.namespace === ns);
+      const reg = namespacesReadOnly(ctx, nsAddress(ns)).find((r) => r.namespace === ns);
       if (!reg) fail(`Namespace Registry does not exist: ${ns} (contract ${a.name} needs ${kind} permission on it)`);
       if (!reg?.permissions.some((x) => x.contractName === a.name && x[kind])) {
         fail(

@@ -21,6 +21,7 @@ import { ChainWriter } from '../ledger/chain-writer.js';
 import type { StatusEntry } from '../ledger/query.js';
 import type { ProjectorEntry } from '../ledger/catalog.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
+import type { StateStore, StateUpdate } from '../state/state-store.js';
 import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledger-stores.js';
 import { scabbardDbNames } from '../store/names.js';
 import { ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../circuits/proto.js';
@@ -129,6 +130,8 @@ interface Round {
 interface Coordinating extends Round {
   verified: Set<string>;
   timer: NodeJS.Timeout;
+  /** Built while the round before it is written; proposed once that one is applied. */
+  unsent: boolean;
 }
 
 interface Proposed {
@@ -146,6 +149,36 @@ interface TwoPhaseMsg {
   proposalVerificationResponse: number;
   proposalResult: number;
   commitTimeMs: number;
+}
+
+/**
+ * The state as of one root, with its reads kept while rounds are built on that root: every
+ * contract transaction of a round reads the same namespace registries (and the Merkle walk
+ * of each read costs several LMDB reads). A root's values never change, so a kept value is
+ * exact; the reads are dropped when a round is built on another root. The same bytes object
+ * is returned for an address, which lets Sabre decode a registry once per round.
+ */
+class RoundReads implements StateStore {
+  #root = '';
+  readonly #kept = new Map<string, Buffer | undefined>();
+  constructor(private readonly inner: StateStore) {}
+  get(root: string, address: string): Buffer | undefined {
+    if (root !== this.#root) {
+      this.#root = root;
+      this.#kept.clear();
+    }
+    if (this.#kept.has(address)) return this.#kept.get(address);
+    const v = this.inner.get(root, address);
+    // Bounded by the addresses one round reads (CAIRN_SCABBARD_ROUND_MAX batches).
+    if (this.#kept.size < 100_000) this.#kept.set(address, v);
+    return v;
+  }
+  entries(root: string, prefix: string, opts?: { start?: string; reverse?: boolean }): Generator<{ address: string; value: Buffer }> {
+    return this.inner.entries(root, prefix, opts);
+  }
+  update(root: string, sets: Map<string, Uint8Array>, deletes: Iterable<string>): StateUpdate {
+    return this.inner.update(root, sets, deletes);
+  }
 }
 
 const hex = (b: Uint8Array | string): string => sha256(b).toString('hex');
@@ -172,7 +205,19 @@ export class ScabbardService {
   #height = 0;
   #lastTs = 0;
   #current: Coordinating | null = null;
+  /** The coordinator's agreed round being written (its APPLY goes out once it is durable). */
+  #applying: Coordinating | null = null;
   #pending: Round | null = null;
+  /**
+   * The last round scheduled to be written and not yet durable: its state is staged, so the
+   * next round is executed on top of it while it is written (null: build on the stored head).
+   */
+  #tip: Round | null = null;
+  /** Batch and transaction ids of the rounds scheduled to be written, not yet durable. */
+  readonly #writingIds = new Set<string>();
+  readonly #writingTxns = new Set<string>();
+  /** Batches forwarded to the coordinator, stored together at the end of the turn. */
+  #forwarded: Array<{ id: string; bytes: Uint8Array }> = [];
   #retry: NodeJS.Timeout | null = null;
   #attempts = 0;
   #note: string | null = null;
@@ -201,7 +246,7 @@ export class ScabbardService {
       writeFault: null,
       readModelPrefix: o.readModelPrefix,
     });
-    this.#builder = new BlockBuilder(this.#writer.state, o.signer, scabbardFamilies);
+    this.#builder = new BlockBuilder(new RoundReads(this.#writer.state), o.signer, scabbardFamilies);
   }
 
   get isCoordinator(): boolean {
@@ -325,7 +370,8 @@ export class ScabbardService {
 
   /** Accepts verified batches: durable before this resolves, then proposed (or forwarded). */
   async accept(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    const fresh = batches.filter((b) => !this.#queue.has(b.id) && !this.settled(b.id));
+    const seen = new Set<string>();
+    const fresh = batches.filter((b) => !seen.has(b.id) && seen.add(b.id) && !this.#queue.has(b.id) && !this.settled(b.id));
     if (fresh.length === 0) return;
     const now = Date.now();
     const added: Queued[] = fresh.map((b) => ({ id: b.id, bytes: Buffer.from(b.bytes), at: now, seq: this.#seq++, fwdAt: 0 }));
@@ -359,7 +405,8 @@ export class ScabbardService {
    * the round being agreed and the next one, so that rounds stay full under load.
    */
   #pressure(): void {
-    const inRound = this.#current ? this.#current.built.included.length + this.#current.built.invalid.length : 0;
+    const size = (r: Round | null): number => (r ? r.built.included.length + r.built.invalid.length : 0);
+    const inRound = size(this.#current) + size(this.#applying);
     const waiting = this.#queue.size - inRound - this.#o.roundMax;
     if (!this.#busy && waiting >= this.#o.queueHigh) {
       this.#busy = true;
@@ -378,7 +425,7 @@ export class ScabbardService {
     const built = this.#builder.build(parent, entries, {
       max: Infinity,
       consensus: Buffer.from('scabbard'),
-      isCommittedTxn: (id) => this.#s.txnIndex.get(id) !== undefined,
+      isCommittedTxn: (id) => this.#writingTxns.has(id) || this.#s.txnIndex.get(id) !== undefined,
       // Deterministic on every member: a missing dependency makes the batch invalid at once.
       dependencyWaitMs: 0,
     });
@@ -392,8 +439,47 @@ export class ScabbardService {
     return { built, root, verdicts };
   }
 
+  /** The head the next round builds on: the last round scheduled to be written, or the stored head. */
+  #tipHead(): ChainHead {
+    const t = this.#tip;
+    return t ? (t.built.head ?? t.built.parent) : this.head();
+  }
+
+  #tipHeight(): number {
+    return this.#tip ? this.#tip.height : this.#height;
+  }
+
+  /**
+   * Schedules the write of an agreed round after the writes before it, and makes its state
+   * readable at once (staged), so that the next round can be executed while it is written.
+   * The write itself still checks that its parent is the stored head.
+   */
+  #scheduleCommit(r: Round): Promise<void> {
+    this.#writer.stage(r.built);
+    this.#tip = r;
+    for (const i of r.built.included) this.#writingIds.add(i.entry.id);
+    for (const i of r.built.invalid) this.#writingIds.add(i.entry.id);
+    for (const t of r.built.txnIds) this.#writingTxns.add(t);
+    return this.#serial(() => this.#commit(r));
+  }
+
   /** Writes a round (all of it in one LMDB transaction); serialized with every other write. */
   async #commit(r: Round): Promise<void> {
+    let ok = false;
+    try {
+      await this.#write(r);
+      ok = true;
+    } finally {
+      this.#writer.unstage(r.built);
+      for (const i of r.built.included) this.#writingIds.delete(i.entry.id);
+      for (const i of r.built.invalid) this.#writingIds.delete(i.entry.id);
+      for (const t of r.built.txnIds) this.#writingTxns.delete(t);
+      // A failed write fails the rounds built on it (the writer checks the parent): build on the stored head again.
+      if (this.#tip === r || !ok) this.#tip = null;
+    }
+  }
+
+  async #write(r: Round): Promise<void> {
     const { built, ts, height } = r;
     const settled: Array<[string, StatusRecord]> = [];
     for (const i of built.included) settled.push([i.entry.id, { s: 'C', ts, txns: i.batch.transactions.map((t) => t.headerSignature) }]);
@@ -420,6 +506,13 @@ export class ScabbardService {
     for (const w of [...this.#waiters]) w();
   }
 
+  /** Writes a round from inside the serialized writes (catch-up). */
+  async #commitNow(r: Round): Promise<void> {
+    this.#writer.stage(r.built);
+    for (const t of r.built.txnIds) this.#writingTxns.add(t);
+    await this.#commit(r);
+  }
+
   #serial(fn: () => Promise<void>): Promise<void> {
     const next = this.#chain.then(fn, fn);
     this.#chain = next.catch((err: unknown) => log.error(`scabbard ${this.circuitId}::${this.serviceId}: write failed: ${(err as Error).message}`));
@@ -430,21 +523,33 @@ export class ScabbardService {
 
   #pump(): void {
     if (this.#closed || !this.isCoordinator || this.#current || this.#retry || this.#queue.size === 0) return;
-    const parent = this.head();
-    const picked = [...this.#queue.values()].slice(0, this.#o.roundMax);
+    const parent = this.#tipHead();
+    const picked: Queued[] = [];
+    for (const q of this.#queue.values()) {
+      if (picked.length >= this.#o.roundMax) break;
+      if (!this.#writingIds.has(q.id)) picked.push(q);
+    }
+    if (picked.length === 0) return;
     const batches = Buffer.from(encode(BatchListMsg, { batches: picked.map((q) => q.bytes) }));
-    const ts = Math.max(Date.now(), this.#lastTs + 1);
-    const height = this.#height + 1;
+    const ts = Math.max(Date.now(), (this.#tip ? this.#tip.ts : this.#lastTs) + 1);
+    const height = this.#tipHeight() + 1;
     const { built, root, verdicts } = this.#execute(batches, parent);
     const id = hex(`${height}|${parent.stateRoot}|${ts}|${picked.map((q) => q.id).join(',')}`);
     for (const i of built.included) this.#valid.add(i.entry.id);
     const timer = setTimeout(() => this.#reject(`no agreement within ${this.#o.args.coordinatorTimeoutMs} ms`), this.#o.args.coordinatorTimeoutMs);
     timer.unref();
-    const cur: Coordinating = { id, height, ts, batches, built, root, verdicts, verified: new Set(), timer };
+    const cur: Coordinating = { id, height, ts, batches, built, root, verdicts, verified: new Set(), timer, unsent: true };
     this.#current = cur;
+    // Proposed once the round before it is applied: members verify it on top of that one.
+    if (!this.#applying) this.#propose(cur);
+  }
+
+  #propose(cur: Coordinating): void {
+    cur.unsent = false;
+    const { id, height, ts, batches, root, verdicts } = cur;
     const proposal = encode(Proposal, {
       id: Buffer.from(id, 'ascii'),
-      previousId: Buffer.from(parent.stateRoot, 'ascii'),
+      previousId: Buffer.from(cur.built.parent.stateRoot, 'ascii'),
       proposalHeight: height,
       summary: Buffer.from(root, 'ascii'),
       consensusData: Buffer.from(verdicts, 'ascii'),
@@ -461,24 +566,47 @@ export class ScabbardService {
 
   #maybeApply(): void {
     const cur = this.#current;
-    if (!cur || !this.peers.every((p) => cur.verified.has(p))) return;
+    if (!cur || cur.unsent || !this.peers.every((p) => cur.verified.has(p))) return;
     clearTimeout(cur.timer);
-    void this.#serial(async () => {
-      await this.#commit(cur);
-      for (const p of this.peers)
-        this.#consensus(p, {
-          messageType: TwoPhase.RESULT,
-          proposalId: Buffer.from(cur.id, 'ascii'),
-          proposalResult: TwoPhase.APPLY,
-          commitTimeMs: cur.ts,
-        });
-    }).then(() => {
-      this.#current = null;
-      this.#attempts = 0;
-      this.#note = null;
-      this.#pressure();
-      this.#pump();
-    });
+    this.#current = null;
+    this.#applying = cur;
+    let applied = false;
+    void this.#scheduleCommit(cur)
+      .then(() => {
+        // APPLY only once the round is durable here (a member never gets ahead of the coordinator).
+        if (this.head().stateRoot !== cur.root || this.#height !== cur.height) return;
+        applied = true;
+        for (const p of this.peers)
+          this.#consensus(p, {
+            messageType: TwoPhase.RESULT,
+            proposalId: Buffer.from(cur.id, 'ascii'),
+            proposalResult: TwoPhase.APPLY,
+            commitTimeMs: cur.ts,
+          });
+      })
+      .then(() => {
+        this.#applying = null;
+        if (applied) {
+          this.#attempts = 0;
+          this.#note = null;
+        }
+        const next = this.#current;
+        if (next?.unsent) {
+          if (applied && next.height === this.#height + 1 && next.built.parent.stateRoot === this.head().stateRoot) this.#propose(next);
+          else this.#drop(next);
+        }
+        this.#pressure();
+        this.#pump();
+      });
+    // The next round is executed while this one is written.
+    this.#pump();
+  }
+
+  /** Forgets a round built on one that was not written (it is proposed again, rebuilt). */
+  #drop(cur: Coordinating): void {
+    clearTimeout(cur.timer);
+    if (this.#current === cur) this.#current = null;
+    for (const i of cur.built.included) this.#valid.delete(i.entry.id);
   }
 
   #reject(why: string): void {
@@ -522,10 +650,14 @@ export class ScabbardService {
     switch (m.messageType) {
       case MsgType.NEW_BATCH: {
         if (!this.isCoordinator) return;
-        const id = batchIdOf(m.newBatch);
-        void this.accept([{ id, bytes: m.newBatch }]).catch((err: unknown) =>
-          log.warn(`scabbard: forwarded batch not stored: ${(err as Error).message}`),
-        );
+        // Forwarded batches of one turn of the event loop are stored in one intake write.
+        this.#forwarded.push({ id: batchIdOf(m.newBatch), bytes: m.newBatch });
+        if (this.#forwarded.length === 1) {
+          setImmediate(() => {
+            const list = this.#forwarded.splice(0);
+            void this.accept(list).catch((err: unknown) => log.warn(`scabbard: forwarded batches not stored: ${(err as Error).message}`));
+          });
+        }
         return;
       }
       case MsgType.TOO_MANY_REQUESTS:
@@ -572,7 +704,8 @@ export class ScabbardService {
     switch (m.messageType) {
       case TwoPhase.VERIFICATION_REQUEST: {
         if (from !== this.coordinator) return;
-        void this.#serial(async () => this.#verify(from, id));
+        // Not behind the writes: a round is verified on top of the one being written (staged).
+        this.#verify(from, id);
         return;
       }
       case TwoPhase.VERIFICATION_RESPONSE: {
@@ -592,7 +725,7 @@ export class ScabbardService {
         if (m.proposalResult === TwoPhase.APPLY) {
           if (pending && pending.id === id) {
             this.#pending = null;
-            void this.#serial(() => this.#commit(pending));
+            void this.#scheduleCommit(pending);
           } else {
             // Applied elsewhere but not executed here: fetch what was committed.
             this.#askCatchUp(true);
@@ -621,10 +754,11 @@ export class ScabbardService {
       this.#pending = null;
     }
     if (!p) return answer(false);
-    const head = this.head();
-    if (p.height !== this.#height + 1 || p.parentRoot !== head.stateRoot) {
-      if (p.height > this.#height + 1) this.#askCatchUp(true);
-      log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} does not follow this member's round ${this.#height}; not verified`);
+    const head = this.#tipHead();
+    const height = this.#tipHeight();
+    if (p.height !== height + 1 || p.parentRoot !== head.stateRoot) {
+      if (p.height > height + 1) this.#askCatchUp(true);
+      log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} does not follow this member's round ${height}; not verified`);
       return answer(false);
     }
     const { built, root, verdicts } = this.#execute(p.batches, head);
@@ -673,7 +807,7 @@ export class ScabbardService {
         return;
       }
       if (this.#pending) this.#pending = null;
-      await this.#commit({ id: `catch-up-${r.height}`, height: r.height, ts: r.timestampMs, batches: r.batches, built, root, verdicts });
+      await this.#commitNow({ id: `catch-up-${r.height}`, height: r.height, ts: r.timestampMs, batches: r.batches, built, root, verdicts });
       applied++;
     }
     if (applied > 0) {
