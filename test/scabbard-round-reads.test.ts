@@ -20,7 +20,7 @@ function round(base: Map<string, Buffer>) {
   const exec = new BlockExecutor({ get: (a) => base.get(a) }, scabbardFamilies);
   const run = (signer: Signer, txn: ReturnType<typeof executeContractTxn>) => {
     const out = exec.executeBatch(decode(Batch, buildBatch(signer, [txn]).bytes), () => false);
-    if (out === 'wait') throw new Error('unexpected wait');
+    if (out === 'wait' || out === 'async' || 'unserved' in out) throw new Error(`unexpected outcome ${JSON.stringify(out)}`);
     return out.ok ? 'ok' : out.invalid.message;
   };
   const set = (name: string, v: number) => {
