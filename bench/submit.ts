@@ -62,6 +62,8 @@ export interface SubmitResult {
   cores: number;
   /** Bytes the node process wrote to disk over the measured run, per committed batch (/proc/<pid>/io write_bytes). */
   diskBytesPerBatch: number;
+  /** CPU time of the node process (all threads, user + system) over the measured run, per committed batch: steadier than throughput on a busy machine. */
+  nodeCpuUsPerBatch: number;
   /** Growth of the data directory's LMDB files (ledger.mdb, pending.mdb) over the measured run, per committed batch. */
   fileGrowthBytesPerBatch: number;
 }
@@ -77,6 +79,17 @@ function dataFileBytes(dir: string): number {
     }
   }
   return n;
+}
+
+/** CPU seconds (user + system, all threads) a process has used, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** write_bytes of a process (bytes it caused to be written to storage), or NaN where /proc lacks it. */
@@ -128,6 +141,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     let next = 0;
     const written0 = writeBytes(node.pid);
     const files0 = dataFileBytes(node.dataDir);
+    const cpu0 = cpuSeconds(node.pid);
     const t0 = performance.now();
     const interval = rate > 0 ? 1000 / rate : 0;
     progress(`submitting over ${C} connections${rate ? ` at ${rate}/s` : ''}`);
@@ -192,6 +206,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     // Page cache write-back can lag the commits by a few seconds: sync the data directory's
     // file system before reading the counter so the figure holds what the run wrote.
     spawnSync('sync', ['-f', node.dataDir]);
+    const cpuUsed = cpuSeconds(node.pid) - cpu0;
     const written = writeBytes(node.pid) - written0;
     const grown = dataFileBytes(node.dataDir) - files0;
     if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
@@ -231,6 +246,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
       verifiesPerSecPerCore: bounds.verifiesPerSecPerCore,
       nodeHashesPerSec: bounds.nodeHashesPerSec,
       cores: bounds.cores,
+      nodeCpuUsPerBatch: Math.round((cpuUsed * 1e6) / N),
       diskBytesPerBatch: Math.round(written / N),
       fileGrowthBytesPerBatch: Math.round(grown / N),
     };

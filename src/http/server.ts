@@ -357,7 +357,7 @@ export class HttpServer {
           state.held = (state.held ?? 0) + ab.byteLength;
         }
         // uWS neuters the chunk when this callback returns: copy it.
-        chunks.push(Buffer.from(new Uint8Array(ab).slice()));
+        chunks.push(Buffer.copyBytesFrom(new Uint8Array(ab)));
         if (isLast) {
           req.body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
           chunks = [];

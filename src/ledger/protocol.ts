@@ -31,15 +31,18 @@ export interface CommitterOptions {
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
 export interface VerifyTask {
-  bodies: Uint8Array[];
+  /** The bodies back to back in one buffer (moved to the worker, not copied). */
+  packed: ArrayBuffer;
+  /** Where each body ends in `packed`. */
+  ends: number[];
   /** When set, a body must contain a batch signed by this key (queue-full exemption). */
   nodeKeyOnly: Array<string | undefined>;
 }
 
-/** What a verify task answers: one verdict per body, and the bodies themselves (handed back by transfer). */
+/** What a verify task answers: one verdict per body, and the packed bodies (handed back by transfer). */
 export interface VerifyReply {
   results: import('./verify.js').VerifyResult[];
-  bodies: Uint8Array[];
+  packed: ArrayBuffer;
 }
 
 /** Set once per verify worker (piscina workerData): the families its ledger accepts. */
