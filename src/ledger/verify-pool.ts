@@ -113,6 +113,25 @@ export class VerifyPool<T extends VerifyItem> {
     this.#opts.onVerified(items, results);
   }
 
+  /**
+   * Verifies bodies against another family list than the pool's (a circuit ledger's), one
+   * verdict per body, in order. Not micro-batched with push(): the bodies are split over
+   * the threads at once. Bodies are copied to the workers (the caller keeps them); a view
+   * into a larger buffer is copied alone first, so the whole buffer is never cloned.
+   */
+  async verifyBodies(bodies: readonly Uint8Array[], families: string[]): Promise<VerifyResult[]> {
+    if (bodies.length === 0) return [];
+    const own = bodies.map((b) => (b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b)));
+    const per = Math.min(MAX_BODIES_PER_TASK, Math.ceil(own.length / (this.#pool.threads.length || 1)));
+    const tasks: Array<Promise<VerifyReply>> = [];
+    for (let i = 0; i < own.length; i += per) {
+      const chunk = own.slice(i, i + per);
+      const task: VerifyTask = { bodies: chunk, nodeKeyOnly: chunk.map(() => undefined), families };
+      tasks.push(this.#pool.run(task) as Promise<VerifyReply>);
+    }
+    return (await Promise.all(tasks)).flatMap((r) => r.results);
+  }
+
   /** Piscina's utilization: the share of the threads' time spent on tasks since start (0..1). */
   get utilization(): number {
     return this.#pool.utilization;
