@@ -128,6 +128,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       registry: nodeApi.registry,
       identity: nodeApi.identity,
       nodeSigner,
+      verifyBodies: (bodies, families) => ledger.verifyBodies(bodies, families),
     });
   } catch (err) {
     await ledger.close();

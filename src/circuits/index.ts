@@ -19,6 +19,7 @@ import { AdminStore } from './store.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { ScabbardServices } from '../scabbard/index.js';
 import { registerScabbardRoutes } from '../scabbard/routes.js';
+import type { BodyVerifier } from '../scabbard/service.js';
 
 export interface CircuitsContext {
   config: Config;
@@ -30,6 +31,8 @@ export interface CircuitsContext {
   identity: Promise<NodeIdentity>;
   /** Signs the blocks of the circuit ledgers this node keeps. */
   nodeSigner: Signer;
+  /** Checks batch signatures for the circuit ledgers in the node ledger's verify workers. */
+  verifyBodies: BodyVerifier;
 }
 
 export interface Circuits {
@@ -67,7 +70,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     holdPeersMs: 10_000,
   });
   registerAdminRoutes(ctx.router, admin);
-  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner);
+  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner, ctx.verifyBodies);
   registerScabbardRoutes(ctx.router, services);
   const events = new AdminEvents(ctx.server, admin, ctx.auth.authn, ctx.auth.access);
   const port = await net.listen();

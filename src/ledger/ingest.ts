@@ -179,6 +179,11 @@ export class Ingest {
     for (const a of accepted) a.item.resolve({ ok: true, ids: a.ids });
   }
 
+  /** Verifies bodies against another family list on the same threads (a circuit ledger's checks). */
+  verifyBodies(bodies: readonly Uint8Array[], families: string[]): Promise<VerifyResult[]> {
+    return this.#pool.verifyBodies(bodies, families);
+  }
+
   /** Share of the verify threads busy since start (for metrics). */
   get verifyUtilization(): number {
     return this.#pool.utilization;

@@ -20,6 +20,7 @@ import { StatusWaiters } from './status-waiters.js';
 import { LedgerQuery, type StatusEntry } from './query.js';
 import { ANY_FAMILY } from './catalog.js';
 import type { ComponentOptions } from '../component/server.js';
+import type { VerifyResult } from './verify.js';
 
 export { countBatches, type SubmitResult } from './ingest.js';
 export { LedgerUnavailable } from './pending-writer.js';
@@ -176,6 +177,14 @@ export class Ledger {
   /** Share of the verify pool's threads busy since start (0..1). */
   get verifyUtilization(): number {
     return this.#ingest.verifyUtilization;
+  }
+
+  /**
+   * Signature and structure checks of BatchList bodies in this ledger's verify workers,
+   * against the families given (not the ledger's own): the circuit ledgers' checks.
+   */
+  verifyBodies(bodies: readonly Uint8Array[], families: string[]): Promise<VerifyResult[]> {
+    return this.#ingest.verifyBodies(bodies, families);
   }
 
   /** True when `batches` more would exceed the limit (checked before any signature work). */

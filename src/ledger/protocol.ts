@@ -37,6 +37,8 @@ export interface VerifyTask {
   ends: number[];
   /** When set, a body must contain a batch signed by this key (queue-full exemption). */
   nodeKeyOnly: Array<string | undefined>;
+  /** The families to accept for this task only (a circuit ledger's); absent: the worker's own list. */
+  families?: string[];
 }
 
 /** What a verify task answers: one verdict per body, and the packed bodies (handed back by transfer). */

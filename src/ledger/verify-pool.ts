@@ -82,21 +82,12 @@ export class VerifyPool<T extends VerifyItem> {
     // The bodies go to the worker packed in one buffer that is moved, not copied, and come
     // back the same way (the pending-pool write needs them): one transfer per task, where a
     // transfer per body cost more on the HTTP thread than the copy does.
-    let total = 0;
-    for (const i of items) total += i.body.byteLength;
-    const packed = new Uint8Array(total);
-    const ends = new Array<number>(items.length);
-    let o = 0;
-    for (let k = 0; k < items.length; k++) {
-      packed.set(items[k]!.body, o);
-      o += items[k]!.body.byteLength;
-      ends[k] = o;
-    }
-    const task: VerifyTask = { packed: packed.buffer, ends, nodeKeyOnly: items.map((i) => i.nodeKeyOnly) };
+    const { packed, ends } = pack(items.map((i) => i.body));
+    const task: VerifyTask = { packed, ends, nodeKeyOnly: items.map((i) => i.nodeKeyOnly) };
     let results: VerifyResult[];
     this.#tasksInFlight++;
     try {
-      const reply = (await this.#pool.run(task, { transferList: [task.packed] })) as VerifyReply;
+      const reply = (await this.#pool.run(task, { transferList: [packed] })) as VerifyReply;
       results = reply.results;
       // Same order as sent: each item gets a view of its own bytes in the returned buffer.
       let start = 0;
@@ -114,6 +105,24 @@ export class VerifyPool<T extends VerifyItem> {
     this.#opts.onVerified(items, results);
   }
 
+  /**
+   * Verifies bodies against another family list than the pool's (a circuit ledger's), one
+   * verdict per body, in order. Not micro-batched with push(): the bodies are split over
+   * the threads at once, each task's bodies packed into one buffer (the caller keeps its own).
+   */
+  async verifyBodies(bodies: readonly Uint8Array[], families: string[]): Promise<VerifyResult[]> {
+    if (bodies.length === 0) return [];
+    const per = Math.min(MAX_BODIES_PER_TASK, Math.ceil(bodies.length / (this.#pool.threads.length || 1)));
+    const tasks: Array<Promise<VerifyReply>> = [];
+    for (let i = 0; i < bodies.length; i += per) {
+      const chunk = bodies.slice(i, i + per);
+      const { packed, ends } = pack(chunk);
+      const task: VerifyTask = { packed, ends, nodeKeyOnly: chunk.map(() => undefined), families };
+      tasks.push(this.#pool.run(task, { transferList: [packed] }) as Promise<VerifyReply>);
+    }
+    return (await Promise.all(tasks)).flatMap((r) => r.results);
+  }
+
   /** Piscina's utilization: the share of the threads' time spent on tasks since start (0..1). */
   get utilization(): number {
     return this.#pool.utilization;
@@ -122,4 +131,19 @@ export class VerifyPool<T extends VerifyItem> {
   destroy(): Promise<void> {
     return this.#pool.destroy();
   }
+}
+
+/** Bodies back to back in one new buffer, and where each ends in it. */
+function pack(bodies: readonly Uint8Array[]): { packed: ArrayBuffer; ends: number[] } {
+  let total = 0;
+  for (const b of bodies) total += b.byteLength;
+  const out = new Uint8Array(total);
+  const ends = new Array<number>(bodies.length);
+  let o = 0;
+  for (let k = 0; k < bodies.length; k++) {
+    out.set(bodies[k]!, o);
+    o += bodies[k]!.byteLength;
+    ends[k] = o;
+  }
+  return { packed: out.buffer, ends };
 }

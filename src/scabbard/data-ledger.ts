@@ -1,6 +1,7 @@
 /**
  * A circuit's state service as the data API's ledger (query `service_id=<circuit>::<service>`):
- * client BatchLists are verified as the /scabbard route does (Sabre only), batches the node
+ * client BatchLists are verified as the /scabbard route does (Sabre only, in the verify
+ * workers), batches the node
  * builds go into the service's durable intake, and statuses and waits come from its
  * stored statuses. The coordinator's back-pressure answers 429, as on the /scabbard route.
  */
@@ -8,9 +9,7 @@ import { ApiError } from '../http/server.js';
 import type { DataLedger } from '../data-api/backend.js';
 import type { SubmitResult } from '../ledger/ingest.js';
 import type { StatusEntry } from '../ledger/query.js';
-import { verifyBatchList } from '../ledger/verify.js';
 import type { ScabbardService } from './service.js';
-import { scabbardFamilies } from './sabre.js';
 
 const BUSY = 'The circuit state service is busy (too many queued batches); retry later';
 
@@ -21,7 +20,7 @@ export class ScabbardDataLedger implements DataLedger {
 
   async submit(body: Uint8Array): Promise<SubmitResult> {
     if (this.s.busy) return { ok: false, code: 'QUEUE_FULL', message: BUSY };
-    const v = verifyBatchList(body, undefined, scabbardFamilies);
+    const v = await this.s.checkList(body);
     if (!v.ok) return v;
     await this.s.accept(v.batches.map((b) => ({ id: b.id, bytes: body.subarray(b.start, b.end) })));
     return { ok: true, ids: v.batches.map((b) => b.id) };

@@ -12,7 +12,7 @@ import { Status, type CircuitMsg } from '../circuits/proto.js';
 import { projectorEntries } from '../ledger/catalog.js';
 import type { ServiceLedger } from '../data-api/backend.js';
 import { ScabbardDataLedger } from './data-ledger.js';
-import { ScabbardService, parseServiceArgs, scabbardPrefix } from './service.js';
+import { ScabbardService, parseServiceArgs, scabbardPrefix, type BodyVerifier } from './service.js';
 
 export interface ScabbardLimits {
   /** Batches per round at most (CAIRN_SCABBARD_ROUND_MAX). */
@@ -45,6 +45,8 @@ export class ScabbardServices {
     private readonly admin: AdminService,
     private readonly db: RootDatabase,
     private readonly signer: Signer,
+    /** Signature checks in the node ledger's verify workers (never on this thread). */
+    private readonly verify: BodyVerifier,
     private readonly limits: ScabbardLimits = scabbardLimits(),
   ) {
     admin.attachServices({
@@ -140,6 +142,7 @@ export class ScabbardServices {
       serviceId,
       args,
       signer: this.signer,
+      verify: this.verify,
       projectors: projectorEntries(['grid']),
       readModelPrefix: prefix,
       transport: {

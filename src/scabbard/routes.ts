@@ -5,10 +5,8 @@
  */
 import { HttpError } from '../http/server.js';
 import { json, type Router } from '../node-api/router.js';
-import { verifyBatchList } from '../ledger/verify.js';
 import type { ScabbardService } from './service.js';
 import type { ScabbardServices } from './index.js';
-import { scabbardFamilies } from './sabre.js';
 
 const HEX_RE = /^[0-9a-f]*$/;
 const ID_RE = /^[0-9a-f]{128}$/;
@@ -49,7 +47,8 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     const s = service(req.params);
     // Refused before the signatures are checked: under back-pressure a retry costs no verification.
     if (s.busy) return { status: 429, body: '' };
-    const v = verifyBatchList(req.body, undefined, scabbardFamilies);
+    // Checked in the verify workers, not on this thread.
+    const v = await s.checkList(req.body);
     if (!v.ok) {
       const m = v.code === 'UNDECODABLE' ? 'Invalid body: not a valid list of batches' : `No valid batches provided: ${v.message}`;
       throw new HttpError(400, m);

@@ -265,5 +265,8 @@ export const scabbardSabre: Family = {
   },
 };
 
+/** A circuit ledger's families by name (the verify workers' list for its checks): Sabre only. */
+export const SCABBARD_FAMILY_NAMES: string[] = ['sabre'];
+
 /** A circuit ledger executes Sabre only. */
 export const scabbardFamilies: FamilyLookup = (name, version) => (name === 'sabre' && SABRE_VERSIONS.includes(version) ? scabbardSabre : undefined);

@@ -25,7 +25,8 @@ import type { StateStore, StateUpdate } from '../state/state-store.js';
 import { HEAD_KEY, openLedgerStores, type ChainHead, type InvalidRecord, type LedgerStores } from '../store/ledger-stores.js';
 import { scabbardDbNames } from '../store/names.js';
 import { ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../circuits/proto.js';
-import { ADMIN_SETTING_ADDRESS, adminSettingValue, scabbardFamilies } from './sabre.js';
+import type { VerifyResult } from '../ledger/verify.js';
+import { ADMIN_SETTING_ADDRESS, SCABBARD_FAMILY_NAMES, adminSettingValue, scabbardFamilies } from './sabre.js';
 import {
   BatchListMsg,
   MsgType,
@@ -81,6 +82,12 @@ export interface ServiceTransport {
   reachable(toService: string): boolean;
 }
 
+/**
+ * Signature and structure checks of BatchList bodies against a family list, one verdict per
+ * body, off the main thread (the node ledger's verify workers).
+ */
+export type BodyVerifier = (bodies: readonly Uint8Array[], families: string[]) => Promise<VerifyResult[]>;
+
 export interface ServiceOptions {
   db: RootDatabase;
   circuitId: string;
@@ -88,6 +95,7 @@ export interface ServiceOptions {
   args: ServiceArgs;
   signer: Signer;
   transport: ServiceTransport;
+  verify: BodyVerifier;
   projectors: readonly ProjectorEntry[];
   /** Read-model sub-database names carry this prefix (see store/names.ts). */
   readModelPrefix: string;
@@ -134,7 +142,15 @@ interface Coordinating extends Round {
   unsent: boolean;
 }
 
+/** A batch that failed the signature and structure checks. */
+interface Forged {
+  id: string;
+  message: string;
+}
+
 interface Proposed {
+  /** The batches' signature checks, begun when the proposal arrived (null: every batch passed). */
+  checked: Promise<Forged | null>;
   height: number;
   ts: number;
   batches: Buffer;
@@ -183,6 +199,18 @@ class RoundReads implements StateStore {
 
 const hex = (b: Uint8Array | string): string => sha256(b).toString('hex');
 const batchIdOf = (bytes: Uint8Array): string => decodePb(Batch, bytes).headerSignature;
+/** A batch's id for a log line, or a placeholder when the bytes are not a Batch. */
+const idForLog = (bytes: Uint8Array): string => {
+  try {
+    return batchIdOf(bytes) || '(no id)';
+  } catch {
+    return '(not a Batch)';
+  }
+};
+/** A batch alone in a BatchList: the form the verify workers check (one verdict per batch). */
+const asList = (bytes: Uint8Array): Uint8Array => encode(BatchListMsg, { batches: [bytes] });
+/** Peer-supplied text in a log line, bounded. */
+const short = (m: string): string => (m.length > 200 ? `${m.slice(0, 200)}…` : m);
 
 export class ScabbardService {
   readonly circuitId: string;
@@ -217,7 +245,7 @@ export class ScabbardService {
   readonly #writingIds = new Set<string>();
   readonly #writingTxns = new Set<string>();
   /** Batches forwarded to the coordinator, stored together at the end of the turn. */
-  #forwarded: Array<{ id: string; bytes: Uint8Array }> = [];
+  #forwarded: Array<{ from: string; bytes: Uint8Array }> = [];
   #retry: NodeJS.Timeout | null = null;
   #attempts = 0;
   #note: string | null = null;
@@ -227,6 +255,10 @@ export class ScabbardService {
   #catchUpAt = 0;
   #forwardTimer: NodeJS.Timeout | null = null;
   #closed = false;
+  /** Counts verification requests: a check that ends after a newer request (or the result) is dropped. */
+  #verifyGen = 0;
+  /** The proposal whose signature checks are in flight for a verification request. */
+  #verifyingId: string | null = null;
 
   constructor(o: ServiceOptions) {
     this.#o = o;
@@ -367,6 +399,82 @@ export class ScabbardService {
   }
 
   // ------------------------------------------------------------------ intake
+
+  /**
+   * Checks a submitted BatchList (signatures, payload hashes, structure, Sabre only) in the
+   * verify workers; the same verdict as the node ledger's intake gives.
+   */
+  async checkList(body: Uint8Array): Promise<VerifyResult> {
+    const [v] = await this.#o.verify([body], SCABBARD_FAMILY_NAMES);
+    if (!v) throw new Error('the verify workers gave no verdict');
+    return v;
+  }
+
+  /**
+   * Checks batches one by one in the verify workers; the first that fails, or null when
+   * every batch passes. A failure of the workers themselves counts as a failed check.
+   */
+  async #checkBatches(batches: readonly Uint8Array[]): Promise<Forged | null> {
+    try {
+      const results = await this.#o.verify(batches.map(asList), SCABBARD_FAMILY_NAMES);
+      for (const [i, bytes] of batches.entries()) {
+        const r = results[i];
+        if (!r) return { id: idForLog(bytes), message: 'no verdict' };
+        if (!r.ok) return { id: idForLog(bytes), message: short(r.message) };
+      }
+      return null;
+    } catch (err) {
+      return { id: '(any)', message: `the signature checks failed: ${short((err as Error).message)}` };
+    }
+  }
+
+  /** Checks the batches of an encoded BatchList (a proposal's or a round's). */
+  #checkList(batches: Buffer): Promise<Forged | null> {
+    let list: Buffer[];
+    try {
+      list = decode<{ batches: Buffer[] }>(BatchListMsg, batches).batches;
+    } catch {
+      return Promise.resolve({ id: '(none)', message: 'the batches are not an encoded BatchList' });
+    }
+    return this.#checkBatches(list);
+  }
+
+  /**
+   * Forwarded batches (coordinator): checked in the verify workers before they are stored;
+   * a batch that fails is dropped with a warning, never stored nor proposed.
+   */
+  async #acceptForwarded(list: Array<{ from: string; bytes: Uint8Array }>): Promise<void> {
+    const fresh: Array<{ from: string; id: string; bytes: Uint8Array }> = [];
+    const seen = new Set<string>();
+    for (const f of list) {
+      let id: string;
+      try {
+        id = batchIdOf(f.bytes);
+      } catch {
+        log.warn(`scabbard ${this.circuitId}::${this.serviceId}: a batch forwarded by ${f.from} is not a Batch; dropped`);
+        continue;
+      }
+      // Members forward their unsettled batches again every few seconds: check each once.
+      if (seen.has(id) || this.#queue.has(id) || this.settled(id)) continue;
+      seen.add(id);
+      fresh.push({ from: f.from, id, bytes: f.bytes });
+    }
+    if (fresh.length === 0) return;
+    const results = await this.#o.verify(
+      fresh.map((f) => asList(f.bytes)),
+      SCABBARD_FAMILY_NAMES,
+    );
+    const good: Array<{ id: string; bytes: Uint8Array }> = [];
+    for (const [i, f] of fresh.entries()) {
+      const r = results[i];
+      if (r?.ok && r.batches.length === 1 && r.batches[0]?.id === f.id) good.push({ id: f.id, bytes: f.bytes });
+      else
+        log.warn(
+          `scabbard ${this.circuitId}::${this.serviceId}: batch ${f.id} forwarded by ${f.from} fails the signature checks (${short(r && !r.ok ? r.message : 'no verdict')}); dropped`,
+        );
+    }
+    if (good.length > 0 && !this.#closed) await this.accept(good);
+  }
 
   /** Accepts verified batches: durable before this resolves, then proposed (or forwarded). */
   async accept(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
@@ -650,12 +758,12 @@ export class ScabbardService {
     switch (m.messageType) {
       case MsgType.NEW_BATCH: {
         if (!this.isCoordinator) return;
-        // Forwarded batches of one turn of the event loop are stored in one intake write.
-        this.#forwarded.push({ id: batchIdOf(m.newBatch), bytes: m.newBatch });
+        // Forwarded batches of one turn of the event loop are checked together and stored in one intake write.
+        this.#forwarded.push({ from, bytes: m.newBatch });
         if (this.#forwarded.length === 1) {
           setImmediate(() => {
             const list = this.#forwarded.splice(0);
-            void this.accept(list).catch((err: unknown) => log.warn(`scabbard: forwarded batches not stored: ${(err as Error).message}`));
+            void this.#acceptForwarded(list).catch((err: unknown) => log.warn(`scabbard: forwarded batches not stored: ${(err as Error).message}`));
           });
         }
         return;
@@ -672,6 +780,8 @@ export class ScabbardService {
         const p = decode<ProposalMsg>(Proposal, pb.proposal);
         if (this.#proposed.size > 64) this.#proposed.clear();
         this.#proposed.set(p.id.toString('ascii'), {
+          // Begun now: the verification request follows at once, and waits for this.
+          checked: this.#checkList(pb.batches),
           height: p.proposalHeight,
           ts: pb.timestampMs,
           batches: pb.batches,
@@ -721,6 +831,11 @@ export class ScabbardService {
       }
       case TwoPhase.RESULT: {
         if (from !== this.coordinator) return;
+        // A result for a proposal still being checked here: the check's outcome is stale.
+        if (this.#verifyingId === id) {
+          this.#verifyGen++;
+          this.#verifyingId = null;
+        }
         const pending = this.#pending;
         if (m.proposalResult === TwoPhase.APPLY) {
           if (pending && pending.id === id) {
@@ -753,7 +868,26 @@ export class ScabbardService {
       for (const i of this.#pending.built.included) this.#valid.delete(i.entry.id);
       this.#pending = null;
     }
+    const gen = ++this.#verifyGen;
+    this.#verifyingId = null;
     if (!p) return answer(false);
+    this.#verifyingId = id;
+    // Every batch's signatures are checked (in the verify workers) before anything is executed.
+    void p.checked.then((forged) => {
+      if (this.#closed || gen !== this.#verifyGen) return;
+      this.#verifyingId = null;
+      if (forged) {
+        log.warn(
+          `scabbard ${this.circuitId}::${this.serviceId}: round ${p.height}: batch ${forged.id} fails the signature checks (${forged.message}); not verified`,
+        );
+        return answer(false);
+      }
+      this.#verifyChecked(id, p, answer);
+    });
+  }
+
+  /** The rest of a verification, once the proposal's signatures passed: execute, compare, hold. */
+  #verifyChecked(id: string, p: Proposed, answer: (ok: boolean) => void): void {
     const head = this.#tipHead();
     const height = this.#tipHeight();
     if (p.height !== height + 1 || p.parentRoot !== head.stateRoot) {
@@ -795,8 +929,20 @@ export class ScabbardService {
   }
 
   async #catchUp(from: string, rounds: RoundRecordMsg[]): Promise<void> {
+    rounds.sort((a, b) => a.height - b.height);
+    // Every batch of the rounds to apply is checked first (in the verify workers, together):
+    // a round with a batch that fails stops the catch-up from this peer, nothing of it applied.
+    const todo = rounds.filter((r) => r.height > this.#height);
+    const checks = await Promise.all(todo.map((r) => this.#checkList(r.batches)));
+    for (const [i, forged] of checks.entries()) {
+      if (!forged) continue;
+      log.warn(
+        `scabbard ${this.circuitId}::${this.serviceId}: round ${todo[i]?.height} from ${from}: batch ${forged.id} fails the signature checks (${forged.message}); catch-up from ${from} stopped, nothing applied`,
+      );
+      return;
+    }
     let applied = 0;
-    for (const r of rounds.sort((a, b) => a.height - b.height)) {
+    for (const r of rounds) {
       if (r.height <= this.#height) continue;
       if (r.height !== this.#height + 1) break;
       const { built, root, verdicts } = this.#execute(r.batches, this.head());
