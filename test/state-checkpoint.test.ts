@@ -171,3 +171,118 @@ t.test('history: roots older than the setting are unknown roots', async (t) => {
   t.notOk(reader.hasRoot('00'.repeat(32)));
   t.ok(new StateReader(s, { leafEncoding: 'raw' }).hasRoot(roots[0]!), 'without a limit every root stays readable');
 });
+
+t.test('a large checkpoint is spread over the blocks after it, children first', async (t) => {
+  const { root, s } = env(t);
+  await root.transaction(() => {
+    for (const [k, v] of MerkleTree.emptyRootWrites()) s.merkle.put(k, v);
+  });
+  // 40 new leaves per block: a checkpoint of the first 4 blocks is well over 60 records.
+  const every = 4;
+  const chunk = 60;
+  const engine = new StateEngine(s, { leafEncoding: 'cbor', checkpointEvery: every, checkpointChunk: chunk });
+  engine.recover(undefined);
+  const leaves = new Map<string, Uint8Array>();
+  const heads: ChainHead[] = [];
+  let parent: ChainHead = { blockId: 'none', blockNum: -1, stateRoot: EMPTY_ROOT };
+  const written: number[] = [];
+  const done: Array<number | null> = [];
+  let kept = 0;
+  for (let b = 0; b < 16; b++) {
+    const changes = new Map<string, Uint8Array | null>();
+    for (let i = 0; i < 40; i++) changes.set(addrOf(b * 40 + i), Buffer.from(`v${b}-${i}`));
+    const sets = new Map([...changes].map(([a, v]) => [a, v!] as [string, Uint8Array]));
+    for (const [a, v] of sets) leaves.set(a, v);
+    const u = engine.tree.update(parent.stateRoot, sets, []);
+    t.equal(u.root, rootOf(leaves), `block ${b}: reference root`);
+    const head: ChainHead = { blockId: `b${b}`, blockNum: b, stateRoot: u.root };
+    engine.stage(b, u.writes);
+    const before = s.merkle.getKeysCount();
+    let cp: number | null = null;
+    await root.transaction(() => {
+      cp = engine.writeBlock(parent, head, u.writes, changes);
+      s.meta.put('head', head);
+    });
+    written.push(s.merkle.getKeysCount() - before);
+    done.push(cp);
+    if (cp === 3) kept = engine.memRecords;
+    engine.durable(cp);
+    if (cp === null && b >= 3 && (s.meta.get(CHECKPOINT_KEY) as { blockNum: number } | undefined)?.blockNum !== 3) {
+      t.equal(s.merkle.getBinary(Buffer.from(heads[3]?.stateRoot ?? u.root, 'hex')), undefined, `block ${b}: the checkpoint's root record is not stored before the rest`);
+    }
+    heads.push(head);
+    parent = head;
+  }
+  t.ok(
+    written.every((n) => n <= chunk),
+    `no block writes more than ${chunk} Merkle records (${written.join(',')})`,
+  );
+  const first = done.findIndex((c) => c !== null);
+  t.ok(first > 3, `the first checkpoint (of block 3) completes in a later block (${first})`);
+  t.equal(done[first], 3, 'and it is the checkpoint of block 3');
+  t.ok(kept > 0 && engine.memRecords < kept + 16 * 80, 'its records left memory once it was durable');
+  t.ok(s.merkle.getBinary(Buffer.from(heads[3]!.stateRoot, 'hex')) !== undefined, "block 3's root is stored");
+
+  // A restart in the middle of a checkpoint: the head recovers from the last complete one.
+  const again = new StateEngine(s, { leafEncoding: 'cbor', checkpointEvery: every, checkpointChunk: chunk });
+  again.recover(parent);
+  t.ok(again.checkpoint.blockNum >= 3, `recovered from a complete checkpoint (${again.checkpoint.blockNum})`);
+  const reader = new StateReader(s, { leafEncoding: 'cbor', verify: true });
+  for (const b of [3, 9, 15]) {
+    const want = [...leaves.keys()].filter((a) => {
+      const i = [...leaves.keys()].indexOf(a);
+      return Math.floor(i / 40) <= b;
+    });
+    t.equal([...reader.entries(heads[b]!.stateRoot, NS)].length, want.length, `block ${b}: every leaf readable`);
+  }
+  const next = again.tree.update(parent.stateRoot, new Map([[addrOf(1), Buffer.from('x')]]), []);
+  leaves.set(addrOf(1), Buffer.from('x'));
+  t.equal(next.root, rootOf(leaves), 'a block built on the recovered state has the reference root');
+});
+
+t.test('a failed block transaction restarts the checkpoint in progress', async (t) => {
+  const { root, s } = env(t);
+  await root.transaction(() => {
+    for (const [k, v] of MerkleTree.emptyRootWrites()) s.merkle.put(k, v);
+  });
+  const engine = new StateEngine(s, { leafEncoding: 'cbor', checkpointEvery: 2, checkpointChunk: 50 });
+  engine.recover(undefined);
+  const leaves = new Map<string, Uint8Array>();
+  let parent: ChainHead = { blockId: 'none', blockNum: -1, stateRoot: EMPTY_ROOT };
+  let failedOnce = false;
+  const completed: number[] = [];
+  for (let b = 0; b < 16; b++) {
+    const sets = new Map<string, Uint8Array>();
+    for (let i = 0; i < 20; i++) sets.set(addrOf(b * 20 + i), Buffer.from(`w${b}-${i}`));
+    for (const [a, v] of sets) leaves.set(a, v);
+    const u = engine.tree.update(parent.stateRoot, sets, []);
+    const head: ChainHead = { blockId: `b${b}`, blockNum: b, stateRoot: u.root };
+    engine.stage(b, u.writes);
+    const changes = new Map<string, Uint8Array | null>(sets);
+    if (b === 3 && !failedOnce) {
+      // The block's transaction throws after the engine wrote its share: nothing of it stays.
+      failedOnce = true;
+      await t.rejects(
+        root.transaction(() => {
+          engine.writeBlock(parent, head, u.writes, changes);
+          throw new Error('disk gone');
+        }),
+      );
+      engine.writeFailed();
+    }
+    let cp: number | null = null;
+    await root.transaction(() => {
+      cp = engine.writeBlock(parent, head, u.writes, changes);
+    });
+    engine.durable(cp);
+    if (cp !== null) completed.push(cp);
+    parent = head;
+  }
+  t.ok(
+    completed.some((c) => c >= 3),
+    `a checkpoint of a block after the failed one completed (${completed.join(',')})`,
+  );
+  const again = new StateEngine(s, { leafEncoding: 'cbor' });
+  again.recover(parent);
+  t.equal(again.tree.update(parent.stateRoot, new Map(), []).root, rootOf(leaves), 'the stored state recovers the head root');
+});

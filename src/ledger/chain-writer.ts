@@ -132,9 +132,7 @@ export class ChainWriter {
     const { head, blockBytes } = built;
     if (!this.#loaded) this.loadState();
     let checkpoint: number | null = null;
-    // A child transaction: if anything in here throws, none of this round's writes stay
-    // in the (shared, batched) LMDB transaction.
-    await s.root.childTransaction(() => {
+    const writeRound = (): void => {
       this.#writeFault?.check();
       const stored = s.meta.get(HEAD_KEY) as ChainHead | undefined;
       if ((stored?.blockId ?? NULL_BLOCK_ID) !== built.parent.blockId) {
@@ -156,9 +154,24 @@ export class ChainWriter {
       }
       for (const { entry, record } of built.invalid) s.invalid.put(entry.id, record);
       extras?.also?.();
-    });
-    // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
-    await s.root.flushed;
+    };
+    try {
+      // A child transaction: if anything in here throws, none of this round's writes stay
+      // in the (shared, batched) LMDB transaction.
+      await s.root.childTransaction(() => {
+        try {
+          writeRound();
+        } catch (err) {
+          this.#engine.writeFailed();
+          throw err;
+        }
+      });
+      // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
+      await s.root.flushed;
+    } catch (err) {
+      this.#engine.writeFailed();
+      throw err;
+    }
     this.#engine.durable(checkpoint);
   }
 

@@ -26,6 +26,26 @@ import { CHECKPOINT_KEY, decodeDelta, deltaHead, encodeDelta, type Checkpoint, t
 /** Default blocks between checkpoints. */
 export const DEFAULT_CHECKPOINT_BLOCKS = 256;
 
+/**
+ * Records a block's transaction visits or writes for a checkpoint at most. A checkpoint of
+ * more records is spread over the blocks after it, so that no one block carries it whole
+ * (it was the longest pause of the commit pipeline): the bound on the extra work a block does.
+ */
+export const DEFAULT_CHECKPOINT_CHUNK = 4096;
+
+/** A checkpoint being written over several blocks. */
+interface CheckpointInProgress {
+  blockNum: number;
+  root: string;
+  /** Records still to visit (depth-first). */
+  stack: Buffer[];
+  seen: Set<string>;
+  /** Keys of the in-memory records the root reaches, parents before children. */
+  order: Buffer[];
+  /** Next index of `order` to write, from the end (children before parents); -1 while visiting. */
+  next: number;
+}
+
 interface MemRecord {
   rec: Buffer;
   /** Newest block whose update made this record. */
@@ -48,12 +68,17 @@ export interface StateEngineOptions {
   leafEncoding: LeafEncoding;
   /** Blocks between checkpoints (>= 1). */
   checkpointEvery?: number;
+  /** Records a block visits or writes for a checkpoint at most (default DEFAULT_CHECKPOINT_CHUNK). */
+  checkpointChunk?: number;
 }
 
 export class StateEngine {
   readonly #s: StateStores;
   readonly #src: RecordSource;
   readonly #every: number;
+  readonly #chunk: number;
+  /** The checkpoint being written, over this and the next blocks, if any. */
+  #writing: CheckpointInProgress | null = null;
   /** The state as of the checkpoint, any block after it, or any staged block. */
   readonly tree: MerkleTree;
   /** The last checkpoint written (durable or not). */
@@ -63,6 +88,8 @@ export class StateEngine {
     this.#s = stores;
     this.#every = opts.checkpointEvery ?? DEFAULT_CHECKPOINT_BLOCKS;
     if (!Number.isInteger(this.#every) || this.#every < 1) throw new RangeError('checkpointEvery must be a positive integer');
+    this.#chunk = opts.checkpointChunk ?? DEFAULT_CHECKPOINT_CHUNK;
+    if (!Number.isInteger(this.#chunk) || this.#chunk < 1) throw new RangeError('checkpointChunk must be a positive integer');
     this.#src = new RecordSource(stores.merkle);
     this.tree = new MerkleTree(this.#src as unknown as Database<Buffer, Buffer>, { leafEncoding: opts.leafEncoding });
   }
@@ -83,6 +110,7 @@ export class StateEngine {
    */
   recover(head: ChainHead | undefined): void {
     this.#src.mem.clear();
+    this.#writing = null;
     if (head === undefined) {
       this.#checkpoint = { blockNum: -1, root: EMPTY_ROOT };
       return;
@@ -137,9 +165,19 @@ export class StateEngine {
     const cp = this.#checkpoint;
     s.deltas.put(blockNum, encodeDelta({ root: head.stateRoot, base: cp.blockNum, baseRoot: cp.root, changes }));
     s.roots.put(Buffer.from(head.stateRoot, 'hex'), blockNum);
-    if (blockNum - cp.blockNum < this.#every) return null;
-    this.#writeCheckpoint(blockNum, head.stateRoot);
-    return blockNum;
+    if (this.#writing === null) {
+      if (blockNum - cp.blockNum < this.#every) return null;
+      this.#writing = { blockNum, root: head.stateRoot, stack: [Buffer.from(head.stateRoot, 'hex')], seen: new Set(), order: [], next: -1 };
+    }
+    return this.#continueCheckpoint();
+  }
+
+  /**
+   * A block's transaction failed: the checkpoint in progress may have lost writes it
+   * counted as done, so it starts again (from a later block's root) instead of going on.
+   */
+  writeFailed(): void {
+    this.#writing = null;
   }
 
   /** After a block's transaction is durable: a checkpoint's records leave memory. */
@@ -148,24 +186,44 @@ export class StateEngine {
     for (const [k, m] of this.#src.mem) if (m.block <= checkpointBlock) this.#src.mem.delete(k);
   }
 
-  /** Writes the records `root` reaches that are only in memory (inside a transaction). */
-  #writeCheckpoint(blockNum: number, root: string): void {
+  /**
+   * Goes on with the checkpoint in progress, inside a block's transaction, for at most
+   * `chunk` records: first finds the in-memory records its root reaches, then writes them
+   * children first, so a stored record's whole subtree is always stored (what `#stored`
+   * relies on: the root's own record is written last, with the checkpoint's key). Returns
+   * the checkpoint's block number once it is complete, else null. Its records stay in
+   * memory until then.
+   */
+  #continueCheckpoint(): number | null {
+    const w = this.#writing!;
     const mem = this.#src.mem;
-    const seen = new Set<string>();
-    const stack: Buffer[] = [Buffer.from(root, 'hex')];
-    for (let key = stack.pop(); key !== undefined; key = stack.pop()) {
-      const k = key.toString('latin1');
-      const m = mem.get(k);
-      if (m === undefined || seen.has(k)) continue; // stored already (or not ours: checked below)
-      seen.add(k);
-      this.#s.merkle.put(key, m.rec);
-      const r = parseRecord(m.rec);
-      if (r.branch) {
-        for (let i = 0, o = BRANCH_HEAD + 1; i < r.n; i++, o += ENTRY) stack.push(r.rec.subarray(o, o + 32));
-      } else if (!r.endLeaf) stack.push(r.end);
+    let budget = this.#chunk;
+    if (w.next < 0) {
+      for (let key = w.stack.pop(); key !== undefined; key = w.stack.pop()) {
+        const k = key.toString('latin1');
+        const m = mem.get(k);
+        if (m === undefined || w.seen.has(k)) continue; // stored already
+        w.seen.add(k);
+        w.order.push(key);
+        const r = parseRecord(m.rec);
+        if (r.branch) {
+          for (let i = 0, o = BRANCH_HEAD + 1; i < r.n; i++, o += ENTRY) w.stack.push(r.rec.subarray(o, o + 32));
+        } else if (!r.endLeaf) w.stack.push(r.end);
+        if (--budget === 0) break;
+      }
+      if (w.stack.length > 0) return null;
+      w.next = w.order.length - 1;
+      w.seen.clear();
     }
-    this.#s.meta.put(CHECKPOINT_KEY, { blockNum, root });
-    this.#checkpoint = { blockNum, root };
+    for (; w.next >= 0 && budget > 0; w.next--, budget--) {
+      const key = w.order[w.next]!;
+      this.#s.merkle.put(key, mem.get(key.toString('latin1'))!.rec);
+    }
+    if (w.next >= 0) return null;
+    this.#s.meta.put(CHECKPOINT_KEY, { blockNum: w.blockNum, root: w.root });
+    this.#checkpoint = { blockNum: w.blockNum, root: w.root };
+    this.#writing = null;
+    return w.blockNum;
   }
 
   #stored(root: string): boolean {
