@@ -208,7 +208,11 @@ t.test('a large checkpoint is spread over the blocks after it, children first', 
     if (cp === 3) kept = engine.memRecords;
     engine.durable(cp);
     if (cp === null && b >= 3 && (s.meta.get(CHECKPOINT_KEY) as { blockNum: number } | undefined)?.blockNum !== 3) {
-      t.equal(s.merkle.getBinary(Buffer.from(heads[3]?.stateRoot ?? u.root, 'hex')), undefined, `block ${b}: the checkpoint's root record is not stored before the rest`);
+      t.equal(
+        s.merkle.getBinary(Buffer.from(heads[3]?.stateRoot ?? u.root, 'hex')),
+        undefined,
+        `block ${b}: the checkpoint's root record is not stored before the rest`,
+      );
     }
     heads.push(head);
     parent = head;

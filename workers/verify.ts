@@ -31,11 +31,10 @@ export default function verifyTask(task: VerifyTask): unknown {
   const lookup = lookupOf(task.families);
   const results = new Array<VerifyReply['results'][number]>(task.ends.length);
   let start = 0;
-  for (let i = 0; i < task.ends.length; i++) {
-    const end = task.ends[i]!;
+  task.ends.forEach((end, i) => {
     results[i] = verifyBatchList(Buffer.from(task.packed, start, end - start), task.nodeKeyOnly[i], lookup);
     start = end;
-  }
+  });
   const reply: VerifyReply = { results, packed: task.packed };
   return move({ [transferableSymbol]: [task.packed], [valueSymbol]: reply } as unknown as Parameters<typeof move>[0]);
 }

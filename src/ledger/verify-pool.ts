@@ -91,10 +91,11 @@ export class VerifyPool<T extends VerifyItem> {
       results = reply.results;
       // Same order as sent: each item gets a view of its own bytes in the returned buffer.
       let start = 0;
-      for (let k = 0; k < items.length; k++) {
-        items[k]!.body = Buffer.from(reply.packed, start, ends[k]! - start);
-        start = ends[k]!;
-      }
+      items.forEach((item, k) => {
+        const end = ends[k] as number;
+        item.body = Buffer.from(reply.packed, start, end - start);
+        start = end;
+      });
     } catch (err) {
       this.#opts.onFailed(items, err);
       return;
@@ -140,10 +141,10 @@ function pack(bodies: readonly Uint8Array[]): { packed: ArrayBuffer; ends: numbe
   const out = new Uint8Array(total);
   const ends = new Array<number>(bodies.length);
   let o = 0;
-  for (let k = 0; k < bodies.length; k++) {
-    out.set(bodies[k]!, o);
-    o += bodies[k]!.byteLength;
+  bodies.forEach((b, k) => {
+    out.set(b, o);
+    o += b.byteLength;
     ends[k] = o;
-  }
+  });
   return { packed: out.buffer, ends };
 }

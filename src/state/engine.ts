@@ -195,7 +195,8 @@ export class StateEngine {
    * memory until then.
    */
   #continueCheckpoint(): number | null {
-    const w = this.#writing!;
+    const w = this.#writing;
+    if (w === null) return null;
     const mem = this.#src.mem;
     let budget = this.#chunk;
     if (w.next < 0) {
@@ -216,8 +217,11 @@ export class StateEngine {
       w.seen.clear();
     }
     for (; w.next >= 0 && budget > 0; w.next--, budget--) {
-      const key = w.order[w.next]!;
-      this.#s.merkle.put(key, mem.get(key.toString('latin1'))!.rec);
+      const key = w.order[w.next] as Buffer;
+      const m = mem.get(key.toString('latin1'));
+      if (m === undefined)
+        throw new CorruptStateError(`record ${key.toString('hex')} of the checkpoint of block ${w.blockNum} left memory before it was written`);
+      this.#s.merkle.put(key, m.rec);
     }
     if (w.next >= 0) return null;
     this.#s.meta.put(CHECKPOINT_KEY, { blockNum: w.blockNum, root: w.root });
