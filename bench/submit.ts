@@ -17,7 +17,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
-import { RawConnection } from './lib/raw.js';
+import { RawConnection, received } from './lib/raw.js';
 import { measureBounds } from './lib/bounds.js';
 import { generateBatches } from './lib/batches.js';
 import { submitAll, waitAll } from './lib/load.js';
@@ -60,8 +60,18 @@ export interface SubmitResult {
   verifiesPerSecPerCore: number;
   nodeHashesPerSec: number;
   cores: number;
-  /** Bytes the node process wrote to disk over the measured run, per committed batch (/proc/<pid>/io write_bytes). */
+  /**
+   * Bytes the node process handed to write system calls for files over the measured run,
+   * per committed batch: /proc/<pid>/io wchar less the HTTP bytes this bench received from
+   * it (its socket writes). What the LMDB environments write, page by page.
+   */
   diskBytesPerBatch: number;
+  /**
+   * /proc/<pid>/io write_bytes per committed batch: pages the process dirtied. This kernel
+   * counts a whole large folio of the page cache each time one 4 KiB page in it is dirtied,
+   * so on it this is several times what was written; kept to compare with older runs.
+   */
+  dirtiedBytesPerBatch: number;
   /** CPU time of the node process (all threads, user + system) over the measured run, per committed batch: steadier than throughput on a busy machine. */
   nodeCpuUsPerBatch: number;
   /** Growth of the data directory's LMDB files (ledger.mdb, pending.mdb) over the measured run, per committed batch. */
@@ -97,6 +107,11 @@ function writeBytes(pid: number): number {
   return ioField(`/proc/${pid}/io`);
 }
 
+/** wchar of a process: bytes passed to write system calls (files and sockets). */
+function writeCalls(pid: number): number {
+  return ioField(`/proc/${pid}/io`, 'wchar');
+}
+
 /** write_bytes per thread name (BENCH_THREADS=1: where the bytes come from). */
 function threadWrites(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -108,9 +123,9 @@ function threadWrites(pid: number): Record<string, number> {
   return out;
 }
 
-function ioField(file: string): number {
+function ioField(file: string, field = 'write_bytes'): number {
   try {
-    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(file, 'utf8'));
+    const m = new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(file, 'utf8'));
     return m ? Number(m[1]) : Number.NaN;
   } catch {
     return Number.NaN;
@@ -140,6 +155,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     let n429 = 0;
     let next = 0;
     const written0 = writeBytes(node.pid);
+    const calls0 = writeCalls(node.pid);
+    const received0 = received.bytes;
     const files0 = dataFileBytes(node.dataDir);
     const cpu0 = cpuSeconds(node.pid);
     const t0 = performance.now();
@@ -208,6 +225,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     spawnSync('sync', ['-f', node.dataDir]);
     const cpuUsed = cpuSeconds(node.pid) - cpu0;
     const written = writeBytes(node.pid) - written0;
+    const fileWrites = writeCalls(node.pid) - calls0 - (received.bytes - received0);
     const grown = dataFileBytes(node.dataDir) - files0;
     if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
     await Promise.all(probes);
@@ -247,7 +265,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
       nodeHashesPerSec: bounds.nodeHashesPerSec,
       cores: bounds.cores,
       nodeCpuUsPerBatch: Math.round((cpuUsed * 1e6) / N),
-      diskBytesPerBatch: Math.round(written / N),
+      diskBytesPerBatch: Math.round(fileWrites / N),
+      dirtiedBytesPerBatch: Math.round(written / N),
       fileGrowthBytesPerBatch: Math.round(grown / N),
     };
   } finally {

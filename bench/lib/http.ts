@@ -1,5 +1,6 @@
 /** A small keep-alive HTTP client for load generation (node:http, no per-request setup). */
 import http from 'node:http';
+import { received } from './raw.js';
 
 export class Client {
   readonly agent: http.Agent;
@@ -22,7 +23,13 @@ export class Client {
       }
       const req = http.request({ host: this.host, port: this.port, method, path, agent: this.agent, headers }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
+        // The status line and header bytes as sent (HTTP/1.1 SSS Reason\r\n, name: value\r\n each, \r\n).
+        received.bytes += 15 + (res.statusMessage?.length ?? 0) + 2;
+        for (let i = 0; i < res.rawHeaders.length; i += 2) received.bytes += (res.rawHeaders[i]?.length ?? 0) + (res.rawHeaders[i + 1]?.length ?? 0) + 4;
+        res.on('data', (c: Buffer) => {
+          received.bytes += c.length;
+          chunks.push(c);
+        });
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
         res.on('error', reject);
       });

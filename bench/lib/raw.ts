@@ -6,6 +6,9 @@
  */
 import net from 'node:net';
 
+/** Bytes this process has received from nodes over HTTP (to tell a node's file writes from its socket writes). */
+export const received = { bytes: 0 };
+
 interface Pending {
   resolve(r: { status: number; body: string }): void;
   reject(e: Error): void;
@@ -23,7 +26,10 @@ export class RawConnection {
       this.#socket.once('connect', () => resolve());
       this.#socket.once('error', reject);
     });
-    this.#socket.on('data', (d: Buffer) => this.#onData(d));
+    this.#socket.on('data', (d: Buffer) => {
+      received.bytes += d.length;
+      this.#onData(d);
+    });
     this.#socket.on('error', (e) => this.#pending?.reject(e));
     this.#socket.on('close', () => this.#pending?.reject(new Error('connection closed')));
   }
