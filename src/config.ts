@@ -36,6 +36,8 @@ export interface Config {
   dependencyWaitSec: number;
   /** Blocks between state checkpoints (the Merkle records of a root written whole). */
   stateCheckpointBlocks: number;
+  /** Merkle records a block writes for a checkpoint at most (a larger one is spread over the next blocks). */
+  stateCheckpointChunk: number;
   /** Blocks behind the head whose state `head=` still reads (0 = all not pruned). */
   stateHistoryBlocks: number;
   /**
@@ -142,6 +144,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     flag: 'state-checkpoint-blocks',
     env: 'CAIRN_STATE_CHECKPOINT_BLOCKS',
     help: 'blocks between state checkpoints (default 256)',
+  },
+  stateCheckpointChunk: {
+    flag: 'state-checkpoint-chunk',
+    env: 'CAIRN_STATE_CHECKPOINT_CHUNK',
+    help: 'Merkle records a block writes for a state checkpoint at most; a larger one is spread over the next blocks (default 4096)',
   },
   stateHistoryBlocks: {
     flag: 'state-history-blocks',
@@ -309,6 +316,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     queueInitialAverage: int(get('queueInitialAverage') ?? '30', 'queue initial average', 1),
     dependencyWaitSec: int(get('dependencyWaitSec') ?? '60', 'dependency wait', 1),
     stateCheckpointBlocks: int(get('stateCheckpointBlocks') ?? '256', 'state checkpoint blocks', 1),
+    stateCheckpointChunk: int(get('stateCheckpointChunk') ?? '4096', 'state checkpoint chunk', 1),
     stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),

@@ -21,7 +21,7 @@ import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { checkLedger } from '../src/store/integrity.js';
 
 const EVERY = 5;
-const SMALL_BLOCKS = { CAIRN_STATE_CHECKPOINT_BLOCKS: String(EVERY), CAIRN_MAX_BATCHES_PER_BLOCK: '3' };
+const SMALL: Record<string, string> = { CAIRN_STATE_CHECKPOINT_BLOCKS: String(EVERY), CAIRN_MAX_BATCHES_PER_BLOCK: '3' };
 
 /** What the data directory holds: head block, last checkpoint block, whether the head's root records are stored. */
 async function layout(dir: string): Promise<{ head: number; checkpoint: number; headStored: boolean }> {
@@ -37,128 +37,133 @@ async function layout(dir: string): Promise<{ head: number; checkpoint: number; 
   }
 }
 
-t.test('kill -9 between checkpoints: acknowledged batches, block roots and the head state survive', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-cpcrash-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const signer = newSigner();
-  const child = await startChild(dir, SMALL_BLOCKS);
-  t.teardown(() => child.kill9());
-  const expected = new Map<string, number>();
-  const acked: string[] = [];
+for (const [name, SMALL_BLOCKS] of [
+  ['', SMALL],
+  // Eight records per block: every checkpoint is spread over many blocks, so the kill lands in one.
+  [' (checkpoints spread over blocks)', { ...SMALL, CAIRN_STATE_CHECKPOINT_CHUNK: '8' }],
+] as const)
+  t.test(`kill -9 between checkpoints${name}: acknowledged batches, block roots and the head state survive`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-cpcrash-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const signer = newSigner();
+    const child = await startChild(dir, SMALL_BLOCKS);
+    t.teardown(() => child.kill9());
+    const expected = new Map<string, number>();
+    const acked: string[] = [];
 
-  // Enough blocks for a checkpoint or two, all committed.
-  const first = Array.from({ length: 24 }, (_, i) => intkeyBatch(signer, [['set', `a${i}`, i]]));
-  for (const b of first) t.equal((await postBatches(child.ledgerUrl, batchList(b))).status, 202);
-  for (let i = 0; i < first.length; i += 12) {
-    const st = await waitCommitted(
-      child.ledgerUrl,
-      first.slice(i, i + 12).map((b) => b.id),
-      60,
-    );
-    t.ok(
-      st.every((s: { status: string }) => s.status === 'COMMITTED'),
-      'first batches committed',
-    );
-  }
-  first.forEach((b, i) => {
-    acked.push(b.id);
-    expected.set(`a${i}`, i);
-  });
-
-  // Then a stream, killed in the middle.
-  let stop = false;
-  let seq = 0;
-  const reported = new Map<string, string>(); // block id -> state root, as served before the kill
-  const worker = async (): Promise<void> => {
-    while (!stop) {
-      const i = seq++;
-      const b = intkeyBatch(signer, [['set', `b${i}`, i]]);
-      try {
-        const r = await postBatches(child.ledgerUrl, batchList(b));
-        if (r.status === 202) {
-          acked.push(b.id);
-          expected.set(`b${i}`, i);
-        }
-        const blocks = await getJson(`${child.ledgerUrl}/blocks?limit=5`);
-        for (const blk of blocks.json.data) reported.set(blk.header_signature, blk.header.state_root_hash);
-      } catch {
-        return; // the connection died with the process
-      }
+    // Enough blocks for a checkpoint or two, all committed.
+    const first = Array.from({ length: 24 }, (_, i) => intkeyBatch(signer, [['set', `a${i}`, i]]));
+    for (const b of first) t.equal((await postBatches(child.ledgerUrl, batchList(b))).status, 202);
+    for (let i = 0; i < first.length; i += 12) {
+      const st = await waitCommitted(
+        child.ledgerUrl,
+        first.slice(i, i + 12).map((b) => b.id),
+        60,
+      );
+      t.ok(
+        st.every((s: { status: string }) => s.status === 'COMMITTED'),
+        'first batches committed',
+      );
     }
-  };
-  const loops = Array.from({ length: 4 }, () => worker());
-  for (let waited = 0; seq < 30 && waited < 20_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-  // Stop at a head that is not a checkpoint (retrying a little while the stream goes on).
-  let stopped = false;
-  for (let tries = 0; tries < 200 && !stopped; tries++) {
-    const head = (await getJson(`${child.ledgerUrl}/blocks?limit=1`)).json.data[0];
-    const num = Number(head.header.block_num);
-    if ((num + 1) % EVERY !== 0 && num > EVERY) {
-      await child.kill9();
-      stopped = true;
-    } else await new Promise((r) => setTimeout(r, 20));
-  }
-  if (!stopped) await child.kill9();
-  stop = true;
-  await Promise.all(loops);
-
-  const at = await layout(dir);
-  t.ok(at.checkpoint >= EVERY - 1, `a checkpoint was written (block ${at.checkpoint})`);
-  t.ok(
-    at.head > at.checkpoint && !at.headStored,
-    `killed at block ${at.head}, after the checkpoint at ${at.checkpoint}: the head's records were not stored`,
-  );
-
-  const n = await startTestNode(SMALL_BLOCKS, dir);
-  let running = true;
-  t.teardown(() => (running ? n.stop({ keepData: true }) : undefined));
-  for (let i = 0; i < acked.length; i += 100) {
-    const chunk = acked.slice(i, i + 100);
-    const r = await fetch(`${n.ledgerUrl}/batch_statuses?wait=60`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(chunk),
+    first.forEach((b, i) => {
+      acked.push(b.id);
+      expected.set(`a${i}`, i);
     });
-    const data = ((await r.json()) as { data: Array<{ id: string; status: string }> }).data;
-    const bad = data.filter((s) => s.status !== 'COMMITTED');
-    t.same(bad, [], `acknowledged batches ${i}..${i + chunk.length - 1} are committed`);
-  }
 
-  // Every block reported before the kill still has the root it had.
-  t.ok(reported.size > 0);
-  for (const [id, root] of reported) {
-    const r = await getJson(`${n.ledgerUrl}/blocks/${id}`);
-    t.equal(r.json.data?.header?.state_root_hash, root, `block ${id.slice(0, 12)}… keeps its root`);
-  }
+    // Then a stream, killed in the middle.
+    let stop = false;
+    let seq = 0;
+    const reported = new Map<string, string>(); // block id -> state root, as served before the kill
+    const worker = async (): Promise<void> => {
+      while (!stop) {
+        const i = seq++;
+        const b = intkeyBatch(signer, [['set', `b${i}`, i]]);
+        try {
+          const r = await postBatches(child.ledgerUrl, batchList(b));
+          if (r.status === 202) {
+            acked.push(b.id);
+            expected.set(`b${i}`, i);
+          }
+          const blocks = await getJson(`${child.ledgerUrl}/blocks?limit=5`);
+          for (const blk of blocks.json.data) reported.set(blk.header_signature, blk.header.state_root_hash);
+        } catch {
+          return; // the connection died with the process
+        }
+      }
+    };
+    const loops = Array.from({ length: 4 }, () => worker());
+    for (let waited = 0; seq < 30 && waited < 20_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    // Stop at a head that is not a checkpoint (retrying a little while the stream goes on).
+    let stopped = false;
+    for (let tries = 0; tries < 200 && !stopped; tries++) {
+      const head = (await getJson(`${child.ledgerUrl}/blocks?limit=1`)).json.data[0];
+      const num = Number(head.header.block_num);
+      if ((num + 1) % EVERY !== 0 && num > EVERY) {
+        await child.kill9();
+        stopped = true;
+      } else await new Promise((r) => setTimeout(r, 20));
+    }
+    if (!stopped) await child.kill9();
+    stop = true;
+    await Promise.all(loops);
 
-  // The head's state: the values set, and the root a clean rebuild from the leaves gives.
-  const head = (await getJson(`${n.ledgerUrl}/blocks?limit=1`)).json.data[0];
-  const pages = await walkPages(`${n.ledgerUrl}/state?head=${head.header_signature}&limit=1000`);
-  const leaves = new Map<string, Uint8Array>();
-  for (const p of pages) for (const e of p.json.data) leaves.set(e.address, Buffer.from(e.data, 'base64'));
-  t.equal(rootOf(leaves), head.header.state_root_hash, 'the head root is the root of the leaves served');
-  let wrong = 0;
-  for (const [name, value] of expected) {
-    const raw = leaves.get(intkeyAddress(name));
-    const m = raw === undefined ? undefined : (decode(raw) as Map<string, number>);
-    if (m?.get(name) !== value) wrong++;
-  }
-  t.equal(wrong, 0, `all ${expected.size} acknowledged values are in the state`);
+    const at = await layout(dir);
+    t.ok(at.checkpoint >= EVERY - 1, `a checkpoint was written (block ${at.checkpoint})`);
+    t.ok(
+      at.head > at.checkpoint && !at.headStored,
+      `killed at block ${at.head}, after the checkpoint at ${at.checkpoint}: the head's records were not stored`,
+    );
 
-  // The integrity check reads the new layout: no problems.
-  running = false;
-  await n.stop({ keepData: true });
-  const db = openEnv(dir);
-  const pending = openPendingEnv(dir);
-  try {
-    const report = checkLedger(db, pending, dir);
-    t.same(report.problems, [], 'the integrity check finds no problem');
-    t.ok(report.stateLeaves >= expected.size);
-  } finally {
-    await db.close();
-    await pending.close();
-  }
-});
+    const n = await startTestNode(SMALL_BLOCKS, dir);
+    let running = true;
+    t.teardown(() => (running ? n.stop({ keepData: true }) : undefined));
+    for (let i = 0; i < acked.length; i += 100) {
+      const chunk = acked.slice(i, i + 100);
+      const r = await fetch(`${n.ledgerUrl}/batch_statuses?wait=60`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(chunk),
+      });
+      const data = ((await r.json()) as { data: Array<{ id: string; status: string }> }).data;
+      const bad = data.filter((s) => s.status !== 'COMMITTED');
+      t.same(bad, [], `acknowledged batches ${i}..${i + chunk.length - 1} are committed`);
+    }
+
+    // Every block reported before the kill still has the root it had.
+    t.ok(reported.size > 0);
+    for (const [id, root] of reported) {
+      const r = await getJson(`${n.ledgerUrl}/blocks/${id}`);
+      t.equal(r.json.data?.header?.state_root_hash, root, `block ${id.slice(0, 12)}… keeps its root`);
+    }
+
+    // The head's state: the values set, and the root a clean rebuild from the leaves gives.
+    const head = (await getJson(`${n.ledgerUrl}/blocks?limit=1`)).json.data[0];
+    const pages = await walkPages(`${n.ledgerUrl}/state?head=${head.header_signature}&limit=1000`);
+    const leaves = new Map<string, Uint8Array>();
+    for (const p of pages) for (const e of p.json.data) leaves.set(e.address, Buffer.from(e.data, 'base64'));
+    t.equal(rootOf(leaves), head.header.state_root_hash, 'the head root is the root of the leaves served');
+    let wrong = 0;
+    for (const [name, value] of expected) {
+      const raw = leaves.get(intkeyAddress(name));
+      const m = raw === undefined ? undefined : (decode(raw) as Map<string, number>);
+      if (m?.get(name) !== value) wrong++;
+    }
+    t.equal(wrong, 0, `all ${expected.size} acknowledged values are in the state`);
+
+    // The integrity check reads the new layout: no problems.
+    running = false;
+    await n.stop({ keepData: true });
+    const db = openEnv(dir);
+    const pending = openPendingEnv(dir);
+    try {
+      const report = checkLedger(db, pending, dir);
+      t.same(report.problems, [], 'the integrity check finds no problem');
+      t.ok(report.stateLeaves >= expected.size);
+    } finally {
+      await db.close();
+      await pending.close();
+    }
+  });
 
 t.test('head= reads past roots between checkpoints, and answers 404 code 50 beyond --state-history-blocks', async (t) => {
   const n = await startTestNode({ CAIRN_STATE_CHECKPOINT_BLOCKS: '3', CAIRN_STATE_HISTORY_BLOCKS: '3' });

@@ -31,6 +31,8 @@ export interface ChainWriterOptions {
   readModelPrefix?: string;
   /** Blocks between state checkpoints (default DEFAULT_CHECKPOINT_BLOCKS). */
   checkpointEvery?: number;
+  /** Merkle records a block writes for a checkpoint at most (default DEFAULT_CHECKPOINT_CHUNK). */
+  checkpointChunk?: number;
 }
 
 /** More of a round written in the same transaction. */
@@ -54,7 +56,7 @@ export class ChainWriter {
   constructor(opts: ChainWriterOptions) {
     const s = opts.stores;
     this.#s = s;
-    this.#engine = new StateEngine(s, { leafEncoding: opts.leafEncoding, checkpointEvery: opts.checkpointEvery });
+    this.#engine = new StateEngine(s, { leafEncoding: opts.leafEncoding, checkpointEvery: opts.checkpointEvery, checkpointChunk: opts.checkpointChunk });
     const tree = (): StateStore => {
       if (!this.#loaded) this.loadState();
       return this.#engine.tree;

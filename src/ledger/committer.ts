@@ -93,6 +93,7 @@ export class Committer {
       projectors: projectorEntries(d.projectors),
       writeFault: faultPoint('ledger.write'),
       checkpointEvery: opts.stateCheckpointBlocks,
+      checkpointChunk: opts.stateCheckpointChunk,
     });
     this.#component = opts.component ? new ComponentServer(opts.component) : null;
     this.#builder = new BlockBuilder(this.#writer.state, signer, familyLookup(d.families), this.#component ?? undefined);

@@ -114,6 +114,7 @@ export class Ledger {
         dependencyWaitMs: config.dependencyWaitSec * 1000,
         component: opts.component,
         stateCheckpointBlocks: config.stateCheckpointBlocks,
+        stateCheckpointChunk: config.stateCheckpointChunk,
       },
       () => ({
         onBlock: (e) => ledger!.#onBlock(e),

@@ -27,6 +27,8 @@ export interface CommitterOptions {
   component?: ComponentOptions;
   /** Blocks between state checkpoints (default 256; see src/state/engine.ts). */
   stateCheckpointBlocks?: number;
+  /** Merkle records a block writes for a checkpoint at most (default 4096). */
+  stateCheckpointChunk?: number;
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
