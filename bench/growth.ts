@@ -12,26 +12,16 @@
  * Env: TOTAL (1000000), SEGMENT (50000), CONNECTIONS (64). Any CAIRN_* variable is passed
  * to the node.
  */
-import { readFileSync } from 'node:fs';
 import { startBenchNode } from './lib/node.js';
 import { Client } from './lib/http.js';
 import { generateBatches } from './lib/batches.js';
 import { submitAll, waitAll } from './lib/load.js';
+import { fileWriteBytes } from './lib/proc.js';
 
 const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
 const TOTAL = env('TOTAL', 1_000_000);
 const SEGMENT = env('SEGMENT', 50_000);
 const CONNECTIONS = env('CONNECTIONS', 64);
-
-/** write_bytes of a process (/proc/<pid>/io), or NaN. */
-function writeBytes(pid: number): number {
-  try {
-    const m = /^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'));
-    return m ? Number(m[1]) : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 function progress(msg: string): void {
   if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[growth] ${msg}\n`);
@@ -82,7 +72,7 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
       buildBatches = 0;
       client.close();
       client = new Client(node.ledgerUrl, CONNECTIONS);
-      const w0 = writeBytes(node.pid);
+      const w0 = fileWriteBytes(node.pid);
       const t0 = performance.now();
       await submitAll(client, batches, CONNECTIONS);
       const bad = await waitAll(
@@ -99,7 +89,7 @@ export async function runGrowth(nodeEnv: Record<string, string> = {}): Promise<o
         buildUsPerBatch: buildBatches ? Math.round((buildMs * 1000) / buildBatches) : 0,
         rssMiB: Math.round(node.rssMiB()),
         rssAnonMiB: Math.round(node.rssAnonMiB()),
-        diskBytesPerBatch: Math.round((writeBytes(node.pid) - w0) / n),
+        diskBytesPerBatch: Math.round((fileWriteBytes(node.pid) - w0) / n),
       };
       rounds.push(r);
       progress(JSON.stringify(r));

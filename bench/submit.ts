@@ -17,7 +17,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startBenchNode } from './lib/node.js';
 import { Client, percentile } from './lib/http.js';
-import { RawConnection, received } from './lib/raw.js';
+import { RawConnection } from './lib/raw.js';
+import { cpuSeconds, dirtiedBytes, fileWriteBytes, ioField } from './lib/proc.js';
 import { measureBounds } from './lib/bounds.js';
 import { generateBatches } from './lib/batches.js';
 import { submitAll, waitAll } from './lib/load.js';
@@ -60,17 +61,9 @@ export interface SubmitResult {
   verifiesPerSecPerCore: number;
   nodeHashesPerSec: number;
   cores: number;
-  /**
-   * Bytes the node process handed to write system calls for files over the measured run,
-   * per committed batch: /proc/<pid>/io wchar less the HTTP bytes this bench received from
-   * it (its socket writes). What the LMDB environments write, page by page.
-   */
+  /** Bytes the node process gave to write calls for files over the measured run, per committed batch (bench/lib/proc.ts). */
   diskBytesPerBatch: number;
-  /**
-   * /proc/<pid>/io write_bytes per committed batch: pages the process dirtied. This kernel
-   * counts a whole large folio of the page cache each time one 4 KiB page in it is dirtied,
-   * so on it this is several times what was written; kept to compare with older runs.
-   */
+  /** /proc/<pid>/io write_bytes per committed batch: several times the bytes written on this kernel (bench/lib/proc.ts); kept to compare with older runs. */
   dirtiedBytesPerBatch: number;
   /** CPU time of the node process (all threads, user + system) over the measured run, per committed batch: steadier than throughput on a busy machine. */
   nodeCpuUsPerBatch: number;
@@ -91,27 +84,6 @@ function dataFileBytes(dir: string): number {
   return n;
 }
 
-/** CPU seconds (user + system, all threads) a process has used, from /proc/<pid>/stat. */
-function cpuSeconds(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) / 100;
-  } catch {
-    return Number.NaN;
-  }
-}
-
-/** write_bytes of a process (bytes it caused to be written to storage), or NaN where /proc lacks it. */
-function writeBytes(pid: number): number {
-  return ioField(`/proc/${pid}/io`);
-}
-
-/** wchar of a process: bytes passed to write system calls (files and sockets). */
-function writeCalls(pid: number): number {
-  return ioField(`/proc/${pid}/io`, 'wchar');
-}
-
 /** write_bytes per thread name (BENCH_THREADS=1: where the bytes come from). */
 function threadWrites(pid: number): Record<string, number> {
   const out: Record<string, number> = {};
@@ -121,15 +93,6 @@ function threadWrites(pid: number): Record<string, number> {
     if (w > 0) out[`${name}#${tid}`] = w;
   }
   return out;
-}
-
-function ioField(file: string, field = 'write_bytes'): number {
-  try {
-    const m = new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(file, 'utf8'));
-    return m ? Number(m[1]) : Number.NaN;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RATE_MODE === 'half' ? 0 : Number(RATE_MODE)): Promise<SubmitResult> {
@@ -154,9 +117,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     let maxResponse = 0;
     let n429 = 0;
     let next = 0;
-    const written0 = writeBytes(node.pid);
-    const calls0 = writeCalls(node.pid);
-    const received0 = received.bytes;
+    const dirtied0 = dirtiedBytes(node.pid);
+    const written0 = fileWriteBytes(node.pid);
     const files0 = dataFileBytes(node.dataDir);
     const cpu0 = cpuSeconds(node.pid);
     const t0 = performance.now();
@@ -224,8 +186,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     // file system before reading the counter so the figure holds what the run wrote.
     spawnSync('sync', ['-f', node.dataDir]);
     const cpuUsed = cpuSeconds(node.pid) - cpu0;
-    const written = writeBytes(node.pid) - written0;
-    const fileWrites = writeCalls(node.pid) - calls0 - (received.bytes - received0);
+    const dirtied = dirtiedBytes(node.pid) - dirtied0;
+    const written = fileWriteBytes(node.pid) - written0;
     const grown = dataFileBytes(node.dataDir) - files0;
     if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
     await Promise.all(probes);
@@ -265,8 +227,8 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
       nodeHashesPerSec: bounds.nodeHashesPerSec,
       cores: bounds.cores,
       nodeCpuUsPerBatch: Math.round((cpuUsed * 1e6) / N),
-      diskBytesPerBatch: Math.round(fileWrites / N),
-      dirtiedBytesPerBatch: Math.round(written / N),
+      diskBytesPerBatch: Math.round(written / N),
+      dirtiedBytesPerBatch: Math.round(dirtied / N),
       fileGrowthBytesPerBatch: Math.round(grown / N),
     };
   } finally {
