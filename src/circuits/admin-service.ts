@@ -36,7 +36,7 @@ import {
   type ProposalMsg,
 } from './proto.js';
 import type { AdminStore, EventRecord, NewEvent } from './store.js';
-import { ValidationError, checkCircuit, checkEnvelope, parsePayload, sha256Hex, voteOf, type Envelope } from './validate.js';
+import { ValidationError, checkCircuit, checkEnvelope, isCircuitId, parsePayload, sha256Hex, voteOf, type Envelope } from './validate.js';
 
 export interface AdminOptions {
   nodeId: string;
@@ -106,6 +106,14 @@ interface TwoPhaseMsg {
 
 const ADMIN = 'admin::';
 
+/** A peer's messages dropped for one reason are logged once per this many ms (with a count). */
+const DROP_LOG_MS = 10_000;
+/** Verification requests kept for rounds this node has not heard of yet. */
+const MAX_EARLY_REQUESTS = 256;
+
+/** An id taken from a peer as it goes into a log line: quoted, control characters escaped, cut at `max` characters. */
+const shown = (s: string, max = 64): string => `'${JSON.stringify(s.length > max ? `${s.slice(0, max)}…` : s).slice(1, -1)}'`;
+
 export class AdminService {
   readonly store: AdminStore;
   readonly #net: PeerNetwork;
@@ -120,7 +128,10 @@ export class AdminService {
   readonly #queue: Change[] = [];
   #ownInFlight: { id: string; change: Change } | null = null;
   readonly #rounds = new Map<string, Round>();
-  readonly #requests = new Map<string, string>();
+  /** round id → who asked this node to verify it (the node it named, the connection it came on) */
+  readonly #requests = new Map<string, { from: string; remote: Token }>();
+  /** `${what}|${kind}|${peer}` → when a drop was last logged, and how many were not logged since */
+  readonly #drops = new Map<string, { at: number; quiet: number }>();
   #current: Current | null = null;
   readonly #readyMarks = new Map<string, Set<string>>();
   readonly #readyReplied = new Set<string>();
@@ -159,8 +170,10 @@ export class AdminService {
 
   /** Sends a circuit direct message from one of this node's services to a service on `nodeId`. */
   sendDirect(nodeId: string, circuit: string, sender: string, recipient: string, payload: Uint8Array): void {
-    const t = this.#routes.get(nodeId);
-    if (!t) return log.warn(`circuits: no route to node ${nodeId}; service message dropped`);
+    // Over the connection of that circuit's authorization (the one the member checks it came on).
+    const c = this.store.circuit(circuit);
+    const t = c ? this.#tokens(c, nodeId) : null;
+    if (!t) return log.warn(`circuits: no route to node ${nodeId} on circuit ${circuit}; service message dropped`);
     const direct = encode(CircuitDirectMessage, { circuit, sender, recipient, payload });
     this.#net.send(t.remote, t.local, encode(CircuitMessage, { messageType: CircuitMsgType.CIRCUIT_DIRECT, payload: direct }));
   }
@@ -301,7 +314,7 @@ export class AdminService {
       if (!prop) return fail(`Attempting to remove proposal for circuit ${id} that does not exist`);
       await this.store.commit({ deleteProposal: id });
       for (const m of this.#others(prop.circuitProposal))
-        this.#sendNode(m, { messageType: AdminType.REMOVED_PROPOSAL, removedProposal: { circuitId: id } });
+        this.#sendNode(m, { messageType: AdminType.REMOVED_PROPOSAL, removedProposal: { circuitId: id } }, prop.circuitProposal);
       if (!this.store.circuit(id)) this.#dropRefs(id);
       log.info(`circuits: proposal for ${id} removed on this node`);
       return;
@@ -312,7 +325,7 @@ export class AdminService {
       if (c.circuitStatus !== Status.ACTIVE) fail(`Attempting to abandon a circuit that is not active: ${id}`);
       await this.store.commit({ putCircuit: { ...c, circuitStatus: Status.ABANDONED } });
       for (const m of this.#others(c))
-        this.#sendNode(m, { messageType: AdminType.ABANDONED_CIRCUIT, abandonedCircuit: { circuitId: id, memberNodeId: me } });
+        this.#sendNode(m, { messageType: AdminType.ABANDONED_CIRCUIT, abandonedCircuit: { circuitId: id, memberNodeId: me } }, c);
       this.#dropRefs(id);
       log.info(`circuits: circuit ${id} abandoned on this node`);
     } else {
@@ -373,8 +386,12 @@ export class AdminService {
     this.#net.send(remote, local, encode(CircuitMessage, { messageType: CircuitMsgType.ADMIN_DIRECT, payload: direct }));
   }
 
-  #sendNode(nodeId: string, msg: object): void {
-    const t = this.#routes.get(nodeId);
+  /**
+   * Sends to a node's admin service; with the circuit the message is about, over the
+   * connection of that circuit's authorization (the identity the receiver checks).
+   */
+  #sendNode(nodeId: string, msg: object, c?: CircuitMsg): void {
+    const t = (c && this.#tokens(c, nodeId)) || this.#routes.get(nodeId);
     if (!t) {
       log.warn(`circuits: no route to node ${nodeId}; message dropped`);
       return;
@@ -389,6 +406,8 @@ export class AdminService {
       const cm = decode<{ messageType: number; payload: Buffer }>(CircuitMessage, bytes);
       if (cm.messageType === CircuitMsgType.CIRCUIT_DIRECT) {
         const d = decode<{ circuit: string; sender: string; recipient: string; payload: Buffer }>(CircuitDirectMessage, cm.payload);
+        const refused = this.#refuseDirect(remote, d);
+        if (refused) return this.#drop(remote, 'service message', refused[1], refused[0]);
         this.#services?.message(d.circuit, d.sender, d.recipient, d.payload);
         return;
       }
@@ -399,14 +418,80 @@ export class AdminService {
       const direct = decode<{ recipient: string; payload: Buffer }>(AdminDirectMessage, cm.payload);
       msg = decode<AdminMsg>(AdminMessage, direct.payload);
     } catch (err) {
-      log.warn(`circuits: undecodable admin message from ${remote}: ${(err as Error).message}`);
-      return;
+      return this.#drop(remote, 'undecodable message', (err as Error).message);
     }
     try {
       this.#onAdmin(remote, local, msg);
     } catch (err) {
-      log.warn(`circuits: admin message ${msg.messageType} from ${remote} not handled: ${(err as Error).message}`);
+      this.#drop(remote, `admin message ${msg.messageType}`, `not handled: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Why a circuit direct message that came in on the connection `remote` is refused here,
+   * or null when it may go to the state service: the circuit is Active here and names this
+   * node, the recipient is a service of it on this node, and the sender is a service of it
+   * on the node that connection speaks for (by that circuit's authorization).
+   */
+  #refuseDirect(remote: Token, d: { circuit: string; sender: string; recipient: string }): [kind: string, why: string] | null {
+    const me = this.#o.nodeId;
+    const c = isCircuitId(d.circuit) ? this.store.circuit(d.circuit) : undefined;
+    if (!c?.members.some((m) => m.nodeId === me)) return ['circuit', `circuit ${shown(d.circuit)} is not a circuit of this node`];
+    if ((c.circuitStatus || Status.ACTIVE) !== Status.ACTIVE) return [`inactive|${c.circuitId}`, `circuit ${d.circuit} is not active here`];
+    const to = c.roster.find((s) => s.serviceId === d.recipient);
+    if (!to?.allowedNodes.includes(me))
+      return [`recipient|${c.circuitId}`, `service ${shown(d.recipient)} of circuit ${d.circuit} does not run on this node`];
+    const from = c.roster.find((s) => s.serviceId === d.sender);
+    if (!from) return [`sender|${c.circuitId}`, `service ${shown(d.sender)} is not in the roster of circuit ${d.circuit}`];
+    const node = from.allowedNodes.length === 1 ? from.allowedNodes[0]! : undefined;
+    if (node === undefined || !this.#speaksFor(remote, node, c))
+      return [`node|${c.circuitId}`, `service ${d.sender} of circuit ${d.circuit} runs on node ${shown(node ?? '?')}, which this peer is not`];
+    return null;
+  }
+
+  /**
+   * Whether the connection `remote` is member `nodeId` of circuit `c` by that circuit's
+   * authorization: trust, the node id the peer named in the handshake; challenge, the
+   * peering key the circuit lists for that member, proven in the handshake. Never this node.
+   */
+  #speaksFor(remote: Token, nodeId: string, c: CircuitMsg): boolean {
+    if (nodeId === this.#o.nodeId) return false;
+    return this.#tokens(c, nodeId)?.remote === remote;
+  }
+
+  /** The circuit a change is about: the one proposed by a create, else the stored proposal's or circuit. */
+  #circuitOf(env: Envelope): CircuitMsg | undefined {
+    const created = env.payload.circuitCreateRequest?.circuit;
+    if (created) return created;
+    return this.#knownCircuit(this.#circuitIdOf(env));
+  }
+
+  /** The circuit (stored, or proposed and stored) that `circuitId` names here. */
+  #knownCircuit(circuitId: string): CircuitMsg | undefined {
+    if (!isCircuitId(circuitId)) return undefined;
+    return this.store.proposal(circuitId)?.circuitProposal ?? this.store.circuit(circuitId);
+  }
+
+  /**
+   * Drops a peer's message with a warning: the first of a kind (what, and why by `kind`)
+   * from a peer at once, then at most one per DROP_LOG_MS with the number dropped in
+   * between. Nothing else changes.
+   */
+  #drop(remote: Token, what: string, why: string, kind = ''): void {
+    const key = `${what}|${kind}|${remote}`;
+    const now = Date.now();
+    const seen = this.#drops.get(key);
+    if (seen && now - seen.at < DROP_LOG_MS) {
+      seen.quiet++;
+      return;
+    }
+    if (!seen && this.#drops.size >= 1000) {
+      for (const [k, v] of this.#drops) if (now - v.at >= DROP_LOG_MS) this.#drops.delete(k);
+      if (this.#drops.size >= 1000) this.#drops.clear();
+    }
+    this.#drops.set(key, { at: now, quiet: 0 });
+    const more = seen?.quiet ? ` (and ${seen.quiet} more since the last warning)` : '';
+    log.warn(`circuits: ${what} from peer ${shown(remote, 100)} dropped: ${why}${more}`);
   }
 
   #onAdmin(remote: Token, local: Token, m: AdminMsg): void {
@@ -423,30 +508,45 @@ export class AdminService {
         else log.warn(`circuits: peer ${remote} has no admin protocol in common (answered ${m.protocolResponse!.protocol})`);
         return;
       case AdminType.PROPOSED_CIRCUIT:
-        return this.#onProposed(m.proposedCircuit!);
+        return this.#onProposed(remote, m.proposedCircuit!);
       case AdminType.CONSENSUS:
-        return this.#onConsensus(m.consensusMessage);
+        return this.#onConsensus(remote, m.consensusMessage);
       case AdminType.MEMBER_READY: {
         const r = m.memberReady!;
+        // Only a member, for itself, over a connection that is that member in that circuit.
+        const c = this.#knownCircuit(r.circuitId);
+        if (!c || !this.#speaksFor(remote, r.memberNodeId, c))
+          return this.#drop(remote, 'ready message', `it is not member ${shown(r.memberNodeId)} of circuit ${shown(r.circuitId)} here`);
         this.#mark(r.circuitId, r.memberNodeId);
         const key = `${r.circuitId}|${r.memberNodeId}`;
         // A member that restarted lost our mark: answer once when we are already done.
         if (!this.store.ready(r.circuitId) && this.store.circuit(r.circuitId) && !this.#readyReplied.has(key)) {
           this.#readyReplied.add(key);
-          this.#sendNode(r.memberNodeId, {
-            messageType: AdminType.MEMBER_READY,
-            memberReady: { circuitId: r.circuitId, memberNodeId: this.#o.nodeId },
-          });
+          this.#sendNode(
+            r.memberNodeId,
+            { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: r.circuitId, memberNodeId: this.#o.nodeId } },
+            c,
+          );
         }
         void this.#checkReady(r.circuitId);
         return;
       }
-      case AdminType.ABANDONED_CIRCUIT:
-        log.warn(`circuits: node ${m.abandonedCircuit!.memberNodeId} abandoned circuit ${m.abandonedCircuit!.circuitId}`);
+      case AdminType.ABANDONED_CIRCUIT: {
+        const a = m.abandonedCircuit!;
+        const c = this.#knownCircuit(a.circuitId);
+        if (!c || !this.#speaksFor(remote, a.memberNodeId, c))
+          return this.#drop(remote, 'abandon notice', `it is not member ${shown(a.memberNodeId)} of circuit ${shown(a.circuitId)} here`);
+        log.warn(`circuits: node ${a.memberNodeId} abandoned circuit ${a.circuitId}`);
         return;
-      case AdminType.REMOVED_PROPOSAL:
-        log.warn(`circuits: a member removed its proposal for circuit ${m.removedProposal!.circuitId}`);
+      }
+      case AdminType.REMOVED_PROPOSAL: {
+        const id = m.removedProposal!.circuitId;
+        const c = this.#knownCircuit(id);
+        if (!c || !this.#others(c).some((n) => this.#speaksFor(remote, n, c)))
+          return this.#drop(remote, 'proposal removal notice', `it is not a member of circuit ${shown(id)} here`);
+        log.warn(`circuits: a member removed its proposal for circuit ${id}`);
         return;
+      }
       default:
         log.debug(`circuits: ignored admin message type ${m.messageType}`);
     }
@@ -461,9 +561,9 @@ export class AdminService {
     for (const [id, r] of this.store.readyPending()) {
       const c = decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal;
       for (const n of this.#others(c)) {
-        const t = this.#routes.get(n);
+        const t = this.#tokens(c, n);
         if (t && `${t.remote}|${t.local}` === key)
-          this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } });
+          this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } }, c);
       }
     }
     this.#pump();
@@ -498,7 +598,7 @@ export class AdminService {
       },
     };
     if (change.kind === 'create') this.#ensureRefs(circuit);
-    for (const n of verifiers) if (n !== this.#o.nodeId) this.#sendNode(n, proposed);
+    for (const n of verifiers) if (n !== this.#o.nodeId) this.#sendNode(n, proposed, circuit);
     this.#ownInFlight = { id, change: { ...change, attempts: (next.attempts ?? 0) + 1 } };
     this.#addRound(id, change.env, expected, verifiers);
   }
@@ -517,7 +617,7 @@ export class AdminService {
     this.#tick();
   }
 
-  #onProposed(pc: { circuitPayload: PayloadMsg | null; expectedHash: Buffer; requiredVerifiers: Buffer }): void {
+  #onProposed(remote: Token, pc: { circuitPayload: PayloadMsg | null; expectedHash: Buffer; requiredVerifiers: Buffer }): void {
     if (!pc.circuitPayload) return;
     const env = checkEnvelope(pc.circuitPayload);
     const id = sha256Hex(env.bytes);
@@ -526,6 +626,10 @@ export class AdminService {
       .filter((v) => v.startsWith(ADMIN))
       .map((v) => v.slice(ADMIN.length));
     if (!verifiers.includes(this.#o.nodeId)) return log.warn(`circuits: received a proposal that does not name this node as a verifier`);
+    // Proposed by another member of the circuit it is about (the payload itself is signed by its requester).
+    const about = this.#circuitOf(env);
+    if (!about || !this.#others(about).some((n) => this.#speaksFor(remote, n, about)))
+      return this.#drop(remote, 'proposal', `it is not another member of circuit ${shown(this.#circuitIdOf(env))} as known here`);
     if (env.header.action === Action.CREATE && env.payload.circuitCreateRequest?.circuit) {
       // A create teaches this node the other members' endpoints.
       const c = env.payload.circuitCreateRequest.circuit;
@@ -538,6 +642,12 @@ export class AdminService {
   #check(r: Round): Change | null {
     try {
       const change = this.#propose(r.env);
+      // The members decide, every one of them: a round naming other verifiers has another coordinator.
+      const verifiers = new Set(r.verifiers);
+      if (verifiers.size !== change.members.length || !change.members.every((n) => verifiers.has(n))) {
+        log.warn(`circuits: proposal ${r.id.slice(0, 12)}… names verifiers other than the circuit's members`);
+        return null;
+      }
       const got = sha256Hex(encode(CircuitProposal, change.proposal));
       if (got !== r.expected) {
         log.warn(
@@ -558,7 +668,13 @@ export class AdminService {
       if (r.coordinator === this.#o.nodeId) return this.#coordinate(r);
     }
     for (const r of this.#rounds.values()) {
-      if (this.#requests.has(r.id)) return this.#evaluate(r);
+      const q = this.#requests.get(r.id);
+      if (!q) continue;
+      // A request that came before its round: only the round's coordinator, over its connection, counts.
+      const c = this.#circuitOf(r.env);
+      if (q.from === r.coordinator && c && this.#speaksFor(q.remote, q.from, c)) return this.#evaluate(r);
+      this.#requests.delete(r.id);
+      this.#drop(q.remote, 'consensus message', `it is not the coordinator ${shown(r.coordinator)} of proposal ${r.id.slice(0, 12)}…`);
     }
   }
 
@@ -576,18 +692,22 @@ export class AdminService {
     timer.unref();
     this.#current = { id: r.id, role: 'coordinator', verified: new Set([this.#o.nodeId]), timer };
     for (const n of r.verifiers)
-      if (n !== this.#o.nodeId) this.#sendConsensus(n, { messageType: TwoPhase.VERIFICATION_REQUEST, proposalId: Buffer.from(r.id, 'ascii') });
+      if (n !== this.#o.nodeId) this.#sendConsensus(n, { messageType: TwoPhase.VERIFICATION_REQUEST, proposalId: Buffer.from(r.id, 'ascii') }, r);
     void this.#maybeApply(r);
   }
 
   #evaluate(r: Round): void {
-    const coordinator = this.#requests.get(r.id)!;
+    const coordinator = r.coordinator;
     const change = this.#check(r);
-    this.#sendConsensus(coordinator, {
-      messageType: TwoPhase.VERIFICATION_RESPONSE,
-      proposalId: Buffer.from(r.id, 'ascii'),
-      proposalVerificationResponse: change ? TwoPhase.VERIFIED : TwoPhase.FAILED,
-    });
+    this.#sendConsensus(
+      coordinator,
+      {
+        messageType: TwoPhase.VERIFICATION_RESPONSE,
+        proposalId: Buffer.from(r.id, 'ascii'),
+        proposalVerificationResponse: change ? TwoPhase.VERIFIED : TwoPhase.FAILED,
+      },
+      r,
+    );
     if (!change) return this.#finish(r.id);
     const timer = setTimeout(() => {
       log.warn(`circuits: no result for proposal ${r.id.slice(0, 12)}… from coordinator ${coordinator}; dropped`);
@@ -616,27 +736,43 @@ export class AdminService {
   #broadcastResult(r: Round, result: number, ts: number): void {
     for (const n of r.verifiers) {
       if (n === this.#o.nodeId) continue;
-      this.#sendConsensus(n, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(r.id, 'ascii'), proposalResult: result, commitTimeMs: ts });
+      this.#sendConsensus(n, { messageType: TwoPhase.RESULT, proposalId: Buffer.from(r.id, 'ascii'), proposalResult: result, commitTimeMs: ts }, r);
     }
   }
 
-  #sendConsensus(nodeId: string, m: object): void {
+  #sendConsensus(nodeId: string, m: object, r: Round): void {
     const consensus = encode(ConsensusMessage, { message: encode(TwoPhaseMessage, m), originId: Buffer.from(ADMIN + this.#o.nodeId, 'ascii') });
-    this.#sendNode(nodeId, { messageType: AdminType.CONSENSUS, consensusMessage: consensus });
+    this.#sendNode(nodeId, { messageType: AdminType.CONSENSUS, consensusMessage: consensus }, this.#circuitOf(r.env));
   }
 
-  #onConsensus(bytes: Buffer): void {
+  #onConsensus(remote: Token, bytes: Buffer): void {
     const cm = decode<{ message: Buffer; originId: Buffer }>(ConsensusMessage, bytes);
     const origin = cm.originId.toString('ascii');
     if (!origin.startsWith(ADMIN)) return;
     const from = origin.slice(ADMIN.length);
     const m = decode<TwoPhaseMsg>(TwoPhaseMessage, cm.message);
     const id = m.proposalId.toString('ascii');
+    const r0 = this.#rounds.get(id);
+    if (r0) {
+      // The admin service it names must be the node this connection is, in the circuit the round is about.
+      const c = this.#circuitOf(r0.env);
+      if (!c || !this.#speaksFor(remote, from, c))
+        return this.#drop(remote, 'consensus message', `it is not node ${shown(from)} of the circuit of proposal ${id.slice(0, 12)}…`);
+    }
     switch (m.messageType) {
       case TwoPhase.VERIFICATION_REQUEST: {
         const r = this.#rounds.get(id);
         if (r && r.coordinator !== from) return;
-        this.#requests.set(id, from);
+        if (!r && !this.#requests.has(id) && this.#requests.size >= MAX_EARLY_REQUESTS) {
+          // Requests for rounds that never come are not kept without bound.
+          for (const [k] of this.#requests) {
+            if (!this.#rounds.has(k)) {
+              this.#requests.delete(k);
+              break;
+            }
+          }
+        }
+        this.#requests.set(id, { from, remote });
         if (r && this.#current?.id === id && this.#current.role === 'participant') {
           // The coordinator asks again (a new round of the same change): answer again.
           clearTimeout(this.#current.timer);
@@ -763,7 +899,7 @@ export class AdminService {
     this.#emit(stored);
     if (accepted) {
       for (const n of this.#others(p.circuitProposal))
-        this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } });
+        this.#sendNode(n, { messageType: AdminType.MEMBER_READY, memberReady: { circuitId: id, memberNodeId: this.#o.nodeId } }, p.circuitProposal);
       this.#mark(id, this.#o.nodeId);
       await this.#checkReady(id);
     }

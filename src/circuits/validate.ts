@@ -116,6 +116,9 @@ const CIRCUIT_ID = /^[A-Za-z0-9]{5}-[A-Za-z0-9]{5}$/;
 const SERVICE_ID = /^[A-Za-z0-9]{4}$/;
 const PUBKEY = /^0[23][0-9a-f]{64}$/;
 
+/** Whether `id` has the shape of a circuit id (every stored circuit's id has it). */
+export const isCircuitId = (id: string): boolean => CIRCUIT_ID.test(id);
+
 function listArg(v: string): string[] {
   const s = v.trim();
   if (s.startsWith('[')) {

@@ -21,11 +21,12 @@ export async function startScabbardCircuit(
   circuitId: string,
   svc: Record<string, string>,
   adminKeys: string[],
+  auth: 'trust' | 'challenge' = 'trust',
 ): Promise<ScabbardCircuit> {
   const [first, ...voters] = nodes as [CircuitNode, ...CircuitNode[]];
   const spec: CircuitSpec = {
     circuit_id: circuitId,
-    members: nodes.map((n) => ({ node_id: n.id, endpoints: [n.endpoint] })),
+    members: nodes.map((n) => ({ node_id: n.id, endpoints: [n.endpoint], public_key: auth === 'challenge' ? n.peering : undefined })),
     roster: nodes.map((n) => ({
       service_id: svc[n.id] as string,
       service_type: 'scabbard',
@@ -38,7 +39,7 @@ export async function startScabbardCircuit(
       ],
     })),
     management_type: 'test',
-    authorization_type: 'trust',
+    authorization_type: auth,
     display_name: `circuit ${circuitId}`,
   };
   const clients = nodes.map((n) => new EventClient(n, 'test'));
