@@ -207,7 +207,13 @@ t.test('a supply-chain walk through the data API on alpha, read back on beta and
   const byEvent = await a.get(`/batch_statuses?id=${products.json.link.event_id}`);
   t.match(byEvent.json.data, [{ batch_id: lastBatch, event_id: products.json.link.event_id, status: 'COMMITTED' }]);
   for (const n of [B, C]) {
-    const s = await apiOf(n).get(`/batch_statuses?id=${lastBatch}&wait=60`);
+    // A member that has not applied the round yet does not know the batch (UNKNOWN answers
+    // at once, wait or not): ask again until it has, for a bounded time.
+    let s = await apiOf(n).get(`/batch_statuses?id=${lastBatch}&wait=60`);
+    for (let tries = 0; tries < 150 && s.json.data?.[0]?.status === 'UNKNOWN'; tries++) {
+      await new Promise((r) => setTimeout(r, 200));
+      s = await apiOf(n).get(`/batch_statuses?id=${lastBatch}&wait=60`);
+    }
     t.same(s.json.data, [{ batch_id: lastBatch, status: 'COMMITTED', invalid_transactions: [] }], `committed on ${n.id}`);
   }
 
