@@ -13,6 +13,15 @@ import type { BuildEntry } from './block-builder.js';
 /** Rolling-average window of the back-pressure limit (samples of batches per block). */
 const QUEUE_SAMPLES = 5;
 
+/**
+ * Settled segments are removed from the pending pool in groups: one transaction (and one
+ * fsync) at most this often, or once this many are waiting, instead of one per block. A
+ * crash before a removal only leaves segments whose batches are settled, and recovery drops
+ * those (it checks each batch against the committed index and the stored verdicts).
+ */
+const DROP_INTERVAL_MS = 200;
+const DROP_GROUP = 4096;
+
 export interface PoolEntry extends BuildEntry {
   /** Key of the pending-pool record (segment) that holds it; -1 for genesis. */
   seg: number;
@@ -30,6 +39,9 @@ export class BatchPool {
   #avg: number;
   /** Removals of settled segments still being written (awaited on close). */
   readonly #drops = new Set<Promise<void>>();
+  /** Settled segments not removed yet (see DROP_INTERVAL_MS). */
+  #toDrop: number[] = [];
+  #dropTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly pending: RootDatabase<Buffer, number>,
@@ -87,7 +99,7 @@ export class BatchPool {
       live++;
     });
     if (live) this.#segments.set(seg, live);
-    else void this.#drop([seg]);
+    else this.#dropLater([seg]);
   }
 
   /** The batches of a durable block or verdict leave the queue, and emptied segments the pending pool. */
@@ -109,7 +121,24 @@ export class BatchPool {
         emptied.push(entry.seg);
       }
     }
-    if (emptied.length) void this.#drop(emptied);
+    if (emptied.length) this.#dropLater(emptied);
+  }
+
+  /** Queues settled segments for the next grouped removal. */
+  #dropLater(segments: number[]): void {
+    for (const seg of segments) this.#toDrop.push(seg);
+    if (this.#toDrop.length >= DROP_GROUP) this.#flushDrops();
+    else if (this.#dropTimer === null) {
+      this.#dropTimer = setTimeout(() => this.#flushDrops(), DROP_INTERVAL_MS);
+      this.#dropTimer.unref();
+    }
+  }
+
+  #flushDrops(): void {
+    if (this.#dropTimer !== null) clearTimeout(this.#dropTimer);
+    this.#dropTimer = null;
+    if (this.#toDrop.length === 0) return;
+    void this.#drop(this.#toDrop.splice(0));
   }
 
   /** A block consumed `consumed` batches out of `poolLen` waiting: updates the rolling average. */
@@ -136,8 +165,9 @@ export class BatchPool {
     return p;
   }
 
-  /** Resolves once the removals under way are done. */
+  /** Removes the settled segments still waiting, and resolves once the removals under way are done. */
   async close(): Promise<void> {
+    this.#flushDrops();
     await Promise.all(this.#drops);
   }
 }

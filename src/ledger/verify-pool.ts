@@ -35,10 +35,20 @@ export interface VerifyPoolOptions<T extends VerifyItem> {
   onFailed(items: T[], err: unknown): void;
 }
 
+/** A body checked against another family list than the pool's (see verifyBodies). */
+interface SideItem {
+  body: Uint8Array;
+  families: string[];
+  resolve(r: VerifyResult): void;
+  reject(err: unknown): void;
+}
+
 export class VerifyPool<T extends VerifyItem> {
   readonly #pool: Piscina;
   readonly #opts: VerifyPoolOptions<T>;
   #queued: T[] = [];
+  /** Bodies of verifyBodies calls waiting for a worker, micro-batched as pushed bodies are. */
+  #side: SideItem[] = [];
   #flushScheduled = false;
   #tasksInFlight = 0;
 
@@ -65,14 +75,19 @@ export class VerifyPool<T extends VerifyItem> {
 
   /** Sends queued bodies on the next turn when a worker is free (same-turn arrivals go together). */
   #maybeFlush(): void {
-    if (this.#flushScheduled || this.#queued.length === 0 || this.#tasksInFlight >= this.#maxTasks()) return;
+    if (this.#flushScheduled || (this.#queued.length === 0 && this.#side.length === 0) || this.#tasksInFlight >= this.#maxTasks()) return;
     this.#flushScheduled = true;
     setImmediate(() => this.#flush());
   }
 
   #flush(): void {
     this.#flushScheduled = false;
-    const free = this.#maxTasks() - this.#tasksInFlight;
+    let free = this.#maxTasks() - this.#tasksInFlight;
+    // Other ledgers' bodies take one task per flush, so that neither kind waits on the other for long.
+    if (free > 0 && this.#side.length > 0) {
+      void this.#runSide(this.#side.splice(0, MAX_BODIES_PER_TASK));
+      free--;
+    }
     if (free <= 0 || this.#queued.length === 0) return;
     const per = Math.min(MAX_BODIES_PER_TASK, Math.ceil(this.#queued.length / free));
     for (let t = 0; t < free && this.#queued.length > 0; t++) void this.#run(this.#queued.splice(0, per));
@@ -108,20 +123,53 @@ export class VerifyPool<T extends VerifyItem> {
 
   /**
    * Verifies bodies against another family list than the pool's (a circuit ledger's), one
-   * verdict per body, in order. Not micro-batched with push(): the bodies are split over
-   * the threads at once, each task's bodies packed into one buffer (the caller keeps its own).
+   * verdict per body, in order. The bodies join the pool's micro-batching: bodies of calls
+   * made while the workers are busy go out together, one task per family list (a task per
+   * call cost the HTTP thread more than the checks did). The caller keeps its bodies.
    */
-  async verifyBodies(bodies: readonly Uint8Array[], families: string[]): Promise<VerifyResult[]> {
-    if (bodies.length === 0) return [];
-    const per = Math.min(MAX_BODIES_PER_TASK, Math.ceil(bodies.length / (this.#pool.threads.length || 1)));
-    const tasks: Array<Promise<VerifyReply>> = [];
-    for (let i = 0; i < bodies.length; i += per) {
-      const chunk = bodies.slice(i, i + per);
-      const { packed, ends } = pack(chunk);
-      const task: VerifyTask = { packed, ends, nodeKeyOnly: chunk.map(() => undefined), families };
-      tasks.push(this.#pool.run(task, { transferList: [packed] }) as Promise<VerifyReply>);
+  verifyBodies(bodies: readonly Uint8Array[], families: string[]): Promise<VerifyResult[]> {
+    if (bodies.length === 0) return Promise.resolve([]);
+    const verdicts = bodies.map(
+      (body) =>
+        new Promise<VerifyResult>((resolve, reject) => {
+          this.#side.push({ body, families, resolve, reject });
+        }),
+    );
+    this.#maybeFlush();
+    return Promise.all(verdicts);
+  }
+
+  /** One task per family list among `items`. */
+  async #runSide(items: SideItem[]): Promise<void> {
+    const groups = new Map<string, SideItem[]>();
+    for (const i of items) {
+      const key = i.families.join('\u0000');
+      const g = groups.get(key);
+      if (g) g.push(i);
+      else groups.set(key, [i]);
     }
-    return (await Promise.all(tasks)).flatMap((r) => r.results);
+    this.#tasksInFlight++;
+    try {
+      await Promise.all(
+        [...groups.values()].map(async (g) => {
+          const { packed, ends } = pack(g.map((i) => i.body));
+          const task: VerifyTask = { packed, ends, nodeKeyOnly: g.map(() => undefined), families: g[0]?.families };
+          try {
+            const reply = (await this.#pool.run(task, { transferList: [packed] })) as VerifyReply;
+            g.forEach((item, k) => {
+              const r = reply.results[k];
+              if (r) item.resolve(r);
+              else item.reject(new Error('the verify worker gave no verdict'));
+            });
+          } catch (err) {
+            for (const item of g) item.reject(err);
+          }
+        }),
+      );
+    } finally {
+      this.#tasksInFlight--;
+      this.#maybeFlush();
+    }
   }
 
   /** Piscina's utilization: the share of the threads' time spent on tasks since start (0..1). */

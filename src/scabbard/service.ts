@@ -142,6 +142,9 @@ interface Coordinating extends Round {
   unsent: boolean;
 }
 
+/** A round executed here: the block built, its root and its verdicts. */
+type Executed = { built: BuiltBlock; root: string; verdicts: string };
+
 /** A batch that failed the signature and structure checks. */
 interface Forged {
   id: string;
@@ -198,6 +201,8 @@ class RoundReads implements StateStore {
 }
 
 const hex = (b: Uint8Array | string): string => sha256(b).toString('hex');
+/** Batches remembered as checked, at most (the oldest are forgotten first). */
+const CHECKED_MAX = 65_536;
 const batchIdOf = (bytes: Uint8Array): string => decodePb(Batch, bytes).headerSignature;
 /** A batch's id for a log line, or a placeholder when the bytes are not a Batch. */
 const idForLog = (bytes: Uint8Array): string => {
@@ -255,6 +260,12 @@ export class ScabbardService {
   #catchUpAt = 0;
   #forwardTimer: NodeJS.Timeout | null = null;
   #closed = false;
+  /**
+   * Batches whose signatures this node has checked (or that it built itself), by a hash of
+   * their bytes: a batch taken at intake or forwarded is not checked again when it comes
+   * back in a proposal. The hash covers the whole batch, so a changed byte is checked anew.
+   */
+  readonly #checked = new Set<string>();
   /** Counts verification requests: a check that ends after a newer request (or the result) is dropped. */
   #verifyGen = 0;
   /** The proposal whose signature checks are in flight for a verification request. */
@@ -415,16 +426,36 @@ export class ScabbardService {
    * every batch passes. A failure of the workers themselves counts as a failed check.
    */
   async #checkBatches(batches: readonly Uint8Array[]): Promise<Forged | null> {
+    const todo: Array<{ bytes: Uint8Array; h: string }> = [];
+    for (const bytes of batches) {
+      const h = hex(bytes);
+      if (!this.#checked.has(h)) todo.push({ bytes, h });
+    }
+    if (todo.length === 0) return null;
     try {
-      const results = await this.#o.verify(batches.map(asList), SCABBARD_FAMILY_NAMES);
-      for (const [i, bytes] of batches.entries()) {
+      const results = await this.#o.verify(
+        todo.map((b) => asList(b.bytes)),
+        SCABBARD_FAMILY_NAMES,
+      );
+      for (const [i, b] of todo.entries()) {
         const r = results[i];
-        if (!r) return { id: idForLog(bytes), message: 'no verdict' };
-        if (!r.ok) return { id: idForLog(bytes), message: short(r.message) };
+        if (!r) return { id: idForLog(b.bytes), message: 'no verdict' };
+        if (!r.ok) return { id: idForLog(b.bytes), message: short(r.message) };
       }
+      for (const b of todo) this.#noteChecked(b.h);
       return null;
     } catch (err) {
       return { id: '(any)', message: `the signature checks failed: ${short((err as Error).message)}` };
+    }
+  }
+
+  #noteChecked(h: string): void {
+    this.#checked.add(h);
+    if (this.#checked.size > CHECKED_MAX) {
+      for (const old of this.#checked) {
+        this.#checked.delete(old);
+        if (this.#checked.size <= CHECKED_MAX) break;
+      }
     }
   }
 
@@ -483,6 +514,8 @@ export class ScabbardService {
     if (fresh.length === 0) return;
     const now = Date.now();
     const added: Queued[] = fresh.map((b) => ({ id: b.id, bytes: Buffer.from(b.bytes), at: now, seq: this.#seq++, fwdAt: 0 }));
+    // Checked by whoever called (intake, forwarding) or built by this node.
+    for (const q of added) this.#noteChecked(hex(q.bytes));
     await this.#intake.transaction(() => {
       for (const q of added) this.#intake.put(q.id, { bytes: q.bytes, at: q.at, seq: q.seq });
     });
@@ -527,7 +560,7 @@ export class ScabbardService {
 
   // ------------------------------------------------------------------ execution
 
-  #execute(batches: Buffer, parent: ChainHead): { built: BuiltBlock; root: string; verdicts: string } {
+  #execute(batches: Buffer, parent: ChainHead): Executed {
     const list = decode<{ batches: Buffer[] }>(BatchListMsg, batches).batches;
     const entries: BuildEntry[] = list.map((bytes) => ({ id: batchIdOf(bytes), bytes, seq: 0, acceptedAt: 0 }));
     const built = this.#builder.build(parent, entries, {
@@ -872,7 +905,12 @@ export class ScabbardService {
     this.#verifyingId = null;
     if (!p) return answer(false);
     this.#verifyingId = id;
-    // Every batch's signatures are checked (in the verify workers) before anything is executed.
+    // Executed now, on this thread, while every batch's signatures are checked in the verify
+    // workers; the result becomes the pending round (and the vote VERIFIED) only once the
+    // checks passed, and only if this member's tip is still the one it was executed on.
+    const tipHeight = this.#tipHeight();
+    const tipRoot = this.#tipHead().stateRoot;
+    const early = p.height === tipHeight + 1 && p.parentRoot === tipRoot ? this.#execute(p.batches, this.#tipHead()) : undefined;
     void p.checked.then((forged) => {
       if (this.#closed || gen !== this.#verifyGen) return;
       this.#verifyingId = null;
@@ -882,12 +920,16 @@ export class ScabbardService {
         );
         return answer(false);
       }
-      this.#verifyChecked(id, p, answer);
+      const same = this.#tipHeight() === tipHeight && this.#tipHead().stateRoot === tipRoot;
+      this.#verifyChecked(id, p, answer, same ? early : undefined);
     });
   }
 
-  /** The rest of a verification, once the proposal's signatures passed: execute, compare, hold. */
-  #verifyChecked(id: string, p: Proposed, answer: (ok: boolean) => void): void {
+  /**
+   * The rest of a verification, once the proposal's signatures passed: execute (or take the
+   * execution made while they were checked), compare, hold.
+   */
+  #verifyChecked(id: string, p: Proposed, answer: (ok: boolean) => void, executed?: Executed): void {
     const head = this.#tipHead();
     const height = this.#tipHeight();
     if (p.height !== height + 1 || p.parentRoot !== head.stateRoot) {
@@ -895,7 +937,7 @@ export class ScabbardService {
       log.warn(`scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} does not follow this member's round ${height}; not verified`);
       return answer(false);
     }
-    const { built, root, verdicts } = this.#execute(p.batches, head);
+    const { built, root, verdicts } = executed ?? this.#execute(p.batches, head);
     if (root !== p.root || verdicts !== p.verdicts) {
       log.warn(
         `scabbard ${this.circuitId}::${this.serviceId}: round ${p.height} gives root ${root.slice(0, 12)}… here, ${p.root.slice(0, 12)}… at the coordinator; not verified`,
