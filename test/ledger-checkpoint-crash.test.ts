@@ -98,7 +98,9 @@ for (const [name, SMALL_BLOCKS] of [
     for (let tries = 0; tries < 200 && !stopped; tries++) {
       const head = (await getJson(`${child.ledgerUrl}/blocks?limit=1`)).json.data[0];
       const num = Number(head.header.block_num);
-      if ((num + 1) % EVERY !== 0 && num > EVERY) {
+      // A head three blocks before the next checkpoint block (blocks EVERY-1, 2·EVERY-1, …):
+      // blocks committed between this read and the kill still land before the checkpoint.
+      if (num % EVERY === 0 && num > EVERY) {
         await child.kill9();
         stopped = true;
       } else await new Promise((r) => setTimeout(r, 20));
