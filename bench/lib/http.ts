@@ -25,7 +25,8 @@ export class Client {
         const chunks: Buffer[] = [];
         // The status line and header bytes as sent (HTTP/1.1 SSS Reason\r\n, name: value\r\n each, \r\n).
         received.bytes += 15 + (res.statusMessage?.length ?? 0) + 2;
-        for (let i = 0; i < res.rawHeaders.length; i += 2) received.bytes += (res.rawHeaders[i]?.length ?? 0) + (res.rawHeaders[i + 1]?.length ?? 0) + 4;
+        for (let i = 0; i < res.rawHeaders.length; i += 2)
+          received.bytes += (res.rawHeaders[i]?.length ?? 0) + (res.rawHeaders[i + 1]?.length ?? 0) + 4;
         res.on('data', (c: Buffer) => {
           received.bytes += c.length;
           chunks.push(c);

@@ -56,7 +56,11 @@ export class ChainWriter {
   constructor(opts: ChainWriterOptions) {
     const s = opts.stores;
     this.#s = s;
-    this.#engine = new StateEngine(s, { leafEncoding: opts.leafEncoding, checkpointEvery: opts.checkpointEvery, checkpointChunk: opts.checkpointChunk });
+    this.#engine = new StateEngine(s, {
+      leafEncoding: opts.leafEncoding,
+      checkpointEvery: opts.checkpointEvery,
+      checkpointChunk: opts.checkpointChunk,
+    });
     const tree = (): StateStore => {
       if (!this.#loaded) this.loadState();
       return this.#engine.tree;
