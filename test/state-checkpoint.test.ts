@@ -255,6 +255,7 @@ t.test('a failed block transaction restarts the checkpoint in progress', async (
   let parent: ChainHead = { blockId: 'none', blockNum: -1, stateRoot: EMPTY_ROOT };
   let failedOnce = false;
   const completed: number[] = [];
+  const roots: string[] = [];
   for (let b = 0; b < 16; b++) {
     const sets = new Map<string, Uint8Array>();
     for (let i = 0; i < 20; i++) sets.set(addrOf(b * 20 + i), Buffer.from(`w${b}-${i}`));
@@ -263,16 +264,23 @@ t.test('a failed block transaction restarts the checkpoint in progress', async (
     const head: ChainHead = { blockId: `b${b}`, blockNum: b, stateRoot: u.root };
     engine.stage(b, u.writes);
     const changes = new Map<string, Uint8Array | null>(sets);
-    if (b === 3 && !failedOnce) {
-      // The block's transaction throws after the engine wrote its share: nothing of it stays.
-      failedOnce = true;
+    if (b >= 3 && !failedOnce) {
+      const countBefore = s.merkle.getKeysCount();
+      // The block's transaction throws after the engine wrote part of a checkpoint in it:
+      // nothing of it stays. Tried block by block until a failure lands in the writing phase.
+      let wrote = false;
+      // A child transaction, as the chain writer's: what it wrote is rolled back when it throws.
       await t.rejects(
-        root.transaction(() => {
-          engine.writeBlock(parent, head, u.writes, changes);
+        root.childTransaction(() => {
+          const before = s.merkle.getKeysCount();
+          // Part of a checkpoint, not its end: the rest is written by the blocks after.
+          wrote = engine.writeBlock(parent, head, u.writes, changes) === null && s.merkle.getKeysCount() > before;
           throw new Error('disk gone');
         }),
       );
       engine.writeFailed();
+      t.equal(s.merkle.getKeysCount(), countBefore, 'the failed transaction left no Merkle record');
+      failedOnce = wrote;
     }
     let cp: number | null = null;
     await root.transaction(() => {
@@ -280,8 +288,15 @@ t.test('a failed block transaction restarts the checkpoint in progress', async (
     });
     engine.durable(cp);
     if (cp !== null) completed.push(cp);
+    roots.push(head.stateRoot);
     parent = head;
   }
+  // Each completed checkpoint's root is read whole from its stored records.
+  const stored = new StateReader(s, { leafEncoding: 'cbor', verify: true });
+  for (const c of completed) {
+    t.equal([...stored.entries(roots[c] as string, NS)].length, 20 * (c + 1), `checkpoint ${c}: every leaf is stored`);
+  }
+  t.ok(failedOnce, 'a block transaction failed after writing part of a checkpoint');
   t.ok(
     completed.some((c) => c >= 3),
     `a checkpoint of a block after the failed one completed (${completed.join(',')})`,
@@ -289,4 +304,8 @@ t.test('a failed block transaction restarts the checkpoint in progress', async (
   const again = new StateEngine(s, { leafEncoding: 'cbor' });
   again.recover(parent);
   t.equal(again.tree.update(parent.stateRoot, new Map(), []).root, rootOf(leaves), 'the stored state recovers the head root');
+  // Every leaf is read back through the stored checkpoint records (a record lost with the
+  // failed transaction would be missing here).
+  const read = [...new StateReader(s, { leafEncoding: 'cbor', verify: true }).entries(parent.stateRoot, NS)];
+  t.equal(read.length, leaves.size, 'every leaf of the head is readable from the stored records');
 });
