@@ -69,12 +69,14 @@ export interface SubmitResult {
   nodeCpuUsPerBatch: number;
   /** Growth of the data directory's LMDB files (ledger.mdb, pending.mdb) over the measured run, per committed batch. */
   fileGrowthBytesPerBatch: number;
+  /** The part of it that is pending.mdb: batches held until their block is durable (its pages are reused once it stops growing). */
+  pendingFileGrowthBytesPerBatch: number;
 }
 
 /** Total size of the LMDB data files in a data directory. */
-function dataFileBytes(dir: string): number {
+function dataFileBytes(dir: string, files = ['ledger.mdb', 'pending.mdb']): number {
   let n = 0;
-  for (const f of ['ledger.mdb', 'pending.mdb']) {
+  for (const f of files) {
     try {
       n += statSync(join(dir, f)).size;
     } catch {
@@ -120,6 +122,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     const dirtied0 = dirtiedBytes(node.pid);
     const written0 = fileWriteBytes(node.pid);
     const files0 = dataFileBytes(node.dataDir);
+    const pending0 = dataFileBytes(node.dataDir, ['pending.mdb']);
     const cpu0 = cpuSeconds(node.pid);
     const t0 = performance.now();
     const interval = rate > 0 ? 1000 / rate : 0;
@@ -189,6 +192,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
     const dirtied = dirtiedBytes(node.pid) - dirtied0;
     const written = fileWriteBytes(node.pid) - written0;
     const grown = dataFileBytes(node.dataDir) - files0;
+    const pendingGrown = dataFileBytes(node.dataDir, ['pending.mdb']) - pending0;
     if (process.env.BENCH_THREADS === '1') progress(`bytes written by thread since start: ${JSON.stringify(threadWrites(node.pid))}`);
     await Promise.all(probes);
     const secs = (tEnd - t0) / 1000;
@@ -230,6 +234,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
       diskBytesPerBatch: Math.round(written / N),
       dirtiedBytesPerBatch: Math.round(dirtied / N),
       fileGrowthBytesPerBatch: Math.round(grown / N),
+      pendingFileGrowthBytesPerBatch: Math.round(pendingGrown / N),
     };
   } finally {
     probe.close();

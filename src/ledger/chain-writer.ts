@@ -1,6 +1,6 @@
 /**
  * The chain writer: writes a built block (or a round of verdicts) in ONE LMDB transaction
- * (state delta, block, indexes, receipts, verdicts, read-model projection, new head; every
+ * (state delta, block, id and receipt records, verdicts, read-model projection, new head; every
  * N blocks the state checkpoint) and resolves once it is durable; or discards it. Built
  * blocks are staged first: their state records are readable (by the block builder,
  * through `state`) before they are durable, so the next block can be built on top while
@@ -17,6 +17,8 @@ import type { ReadModelWriter } from '../data-api/read-model/index.js';
 import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
 import { encodeReceipt, type BuiltBlock } from './block-builder.js';
+import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
+import { migrateIdIndexes } from '../store/id-migration.js';
 
 /** Parent id of block 0. */
 export const NULL_BLOCK_ID = '0000000000000000';
@@ -52,10 +54,13 @@ export class ChainWriter {
   readonly #writeFault: FaultPoint | null;
   /** The state as of any stored or staged root: what blocks are built on. */
   readonly state: StateStore;
+  /** Where committed batches and transactions are (as far as durable blocks go). */
+  readonly ids: IdIndex;
 
   constructor(opts: ChainWriterOptions) {
     const s = opts.stores;
     this.#s = s;
+    this.ids = new IdIndex(s);
     this.#engine = new StateEngine(s, {
       leafEncoding: opts.leafEncoding,
       checkpointEvery: opts.checkpointEvery,
@@ -95,6 +100,7 @@ export class ChainWriter {
    * give the head's root.
    */
   loadState(): void {
+    migrateIdIndexes(this.#s);
     this.#engine.recover(this.storedHead());
     this.#loaded = true;
   }
@@ -149,12 +155,15 @@ export class ChainWriter {
         checkpoint = this.#engine.writeBlock(built.parent, head, built.merkleWrites, built.stateWrites);
         s.blocks.put(head.blockId, Buffer.from(blockBytes));
         s.blockByNum.put(head.blockNum, head.blockId);
-        built.included.forEach(({ entry, batch, receipts }, bi) => {
-          s.batchIndex.put(entry.id, [head.blockNum, bi]);
-          batch.transactions.forEach((t, ti) => {
-            s.txnIndex.put(t.headerSignature, [head.blockNum, bi, ti, Buffer.from(encodeReceipt(receipts[ti]!))]);
-          });
+        // The ids and receipts of the block: two appended records, no page per id (id-index.ts).
+        const receipts: Uint8Array[] = [];
+        const ids = built.included.map(({ entry, batch, receipts: rs }) => {
+          // Without the transaction id: the lookup that finds a receipt knows it (IdIndex.receipt).
+          batch.transactions.forEach((_, ti) => receipts.push(encodeReceipt({ ...rs[ti]!, transactionId: '' })));
+          return { id: entry.id, txns: batch.transactions.map((t) => t.headerSignature) };
         });
+        s.blockIds.put(head.blockNum, encodeIdRecord(ids));
+        s.receipts.put(head.blockNum, encodeReceipts(receipts));
         s.meta.put(HEAD_KEY, head);
         if (this.#projectors.length) this.#project(built, head, extras?.timestampSec);
       }

@@ -116,7 +116,7 @@ export class Committer {
     this.#lastBlockAt = Date.now();
     this.#seqMark = (this.#s.meta.get(SEQ_KEY) as number | undefined) ?? 0;
     await this.#pool.recover(this.#seqMark, (id, seq) => {
-      if (this.#s.batchIndex.doesExist(id)) return true;
+      if (this.#writer.ids.hasBatch(id)) return true;
       const verdict = this.#s.invalid.get(id);
       return verdict?.seq !== undefined && verdict.seq >= seq;
     });
@@ -137,7 +137,7 @@ export class Committer {
    * segment `seg` (batch i has sequence number seg + i).
    */
   enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>): void {
-    this.#pool.add(seg, batches, (id) => this.#s.batchIndex.doesExist(id));
+    this.#pool.add(seg, batches, (id) => this.#writer.ids.hasBatch(id));
     this.#schedule();
   }
 
@@ -166,7 +166,7 @@ export class Committer {
     const out = this.#builder.start(this.#tip, this.#pool.queue, {
       max: this.#opts.maxBatchesPerBlock || Infinity,
       consensus: (ids) => Buffer.concat([Buffer.from('Devmode'), sha256(ids.join(''))]),
-      isCommittedTxn: (id) => this.#inFlightTxns.has(id) || this.#s.txnIndex.doesExist(id),
+      isCommittedTxn: (id) => this.#inFlightTxns.has(id) || this.#writer.ids.hasTxn(id),
       skip: (id) => this.#inFlightBatches.has(id),
       dependencyWaitMs: this.#dependencyWaitMs,
     });

@@ -5,6 +5,7 @@
  */
 import type { RootDatabase } from 'lmdb';
 import { StateReader } from '../state/reader.js';
+import { IdIndex } from '../store/id-index.js';
 import type { StateView } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
 import {
@@ -30,6 +31,7 @@ export interface StatusEntry {
 
 export class LedgerQuery {
   readonly #s: LedgerStores;
+  readonly #ids: IdIndex;
   readonly #pending: (id: string) => boolean;
   readonly #fallbackHead: () => ChainHead;
   /** The state as of any stored root; reads served to clients are checked against the node hashes. */
@@ -47,6 +49,7 @@ export class LedgerQuery {
     stateHistory?: number;
   }) {
     this.#s = openLedgerStores(opts.db, opts.storePrefix);
+    this.#ids = new IdIndex(this.#s);
     this.state = new StateReader(this.#s, {
       verify: true,
       leafEncoding: opts.leafEncoding,
@@ -74,21 +77,20 @@ export class LedgerQuery {
 
   /** Where a committed batch is. */
   batchPos(id: string): BatchPos | undefined {
-    return this.#s.batchIndex.get(id);
+    return this.#ids.batch(id);
   }
 
   /** Where a committed transaction is. */
   txnPos(id: string): TxnPos | undefined {
-    const r = this.#s.txnIndex.get(id);
-    return r && [r[0], r[1], r[2]];
+    return this.#ids.txn(id);
   }
 
   isBatchCommitted(id: string): boolean {
-    return this.#s.batchIndex.doesExist(id);
+    return this.#ids.hasBatch(id);
   }
 
   isTxnCommitted(id: string): boolean {
-    return this.#s.txnIndex.doesExist(id);
+    return this.#ids.hasTxn(id);
   }
 
   /** Whether a batch was settled INVALID. */
@@ -98,12 +100,12 @@ export class LedgerQuery {
 
   /** The serialized TransactionReceipt of a committed transaction. */
   receipt(txnId: string): Buffer | undefined {
-    return this.#s.txnIndex.get(txnId)?.[3];
+    return this.#ids.receipt(txnId);
   }
 
   status(id: string): StatusEntry {
     const s = this.#s;
-    if (s.batchIndex.doesExist(id)) return { id, status: 'COMMITTED', invalid_transactions: [] };
+    if (this.#ids.hasBatch(id)) return { id, status: 'COMMITTED', invalid_transactions: [] };
     if (this.#pending(id)) return { id, status: 'PENDING', invalid_transactions: [] };
     const inv = s.invalid.get(id);
     if (inv) return { id, status: 'INVALID', invalid_transactions: inv.invalid_transactions };

@@ -566,7 +566,7 @@ export class ScabbardService {
     const built = this.#builder.build(parent, entries, {
       max: Infinity,
       consensus: Buffer.from('scabbard'),
-      isCommittedTxn: (id) => this.#writingTxns.has(id) || this.#s.txnIndex.get(id) !== undefined,
+      isCommittedTxn: (id) => this.#writingTxns.has(id) || this.#writer.ids.hasTxn(id),
       // Deterministic on every member: a missing dependency makes the batch invalid at once.
       dependencyWaitMs: 0,
     });

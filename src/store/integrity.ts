@@ -14,7 +14,8 @@ import { verifyBatchList } from '../ledger/verify.js';
 import { StateReader } from '../state/reader.js';
 import { PRUNED_BELOW_KEY } from '../state/deltas.js';
 import { checkReplay } from '../state/engine.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead, type LedgerStores } from './ledger-stores.js';
+import { encodeIdRecord } from './id-index.js';
 import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
@@ -113,6 +114,7 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
     if (num >= prunedBelow && !tree.hasRoot(h.stateRootHash)) problem(`${where} (${id}): state root ${h.stateRootHash} is missing`);
     if (h.batchIds.length !== blk.batches.length)
       problem(`${where} (${id}): header lists ${h.batchIds.length} batches, block holds ${blk.batches.length}`);
+    const ids: Array<{ id: string; txns: string[] }> = [];
     blk.batches.forEach((bb, bi) => {
       report.batches++;
       let b: BatchMsg;
@@ -127,23 +129,14 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
       // Block 0 holds the node's own genesis batch, checked the same way.
       const bad = batchProblem(bb);
       if (bad) problem(`${bwhere}: ${bad}`);
-      const pos = s.batchIndex.get(b.headerSignature);
-      if (!pos || pos[0] !== num || pos[1] !== bi) problem(`${bwhere}: batch index entry ${JSON.stringify(pos ?? null)} does not point here`);
-      b.transactions.forEach((t, ti) => {
-        report.transactions++;
-        const rec = s.txnIndex.get(t.headerSignature);
-        if (!rec || rec[0] !== num || rec[1] !== bi || rec[2] !== ti) {
-          problem(`${bwhere} transaction ${ti} (${t.headerSignature}): transaction index entry does not point here`);
-        }
-      });
+      ids.push({ id: b.headerSignature, txns: b.transactions.map((t) => t.headerSignature) });
+      report.transactions += b.transactions.length;
     });
+    idRecordProblems(s, num, ids, (p) => problem(`${where} (${id}): ${p}`));
     prev = id;
   }
   if (head.blockId !== prev) problem(`head ${head.blockNum} ${head.blockId} is not the last stored block ${prev}`);
-  const batchEntries = s.batchIndex.getKeysCount();
-  if (batchEntries !== report.batches) problem(`batch index holds ${batchEntries} entries, blocks hold ${report.batches} batches`);
-  const txnEntries = s.txnIndex.getKeysCount();
-  if (txnEntries !== report.transactions) problem(`transaction index holds ${txnEntries} entries, blocks hold ${report.transactions} transactions`);
+  for (const key of s.blockIds.getKeys({ start: head.blockNum + 1 })) problem(`id record of block ${key}: there is no such block (the head is ${head.blockNum})`);
 
   // The head's state: it loads as a restart loads it, and every reachable record is read
   // and hash-checked.
@@ -158,4 +151,23 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
     problem(`head state root ${head.stateRoot}: ${(err as Error).message}`);
   }
   return report;
+}
+
+/**
+ * The id and receipt records of block `num` against the ids its batches carry. A data
+ * directory from before these records has none: the node builds them on its next start.
+ */
+function idRecordProblems(s: LedgerStores, num: number, ids: Array<{ id: string; txns: string[] }>, problem: (p: string) => void): void {
+  const rec = s.blockIds.getBinary(num);
+  if (!rec) return problem('its id record is missing (the node builds it on its next start if the old id indexes are there)');
+  let want: Buffer;
+  try {
+    want = encodeIdRecord(ids);
+  } catch (err) {
+    return problem(`its ids cannot be indexed: ${(err as Error).message}`);
+  }
+  if (!want.equals(rec)) problem('its id record does not list its batch and transaction ids');
+  const receipts = s.receipts.getBinary(num);
+  const txns = ids.reduce((n, b) => n + b.txns.length, 0);
+  if (!receipts || receipts.length < 4 || receipts.readUInt32LE(0) !== txns) problem(`its receipts record does not hold ${txns} receipts`);
 }

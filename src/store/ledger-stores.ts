@@ -12,15 +12,7 @@ export interface ChainHead {
   stateRoot: string;
 }
 
-/** Batch position: [block number, index of the batch in the block]. */
-export type BatchPos = [number, number];
-/** Transaction position: [block number, batch index, transaction index]. */
-export type TxnPos = [number, number, number];
-/**
- * What the transaction index stores: the position plus the serialized receipt, so a
- * committed transaction costs one record (one random page write) instead of two.
- */
-export type TxnRecord = [number, number, number, Buffer];
+export type { BatchPos, TxnPos } from './id-index.js';
 
 export interface InvalidRecord {
   invalid_transactions: Array<{ id: string; message: string; extended_data: string }>;
@@ -30,11 +22,15 @@ export interface InvalidRecord {
 
 export interface LedgerStores {
   root: RootDatabase;
+  /** The prefix of the sub-database names (names.ts). */
+  prefix: string;
   merkle: Database<Buffer, Buffer>;
   blocks: Database<Buffer, string>;
   blockByNum: Database<string, number>;
-  batchIndex: Database<BatchPos, string>;
-  txnIndex: Database<TxnRecord, string>;
+  /** Batch and transaction ids of each block (appended; see id-index.ts). */
+  blockIds: Database<Buffer, number>;
+  /** Receipts of each block's transactions (appended). */
+  receipts: Database<Buffer, number>;
   meta: Database<unknown, string>;
   invalid: Database<InvalidRecord, string>;
   /** State deltas by block number: appended, so a block's delta costs no random page write. */
@@ -48,11 +44,12 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
   const n = ledgerDbNames(prefix);
   return {
     root,
+    prefix,
     merkle: root.openDB<Buffer, Buffer>(n.merkle, { keyEncoding: 'binary', encoding: 'binary' }),
     blocks: root.openDB<Buffer, string>(n.blocks, { encoding: 'binary' }),
     blockByNum: root.openDB<string, number>(n.blockByNum, {}),
-    batchIndex: root.openDB<BatchPos, string>(n.batchIndex, {}),
-    txnIndex: root.openDB<TxnRecord, string>(n.txnIndex, {}),
+    blockIds: root.openDB<Buffer, number>(n.blockIds, { keyEncoding: 'uint32', encoding: 'binary' }),
+    receipts: root.openDB<Buffer, number>(n.receipts, { keyEncoding: 'uint32', encoding: 'binary' }),
     meta: root.openDB<unknown, string>(n.meta, {}),
     invalid: root.openDB<InvalidRecord, string>(n.invalid, {}),
     deltas: root.openDB<Buffer, number>(n.stateDeltas, { keyEncoding: 'uint32', encoding: 'binary' }),

@@ -9,8 +9,13 @@ export interface LedgerDbNames {
   merkle: string;
   blocks: string;
   blockByNum: string;
-  batchIndex: string;
-  txnIndex: string;
+  /** Batch and transaction ids of each block, by block number (src/store/id-index.ts). */
+  blockIds: string;
+  /** Transaction receipts of each block, by block number. */
+  receipts: string;
+  /** Former id indexes keyed by id (read once, to build the records above, then emptied). */
+  legacyBatchIndex: string;
+  legacyTxnIndex: string;
   meta: string;
   invalid: string;
   /** State deltas by block number (src/state/deltas.ts). */
@@ -28,8 +33,10 @@ export function ledgerDbNames(prefix: string): LedgerDbNames {
     merkle: `${prefix}.merkle`,
     blocks: `${prefix}.blocks`,
     blockByNum: `${prefix}.block_by_num`,
-    batchIndex: `${prefix}.batch_index`,
-    txnIndex: `${prefix}.txn_index`,
+    blockIds: `${prefix}.block_ids`,
+    receipts: `${prefix}.receipts`,
+    legacyBatchIndex: `${prefix}.batch_index`,
+    legacyTxnIndex: `${prefix}.txn_index`,
     meta: `${prefix}.meta`,
     invalid: `${prefix}.invalid`,
     stateDeltas: `${prefix}.state_deltas`,
