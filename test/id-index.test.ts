@@ -73,7 +73,8 @@ t.test('lookups over stored id records', async (t) => {
   t.equal(ix.txn(b0.id), undefined, 'a batch id is not a transaction');
   t.notOk(ix.hasBatch(tagged(same)), 'an unknown id with a known tag');
   t.notOk(ix.hasTxn(id()));
-  for (const bad of ['', 'zz', b0.id.toUpperCase(), `${b0.id}00`, b0.id.slice(0, 127)]) t.equal(ix.batch(bad), undefined, `not an id: ${bad.slice(0, 12)}`);
+  for (const bad of ['', 'zz', b0.id.toUpperCase(), `${b0.id}00`, b0.id.slice(0, 127)])
+    t.equal(ix.batch(bad), undefined, `not an id: ${bad.slice(0, 12)}`);
   t.equal(ix.through, 0);
 
   // Blocks stored later are picked up by the next lookup.
@@ -82,6 +83,19 @@ t.test('lookups over stored id records', async (t) => {
   await s.receipts.put(1, encodeReceipts([Buffer.from('x')]));
   t.same(ix.txn(later.txns[0]!), [1, 0, 0]);
   t.equal(ix.size, 10, 'three batches and five transactions, then one of each');
+});
+
+t.test('a ledger whose first block is block 1 (a circuit ledger starts at an initial head without a block)', async (t) => {
+  const s = tempStores(t);
+  const ix = new IdIndex(s);
+  const first = { id: id(), txns: [id()] };
+  t.notOk(ix.hasBatch(first.id), 'no blocks yet');
+  await s.blockIds.put(1, encodeIdRecord([first]));
+  const second = { id: id(), txns: [id()] };
+  await s.blockIds.put(2, encodeIdRecord([second]));
+  t.same(ix.batch(first.id), [1, 0]);
+  t.same(ix.txn(second.txns[0]!), [2, 0, 0]);
+  t.equal(ix.through, 2);
 });
 
 t.test('the table grows and keeps every id, tags shared or not', async (t) => {
@@ -128,7 +142,12 @@ t.test('a data directory with the former id indexes is migrated on start', async
   let n = await startTestNode({}, dir);
   for (const b of batches) t.equal((await postBatches(n.ledgerUrl, batchList(b))).status, 202);
   t.same(
-    (await waitCommitted(n.ledgerUrl, batches.map((b) => b.id))).map((s: { status: string }) => s.status),
+    (
+      await waitCommitted(
+        n.ledgerUrl,
+        batches.map((b) => b.id),
+      )
+    ).map((s: { status: string }) => s.status),
     batches.map(() => 'COMMITTED'),
   );
   const txnId = batches[5]!.txnIds[0]!;
@@ -162,7 +181,12 @@ t.test('a data directory with the former id indexes is migrated on start', async
   n = await startTestNode({}, dir);
   t.teardown(() => n.stop({ keepData: true }));
   t.same(
-    (await waitCommitted(n.ledgerUrl, batches.map((b) => b.id))).map((s: { status: string }) => s.status),
+    (
+      await waitCommitted(
+        n.ledgerUrl,
+        batches.map((b) => b.id),
+      )
+    ).map((s: { status: string }) => s.status),
     batches.map(() => 'COMMITTED'),
     'every batch still committed',
   );

@@ -108,6 +108,14 @@ export class IdIndex {
 
   /** Takes in the blocks stored after the last one indexed (as this thread's snapshot sees them). */
   sync(): void {
+    if (this.#through < 0) {
+      // The first block may have any number (a circuit ledger's first block is 1); then they follow one by one.
+      for (const { key, value } of this.s.blockIds.getRange({ limit: 1 })) {
+        this.#add(key, value);
+        this.#through = key;
+      }
+      if (this.#through < 0) return;
+    }
     for (;;) {
       const next = this.#through + 1;
       const rec = this.s.blockIds.getBinaryFast(next);
@@ -165,7 +173,7 @@ export class IdIndex {
       if (blockPlus === 0) return undefined;
       if (slots[o] !== tag) continue;
       const word = slots[o + 2] as number;
-      if ((word & TXN_BIT) !== 0 !== txn) continue;
+      if (((word & TXN_BIT) !== 0) !== txn) continue;
       const block = blockPlus - 1;
       const place = word & ~TXN_BIT;
       const rec = this.s.blockIds.getBinaryFast(block);

@@ -1,30 +1,30 @@
 /**
  * Data directories written before the id records (id-index.ts) kept two indexes keyed by id
  * (`<prefix>.batch_index`, and `<prefix>.txn_index` with each receipt inside). When a ledger
- * whose head block has no id record is loaded, every block that lacks one gets it, built
+ * whose old batch index still holds entries is loaded, every block that lacks an id record gets it, built
  * from the block itself and the receipts of the old transaction index, and the old indexes
  * are emptied: all of it in one transaction, so a crash leaves either the old layout or the
  * new one.
  */
 import { Block, decode } from '../proto/index.js';
 import { encodeIdRecord, encodeReceipts } from './id-index.js';
-import { HEAD_KEY, type ChainHead, type LedgerStores } from './ledger-stores.js';
+import type { LedgerStores } from './ledger-stores.js';
 import { ledgerDbNames } from './names.js';
 
 /** Builds the missing id and receipt records; returns how many blocks got them. */
 export function migrateIdIndexes(s: LedgerStores): number {
-  const head = s.meta.get(HEAD_KEY) as ChainHead | undefined;
-  if (!head || s.blockIds.doesExist(head.blockNum)) return 0;
   const n = ledgerDbNames(s.prefix);
   const batchIndex = s.root.openDB<unknown, string>(n.legacyBatchIndex, {});
+  // Written by no version since: entries there are a directory in the former layout.
+  if (batchIndex.getKeysCount({ limit: 1 }) === 0) return 0;
   const txnIndex = s.root.openDB<[number, number, number, Buffer], string>(n.legacyTxnIndex, {});
   let done = 0;
   s.root.transactionSync(() => {
-    for (let num = 0; num <= head.blockNum; num++) {
+    // The stored blocks (a circuit ledger has none at its initial head, block 0).
+    for (const { key: num, value: id } of s.blockByNum.getRange({})) {
       if (s.blockIds.doesExist(num)) continue;
-      const id = s.blockByNum.get(num);
-      const bytes = id === undefined ? undefined : s.blocks.get(id);
-      if (!bytes) throw new Error(`block ${num} is missing: the id records cannot be built (run the check command)`);
+      const bytes = s.blocks.get(id);
+      if (!bytes) throw new Error(`block ${num} (${id}) is missing: the id records cannot be built (run the check command)`);
       const block = decode(Block, bytes);
       const receipts: Buffer[] = [];
       const ids = block.batches.map((b) => {

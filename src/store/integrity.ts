@@ -136,7 +136,8 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
     prev = id;
   }
   if (head.blockId !== prev) problem(`head ${head.blockNum} ${head.blockId} is not the last stored block ${prev}`);
-  for (const key of s.blockIds.getKeys({ start: head.blockNum + 1 })) problem(`id record of block ${key}: there is no such block (the head is ${head.blockNum})`);
+  for (const key of s.blockIds.getKeys({ start: head.blockNum + 1 }))
+    problem(`id record of block ${key}: there is no such block (the head is ${head.blockNum})`);
 
   // The head's state: it loads as a restart loads it, and every reachable record is read
   // and hash-checked.
