@@ -30,6 +30,12 @@ async function checkDataDir(dir: string): Promise<CheckReport> {
   }
 }
 
+/** The value, or a failed test when there is none. */
+function must<T>(v: T | undefined | null): T {
+  if (v === undefined || v === null) throw new Error('missing value');
+  return v;
+}
+
 const id = (): string => randomBytes(64).toString('hex');
 /** An id with the given first 8 hex characters (its tag). */
 const tagged = (tag: string): string => tag + randomBytes(60).toString('hex');
@@ -62,14 +68,14 @@ t.test('lookups over stored id records', async (t) => {
   t.same(ix.batch(b0.id), [0, 0]);
   t.same(ix.batch(b1.id), [0, 1], 'a batch without transactions');
   t.same(ix.batch(b2.id), [0, 2]);
-  t.same(ix.txn(b0.txns[0]!), [0, 0, 0], 'same tag as its batch, told apart');
-  t.same(ix.txn(b0.txns[1]!), [0, 0, 1]);
-  t.same(ix.txn(b2.txns[0]!), [0, 2, 0], 'past the empty batch');
-  t.same(ix.txn(b2.txns[2]!), [0, 2, 2]);
-  const r3 = decode<{ data: Buffer[]; transactionId: string }>(TransactionReceipt, ix.receipt(b2.txns[1]!)!);
+  t.same(ix.txn(must(b0.txns[0])), [0, 0, 0], 'same tag as its batch, told apart');
+  t.same(ix.txn(must(b0.txns[1])), [0, 0, 1]);
+  t.same(ix.txn(must(b2.txns[0])), [0, 2, 0], 'past the empty batch');
+  t.same(ix.txn(must(b2.txns[2])), [0, 2, 2]);
+  const r3 = decode<{ data: Buffer[]; transactionId: string }>(TransactionReceipt, must(ix.receipt(must(b2.txns[1]))));
   t.same([r3.data.map(String), r3.transactionId], [['r3'], b2.txns[1]], 'the receipt, with its transaction id');
   t.equal(ix.receipt(id()), undefined, 'no receipt for an unknown transaction');
-  t.equal(ix.batch(b0.txns[0]!), undefined, 'a transaction id is not a batch');
+  t.equal(ix.batch(must(b0.txns[0])), undefined, 'a transaction id is not a batch');
   t.equal(ix.txn(b0.id), undefined, 'a batch id is not a transaction');
   t.notOk(ix.hasBatch(tagged(same)), 'an unknown id with a known tag');
   t.notOk(ix.hasTxn(id()));
@@ -81,7 +87,7 @@ t.test('lookups over stored id records', async (t) => {
   const later = { id: id(), txns: [id()] };
   await s.blockIds.put(1, encodeIdRecord([later]));
   await s.receipts.put(1, encodeReceipts([Buffer.from('x')]));
-  t.same(ix.txn(later.txns[0]!), [1, 0, 0]);
+  t.same(ix.txn(must(later.txns[0])), [1, 0, 0]);
   t.equal(ix.size, 10, 'three batches and five transactions, then one of each');
 });
 
@@ -94,7 +100,7 @@ t.test('a ledger whose first block is block 1 (a circuit ledger starts at an ini
   const second = { id: id(), txns: [id()] };
   await s.blockIds.put(2, encodeIdRecord([second]));
   t.same(ix.batch(first.id), [1, 0]);
-  t.same(ix.txn(second.txns[0]!), [2, 0, 0]);
+  t.same(ix.txn(must(second.txns[0])), [2, 0, 0]);
   t.equal(ix.through, 2);
 });
 
@@ -109,13 +115,13 @@ t.test('the table grows and keeps every id, tags shared or not', async (t) => {
     await s.blockIds.put(blk, encodeIdRecord(batches));
   }
   let found = 0;
-  all.forEach((batches, blk) =>
-    batches.forEach((b, bi) => {
+  for (const [blk, batches] of all.entries()) {
+    for (const [bi, b] of batches.entries()) {
       const p = ix.batch(b.id);
-      const q = ix.txn(b.txns[0]!);
+      const q = ix.txn(must(b.txns[0]));
       if (p?.[0] === blk && p[1] === bi && q?.[0] === blk && q[1] === bi && q[2] === 0) found++;
-    }),
-  );
+    }
+  }
   t.equal(found, 4000, 'every batch and transaction where it is');
   t.equal(ix.size, 8000);
   t.notOk(ix.hasBatch(tagged('00000000')), 'a crowded tag still answers no for an unknown id');
@@ -150,7 +156,7 @@ t.test('a data directory with the former id indexes is migrated on start', async
     ).map((s: { status: string }) => s.status),
     batches.map(() => 'COMMITTED'),
   );
-  const txnId = batches[5]!.txnIds[0]!;
+  const txnId = must(must(batches[5]).txnIds[0]);
   const before = await getJson(`${n.ledgerUrl}/receipts?id=${txnId}`);
   t.equal(before.status, 200);
   await n.stop({ keepData: true });
@@ -164,10 +170,10 @@ t.test('a data directory with the former id indexes is migrated on start', async
   const ix = new IdIndex(s);
   await root.transaction(() => {
     for (const { key: num, value } of s.blockByNum.getRange({})) {
-      const block = decode(Block, s.blocks.get(value)!);
+      const block = decode(Block, must(s.blocks.get(value)));
       block.batches.forEach((b, bi) => {
         bIx.put(b.headerSignature, [num, bi]);
-        b.transactions.forEach((tx, ti) => tIx.put(tx.headerSignature, [num, bi, ti, ix.receipt(tx.headerSignature)]));
+        for (const [ti, tx] of b.transactions.entries()) tIx.put(tx.headerSignature, [num, bi, ti, ix.receipt(tx.headerSignature)]);
       });
       s.blockIds.remove(num);
       s.receipts.remove(num);
@@ -194,8 +200,8 @@ t.test('a data directory with the former id indexes is migrated on start', async
   t.equal(after.status, 200);
   t.same(after.json.data, before.json.data, 'the same receipt');
   t.equal(after.json.data[0].id, txnId);
-  const one = await getJson(`${n.ledgerUrl}/batches/${batches[7]!.id}`);
-  t.equal(one.json.data.header_signature, batches[7]!.id);
+  const one = await getJson(`${n.ledgerUrl}/batches/${must(batches[7]).id}`);
+  t.equal(one.json.data.header_signature, must(batches[7]).id);
   const more = intkeyBatch(signer, [['set', 'after', 1]]);
   t.equal((await postBatches(n.ledgerUrl, batchList(more))).status, 202);
   t.equal((await waitCommitted(n.ledgerUrl, [more.id]))[0].status, 'COMMITTED', 'and the chain goes on');

@@ -159,7 +159,7 @@ export class ChainWriter {
         const receipts: Uint8Array[] = [];
         const ids = built.included.map(({ entry, batch, receipts: rs }) => {
           // Without the transaction id: the lookup that finds a receipt knows it (IdIndex.receipt).
-          batch.transactions.forEach((_, ti) => receipts.push(encodeReceipt({ ...rs[ti]!, transactionId: '' })));
+          for (const r of rs) receipts.push(encodeReceipt({ ...r, transactionId: '' }));
           return { id: entry.id, txns: batch.transactions.map((t) => t.headerSignature) };
         });
         s.blockIds.put(head.blockNum, encodeIdRecord(ids));
