@@ -50,6 +50,8 @@ export class LedgerQuery {
   }) {
     this.#s = openLedgerStores(opts.db, opts.storePrefix);
     this.#ids = new IdIndex(this.#s);
+    // At start, not on the first status asked for.
+    this.#ids.sync();
     this.state = new StateReader(this.#s, {
       verify: true,
       leafEncoding: opts.leafEncoding,
