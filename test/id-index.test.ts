@@ -36,6 +36,15 @@ function must<T>(v: T | undefined | null): T {
   return v;
 }
 
+/** The status of each batch, once all are settled (or after 10 s). */
+async function statuses(ledgerUrl: string, batches: ReadonlyArray<{ id: string }>): Promise<string[]> {
+  const st: Array<{ status: string }> = await waitCommitted(
+    ledgerUrl,
+    batches.map((b) => b.id),
+  );
+  return st.map((s) => s.status);
+}
+
 const id = (): string => randomBytes(64).toString('hex');
 /** An id with the given first 8 hex characters (its tag). */
 const tagged = (tag: string): string => tag + randomBytes(60).toString('hex');
@@ -148,12 +157,7 @@ t.test('a data directory with the former id indexes is migrated on start', async
   let n = await startTestNode({}, dir);
   for (const b of batches) t.equal((await postBatches(n.ledgerUrl, batchList(b))).status, 202);
   t.same(
-    (
-      await waitCommitted(
-        n.ledgerUrl,
-        batches.map((b) => b.id),
-      )
-    ).map((s: { status: string }) => s.status),
+    await statuses(n.ledgerUrl, batches),
     batches.map(() => 'COMMITTED'),
   );
   const txnId = must(must(batches[5]).txnIds[0]);
@@ -187,12 +191,7 @@ t.test('a data directory with the former id indexes is migrated on start', async
   n = await startTestNode({}, dir);
   t.teardown(() => n.stop({ keepData: true }));
   t.same(
-    (
-      await waitCommitted(
-        n.ledgerUrl,
-        batches.map((b) => b.id),
-      )
-    ).map((s: { status: string }) => s.status),
+    await statuses(n.ledgerUrl, batches),
     batches.map(() => 'COMMITTED'),
     'every batch still committed',
   );
