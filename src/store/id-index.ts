@@ -133,9 +133,7 @@ export class IdIndex {
   txn(id: string): TxnPos | undefined {
     const hit = this.#find(id, true);
     if (!hit) return undefined;
-    const rec = this.s.blockIds.getBinaryFast(hit.block);
-    if (!rec) return undefined;
-    const [bi, ti] = batchOfTxn(rec, hit.place);
+    const [bi, ti] = batchOfTxn(hit.rec, hit.place);
     return [hit.block, bi, ti];
   }
 
@@ -160,7 +158,8 @@ export class IdIndex {
     return r && Buffer.concat([r, encode(TransactionReceipt, { transactionId: txnId })]);
   }
 
-  #find(id: string, txn: boolean): { block: number; place: number } | undefined {
+  /** The block, place and id record (valid until the next LMDB read of this thread) of an id. */
+  #find(id: string, txn: boolean): { block: number; place: number; rec: Buffer } | undefined {
     if (!ID_RE.test(id)) return undefined;
     this.sync();
     const tag = Number.parseInt(id.slice(0, 8), 16) >>> 0;
@@ -180,7 +179,7 @@ export class IdIndex {
       if (!rec) continue;
       want ??= Buffer.from(id, 'hex');
       const at = idOffset(rec, place, txn);
-      if (at >= 0 && rec.compare(want, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place };
+      if (at >= 0 && rec.compare(want, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place, rec };
     }
   }
 
