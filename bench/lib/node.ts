@@ -75,10 +75,15 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
       CAIRN_LOG_LEVEL: 'info',
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
+    // BENCH_NODE_LOG also takes the node's stdout (V8's --trace-gc and the like write there).
+    stdio: ['ignore', process.env.BENCH_NODE_LOG ? 'pipe' : 'ignore', 'pipe'],
     cwd,
   });
   let log = '';
+  if (process.env.BENCH_NODE_LOG) {
+    const logFile = process.env.BENCH_NODE_LOG;
+    child.stdout!.on('data', (d: Buffer) => appendFileSync(logFile, d));
+  }
   const ports = await new Promise<string[]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
     const logFile = process.env.BENCH_NODE_LOG;

@@ -8,6 +8,7 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import * as noble from '@noble/secp256k1';
+import { hexBytesInto } from '../codec/hex.js';
 
 const require = createRequire(import.meta.url);
 
@@ -39,7 +40,6 @@ const native = loadNative();
 /** Which implementation verifies signatures in this thread. */
 export const backend: 'native' | 'noble' = native ? 'native' : 'noble';
 
-const HEX64 = /^[0-9a-f]{128}$/;
 const PUBHEX = /^0[23][0-9a-f]{64}$/;
 
 export function sha256(data: Uint8Array | string): Buffer {
@@ -58,9 +58,11 @@ export function sha512Hex(data: Uint8Array | string): string {
 const uncompressed = new Map<string, Uint8Array>();
 const UNCOMPRESSED_KEYS = 4096;
 
-function nativeKey(n: NativeSecp, publicKeyHex: string): Uint8Array {
+function nativeKey(n: NativeSecp, publicKeyHex: string): Uint8Array | null {
   let pub = uncompressed.get(publicKeyHex);
   if (pub === undefined) {
+    // Only keys in the canonical text form are taken (and so kept here).
+    if (!PUBHEX.test(publicKeyHex)) return null;
     // Throws for a point that is not on the curve (the caller answers false).
     pub = n.publicKeyConvert(Buffer.from(publicKeyHex, 'hex'), false);
     if (uncompressed.size >= UNCOMPRESSED_KEYS) uncompressed.clear();
@@ -74,11 +76,15 @@ function nativeKey(n: NativeSecp, publicKeyHex: string): Uint8Array {
  * Returns false (never throws) for malformed input, high-S signatures or wrong keys.
  */
 export function verify(signatureHex: string, message: Uint8Array, publicKeyHex: string): boolean {
-  if (!HEX64.test(signatureHex) || !PUBHEX.test(publicKeyHex)) return false;
-  const sig = Buffer.from(signatureHex, 'hex');
+  const sig = Buffer.allocUnsafe(64);
+  if (typeof signatureHex !== 'string' || !hexBytesInto(signatureHex, 64, sig) || typeof publicKeyHex !== 'string') return false;
   const digest = sha256(message);
   try {
-    if (native) return native.ecdsaVerify(sig, digest, nativeKey(native, publicKeyHex));
+    if (native) {
+      const key = nativeKey(native, publicKeyHex);
+      return key !== null && native.ecdsaVerify(sig, digest, key);
+    }
+    if (!PUBHEX.test(publicKeyHex)) return false;
     const pub = Buffer.from(publicKeyHex, 'hex');
     return noble.verify(sig, digest, pub, { prehash: false, lowS: true });
   } catch {

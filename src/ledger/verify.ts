@@ -17,6 +17,7 @@ import {
   type TransactionMsg,
 } from '../proto/index.js';
 import { sha512Hex, verify } from '../crypto/secp256k1.js';
+import { isHexId } from '../codec/hex.js';
 import { findFamily } from '../families/index.js';
 import type { FamilyLookup } from './catalog.js';
 
@@ -33,7 +34,6 @@ export type VerifyResult =
   | { ok: true; batches: VerifiedBatch[] }
   | { ok: false; code: 'EMPTY' | 'UNDECODABLE' | 'INVALID' | 'QUEUE_FULL'; message: string };
 
-const ID_RE = /^[0-9a-f]{128}$/;
 const KEY_RE = /^0[23][0-9a-f]{64}$/;
 
 class Reject extends Error {}
@@ -59,7 +59,7 @@ function batchRanges(body: Uint8Array): Array<[number, number]> {
 function describeUnwrapped(body: Uint8Array): string | null {
   try {
     const t = decode(Transaction, body);
-    if (ID_RE.test(t.headerSignature) && t.header.length > 0) {
+    if (isHexId(t.headerSignature) && t.header.length > 0) {
       const h = decode(TransactionHeader, t.header);
       if (h.familyName && /^[0-9a-f]{128}$/.test(h.payloadSha512)) {
         return 'The body is a single Transaction: a transaction must be inside a Batch, and the batch inside a BatchList';
@@ -70,7 +70,7 @@ function describeUnwrapped(body: Uint8Array): string | null {
   }
   try {
     const b = decode(Batch, body);
-    if (ID_RE.test(b.headerSignature) && b.header.length > 0) {
+    if (isHexId(b.headerSignature) && b.header.length > 0) {
       const h = decode(BatchHeader, b.header);
       if (KEY_RE.test(h.signerPublicKey)) return 'The body is a single Batch: batches must be inside a BatchList';
     }
@@ -82,7 +82,7 @@ function describeUnwrapped(body: Uint8Array): string | null {
 
 function checkTransaction(t: TransactionMsg, expectedId: string | undefined, batcher: string, bi: number, ti: number, known: FamilyLookup): string {
   const where = `batch ${bi} transaction ${ti}`;
-  if (!ID_RE.test(t.headerSignature)) throw new Reject(`${where}: header_signature is not 128 hex characters`);
+  if (!isHexId(t.headerSignature)) throw new Reject(`${where}: header_signature is not 128 hex characters`);
   if (t.headerSignature !== expectedId) {
     throw new Reject(`${where}: id ${t.headerSignature} does not match transaction_ids[${ti}] of the batch header`);
   }
@@ -108,7 +108,7 @@ function checkTransaction(t: TransactionMsg, expectedId: string | undefined, bat
 }
 
 function checkBatch(b: BatchMsg, start: number, end: number, bi: number, known: FamilyLookup): VerifiedBatch {
-  if (!ID_RE.test(b.headerSignature)) throw new Reject(`batch ${bi}: header_signature is not 128 hex characters`);
+  if (!isHexId(b.headerSignature)) throw new Reject(`batch ${bi}: header_signature is not 128 hex characters`);
   let h: BatchHeaderMsg;
   try {
     h = decode(BatchHeader, b.header);

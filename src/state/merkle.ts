@@ -19,7 +19,7 @@
 import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
 import { encode, encodeBytes, type CborValue } from '../codec/cbor.js';
-import { hashLeaf, hashNode, hashSingle, type ChildHash, type LeafEncoding } from './node.js';
+import { hashChain, hashLeaf, hashNode, type ChildHash, type LeafEncoding } from './node.js';
 import type { StateStore } from './state-store.js';
 import { BRANCH_HEAD, ENTRY, branchRecord, chainRecord, findChild, lowerBound, parseRecord, type MerkleRecord } from './records.js';
 
@@ -54,9 +54,8 @@ function recordHash(r: MerkleRecord, wrapped: boolean): string {
     }
     return hashNode(toks, hs, r.value, r.rec, wrapped);
   }
-  let h: ChildHash = r.endLeaf ? hashLeaf(r.end, wrapped) : r.end;
-  for (let i = r.tokens.length - 1; i >= 0; i--) h = hashSingle(r.tokens[i]!, h);
-  return typeof h === 'string' ? h : Buffer.from(h as Uint8Array).toString('hex');
+  const end: ChildHash = r.endLeaf ? hashLeaf(r.end, wrapped) : r.end;
+  return hashChain(r.tokens, end);
 }
 
 const ADDRESS_RE = /^(?:[0-9a-f]{2})*$/;
@@ -460,8 +459,8 @@ export class MerkleTree implements StateStore {
     if (kid instanceof Ref) {
       // Only unstored chains lack a hash, and their tokens are always known.
       const chain = kid.chain!;
-      let h: Hash = kid.endLeaf ? hashLeaf(kid.end!, this.wrapped) : (kid.end as Buffer);
-      for (let i = chain.length - 1; i >= 0; i--) h = hashSingle(chain[i]!, h);
+      const end: Hash = kid.endLeaf ? hashLeaf(kid.end!, this.wrapped) : (kid.end as Buffer);
+      const h = chain.length === 0 ? end : hashChain(chain, end);
       kid.hash = h;
       return h;
     }

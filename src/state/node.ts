@@ -118,6 +118,38 @@ export function hashSingle(token: number, child: ChildHash, rec: Uint8Array | nu
   return sha512Hex(single);
 }
 
+/**
+ * Hash (64 hex) of a chain of single-child nodes: `tokens[0]` is the top node's token, the
+ * last token's node has `child` as its one child. A new key's chain is ~30 nodes; the
+ * digests between them never become strings: each is written as hex straight into the next
+ * node's bytes (a 'binary', that is latin1, digest is the cheapest one Node gives), and
+ * only the top's is kept.
+ */
+export function hashChain(tokens: Uint8Array, child: string | Uint8Array): string {
+  if (tokens.length === 0) return typeof child === 'string' ? child : Buffer.from(child).toString('hex');
+  writeChild(single, 9, child, null);
+  for (let i = tokens.length - 1; ; i--) {
+    const t = tokens[i]! << 1;
+    single[5] = HEX[t]!;
+    single[6] = HEX[t + 1]!;
+    const d = crypto.hash('sha512', single, 'binary');
+    if (i === 0) return hexDigest(d, hexScratch, 0).toString('latin1', 0, 64);
+    hexDigest(d, single, 9);
+  }
+}
+
+const hexScratch = Buffer.allocUnsafe(64);
+
+/** Writes the first 32 bytes of a latin1 digest as 64 hex characters into out at off. */
+function hexDigest(d: string, out: Buffer, off: number): Buffer {
+  for (let k = 0; k < 32; k++, off += 2) {
+    const b = d.charCodeAt(k) << 1;
+    out[off] = HEX[b]!;
+    out[off + 1] = HEX[b + 1]!;
+  }
+  return out;
+}
+
 /** Writes the node's CBOR into the scratch buffer; returns its length. */
 function writeNode(
   tokens: ArrayLike<number>,

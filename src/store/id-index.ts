@@ -19,13 +19,13 @@
  */
 import type { Database } from 'lmdb';
 import { TransactionReceipt, encode } from '../proto/index.js';
+import { hexBytesInto } from '../codec/hex.js';
 
 /** Batch position: [block number, index of the batch in the block]. */
 export type BatchPos = [number, number];
 /** Transaction position: [block number, batch index, transaction index]. */
 export type TxnPos = [number, number, number];
 
-const ID_RE = /^[0-9a-f]{128}$/;
 const ID_BYTES = 64;
 /** Set in a slot's place word for a transaction (clear: a batch). */
 const TXN_BIT = 0x80000000;
@@ -52,9 +52,12 @@ export function encodeIdRecord(batches: ReadonlyArray<{ id: string; txns: readon
 }
 
 function writeId(out: Buffer, at: number, id: string): void {
-  if (!ID_RE.test(id)) throw new Error(`not an id (128 lowercase hex characters): ${id.slice(0, 20)}`);
-  out.write(id, at, ID_BYTES, 'hex');
+  if (!hexBytesInto(id, ID_BYTES, idBytes)) throw new Error(`not an id (128 lowercase hex characters): ${id.slice(0, 20)}`);
+  idBytes.copy(out, at);
 }
+
+/** The bytes of the id being written or looked up. */
+const idBytes = Buffer.allocUnsafe(ID_BYTES);
 
 /** The receipts record of a block: `u32 count | u32 end of each | receipts back to back`. */
 export function encodeReceipts(receipts: readonly Uint8Array[]): Buffer {
@@ -160,12 +163,11 @@ export class IdIndex {
 
   /** The block, place and id record (valid until the next LMDB read of this thread) of an id. */
   #find(id: string, txn: boolean): { block: number; place: number; rec: Buffer } | undefined {
-    if (!ID_RE.test(id)) return undefined;
+    if (typeof id !== 'string' || !hexBytesInto(id, ID_BYTES, idBytes)) return undefined;
     this.sync();
-    const tag = Number.parseInt(id.slice(0, 8), 16) >>> 0;
+    const tag = idBytes.readUInt32BE(0);
     const slots = this.#slots;
     const mask = this.#mask;
-    let want: Buffer | undefined;
     for (let i = tag & mask; ; i = (i + 1) & mask) {
       const o = i * SLOT;
       const blockPlus = slots[o + 1] as number;
@@ -177,9 +179,8 @@ export class IdIndex {
       const place = word & ~TXN_BIT;
       const rec = this.s.blockIds.getBinaryFast(block);
       if (!rec) continue;
-      want ??= Buffer.from(id, 'hex');
       const at = idOffset(rec, place, txn);
-      if (at >= 0 && rec.compare(want, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place, rec };
+      if (at >= 0 && rec.compare(idBytes, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place, rec };
     }
   }
 
