@@ -148,7 +148,9 @@ export class VerifyPool<T extends VerifyItem> {
       if (g) g.push(i);
       else groups.set(key, [i]);
     }
-    this.#tasksInFlight++;
+    // One piscina task per group: each counts against the tasks in flight.
+    const tasks = groups.size;
+    this.#tasksInFlight += tasks;
     try {
       await Promise.all(
         [...groups.values()].map(async (g) => {
@@ -167,7 +169,7 @@ export class VerifyPool<T extends VerifyItem> {
         }),
       );
     } finally {
-      this.#tasksInFlight--;
+      this.#tasksInFlight -= tasks;
       this.#maybeFlush();
     }
   }
