@@ -55,14 +55,29 @@ export function prettyLine(json: string): string {
 }
 
 /**
+ * Set once stderr fails: whoever read it went away (EPIPE: a log pipe whose reader exited,
+ * `cairn start | head`, a log shipper restarting). From then on lines are dropped and the
+ * node goes on serving. Without a listener, each failed write was an uncaught exception
+ * whose report was another failed write: the process spun on it and ignored SIGTERM.
+ */
+let stderrGone = false;
+process.stderr.on('error', () => {
+  stderrGone = true;
+});
+// Nothing writes to stdout after start, but a broken stdout must not end the node either.
+process.stdout.on('error', () => undefined);
+
+/**
  * Through process.stderr (synchronous for files, terminals and pipes on Linux), so that the
  * lines of a process that exits right after are not lost and tests can capture them.
  */
 const toStderr = (s: string): void => {
+  if (stderrGone) return;
   try {
     process.stderr.write(s);
   } catch {
     // stderr closed: nothing to report to
+    stderrGone = true;
   }
 };
 
