@@ -124,6 +124,31 @@ t.test('a failing transaction makes its batch INVALID and changes no state', asy
   t.equal((decode(Buffer.from(sa.json.data, 'base64')) as Map<string, number>).get('a'), 1, 'a is unchanged');
 });
 
+t.test('intkey names that mean something to JavaScript objects are names like any other', async (t) => {
+  const n = await startTestNode();
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', '0', 'valueOf'];
+  const sets = intkeyBatch(
+    signer,
+    names.map((name, i): [string, string, number] => ['set', name, i + 10]),
+  );
+  t.equal((await postBatches(n.ledgerUrl, batchList(sets))).status, 202);
+  t.equal((await waitCommitted(n.ledgerUrl, [sets.id]))[0].status, 'COMMITTED');
+  const incs = intkeyBatch(
+    signer,
+    names.map((name): [string, string, number] => ['inc', name, 1]),
+  );
+  t.equal((await postBatches(n.ledgerUrl, batchList(incs))).status, 202);
+  t.equal((await waitCommitted(n.ledgerUrl, [incs.id]))[0].status, 'COMMITTED', 'each name is in state for its inc');
+  for (const [i, name] of names.entries()) {
+    const s = await getJson(`${n.ledgerUrl}/state/${intkeyAddress(name)}`);
+    t.equal(s.status, 200, name);
+    const m = decode(Buffer.from(s.json.data, 'base64')) as Map<string, number>;
+    t.same([...m], [[name, i + 11]], `${name}: stored as a one-entry map`);
+  }
+});
+
 t.test('batch statuses: POST form, UNKNOWN, wait without value, bad ids', async (t) => {
   const n = await startTestNode();
   t.teardown(() => n.stop());

@@ -79,9 +79,9 @@ export function applyIntkey(txn: TxnInfo, ctx: TxnContext): void {
     if (next < 0) throw new InvalidTransaction('Verb is "dec", but result would be less than 0');
   }
   state.set(name, next);
-  const obj: Record<string, number> = {};
-  for (const [k, v] of state) obj[k] = v;
-  ctx.set(address, encode(obj));
+  // The map itself (encode sorts its keys as for an object): an object keyed by names lost
+  // a name `__proto__` (an assignment to the prototype) and made V8 a hidden class per name.
+  ctx.set(address, encode(state));
 }
 
 export const intkey: Family = {
