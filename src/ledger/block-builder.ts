@@ -211,11 +211,14 @@ function missingDependency(batch: BatchMsg, known: (txnId: string) => boolean): 
   return { txnId: first, dependency: 'unknown' };
 }
 
-export function encodeReceipt(r: Receipt): Uint8Array {
+/**
+ * A receipt as a block's receipts record stores it: without its transaction id, which the
+ * lookup that finds it knows and appends (IdIndex.receipt).
+ */
+export function encodeStoredReceipt(r: Receipt): Uint8Array {
   return encode(TransactionReceipt, {
     stateChanges: r.stateChanges,
     events: r.events.map((e) => ({ eventType: e.eventType, attributes: e.attributes, data: e.data })),
     data: r.data,
-    transactionId: r.transactionId,
   });
 }

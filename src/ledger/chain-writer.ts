@@ -16,7 +16,7 @@ import type { FaultPoint } from '../store/test-faults.js';
 import type { ReadModelWriter } from '../data-api/read-model/index.js';
 import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
-import { encodeReceipt, type BuiltBlock } from './block-builder.js';
+import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
 import { migrateIdIndexes } from '../store/id-migration.js';
 
@@ -158,8 +158,7 @@ export class ChainWriter {
         // The ids and receipts of the block: two appended records, no page per id (id-index.ts).
         const receipts: Uint8Array[] = [];
         const ids = built.included.map(({ entry, batch, receipts: rs }) => {
-          // Without the transaction id: the lookup that finds a receipt knows it (IdIndex.receipt).
-          for (const r of rs) receipts.push(encodeReceipt({ ...r, transactionId: '' }));
+          for (const r of rs) receipts.push(encodeStoredReceipt(r));
           return { id: entry.id, txns: batch.transactions.map((t) => t.headerSignature) };
         });
         s.blockIds.put(head.blockNum, encodeIdRecord(ids));

@@ -25,7 +25,6 @@ import { makeGenesis } from './genesis.js';
 import { ComponentServer } from '../component/server.js';
 
 export { NULL_BLOCK_ID } from './chain-writer.js';
-export { encodeReceipt } from './block-builder.js';
 
 /**
  * Blocks built but not yet durable. A slot is held until its block is flushed to disk, so

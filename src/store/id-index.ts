@@ -73,7 +73,7 @@ export function encodeReceipts(receipts: readonly Uint8Array[]): Buffer {
   return out;
 }
 
-/** Receipt `k` of a receipts record, or undefined. */
+/** Receipt `k` of a receipts record (a view into it), or undefined. */
 export function receiptAt(rec: Buffer, k: number): Buffer | undefined {
   if (rec.length < 4) return undefined;
   const n = rec.readUInt32LE(0);
@@ -81,7 +81,7 @@ export function receiptAt(rec: Buffer, k: number): Buffer | undefined {
   const start = k === 0 ? 4 + 4 * n : rec.readUInt32LE(4 + 4 * (k - 1));
   const end = rec.readUInt32LE(4 + 4 * k);
   if (end < start || end > rec.length) return undefined;
-  return Buffer.from(rec.subarray(start, end));
+  return rec.subarray(start, end);
 }
 
 /** The stores the index reads: id records and receipts, both by block number. */
