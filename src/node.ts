@@ -25,6 +25,9 @@ import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
 import { startCircuits, type Circuits } from './circuits/index.js';
 import { NodeMetrics } from './metrics.js';
+import { AlarmBoard, withinTime } from './store/alarms.js';
+import { nodeDbName } from './store/names.js';
+import { writeGate } from './http/write-gate.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -83,11 +86,31 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   // Metrics off: no registry, no hooks anywhere (each hook call site skips on undefined).
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;
+  // The node's storage alarms: any failed write turns every interface read-only until it clears.
+  const alarms = new AlarmBoard();
+  const stallMs = config.storageStallSec * 1000;
+  // The node API's and data API's writes go to the main environment from this thread: a
+  // recovery must see one of those succeed too.
+  const probeDb = db.openDB<number, string>(nodeDbName('meta'), {});
+  const probeMain = async (): Promise<void> => {
+    await withinTime(probeDb.put('storage_probe', Date.now()), stallMs, 'a node-store probe write');
+    await withinTime(db.flushed, stallMs, 'a node-store probe sync');
+  };
   try {
     const component = config.componentBind
       ? { bind: `${config.componentBind.host}:${config.componentBind.port}`, externalFamilies: config.externalFamilies }
       : undefined;
-    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER, metrics: metrics?.ingest, component });
+    ledger = await Ledger.start({
+      config,
+      db,
+      nodeSigner,
+      nodeKeyFile,
+      description: NODE_LEDGER,
+      metrics: metrics?.ingest,
+      component,
+      alarms,
+      probes: [probeMain],
+    });
   } catch (err) {
     await db.close();
     throw err;
@@ -104,6 +127,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     errorReply: ledgerErrorReplyFactory(),
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
     observe: metrics?.http('ledger'),
+    ...writeGate(ledger, 'ledger'),
   });
   const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
   registerExplorer(ledgerServer);
@@ -115,6 +139,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     bodyBudget,
     errorReply: messageErrorReply,
     observe: metrics?.http('node'),
+    ...writeGate(ledger, 'node'),
   });
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
   let circuits: Circuits;
@@ -146,6 +171,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     bodyBudget,
     errorReply: messageErrorReply,
     observe: metrics?.http('data'),
+    ...writeGate(ledger, 'data'),
   });
   const dataApi: DataApi = registerDataApi(dataServer, {
     config,
