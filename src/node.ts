@@ -28,6 +28,7 @@ import { NodeMetrics } from './metrics.js';
 import { AlarmBoard, withinTime } from './store/alarms.js';
 import { nodeDbName } from './store/names.js';
 import { writeGate } from './http/write-gate.js';
+import { registerAlarmRoutes } from './node-api/alarm-routes.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -160,6 +161,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await db.close();
     throw err;
   }
+  registerAlarmRoutes(nodeApi.router, ledger);
   nodeApi.mountAdded();
   const { host: nh } = config.networkBind;
   const networkEndpoint = `tcp://${nh.includes(':') ? `[${nh}]` : nh}:${circuits.port}`;

@@ -18,6 +18,7 @@ commands:
   circuit    propose, vote, list, show, disband…: circuits between nodes
   check      verify a stopped node's data directory: --data-dir DIR
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
+  alarm      list|clear: the node's storage alarms (a read-only node and why)
 common options: --url URL (the node to talk to), --json (JSON output), --help
 `;
 
@@ -73,6 +74,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   circuit: async () => ({ run: circuit, usage: '' }),
   check: async () => ({ run: (argv) => legacy('./check.js', argv), usage: '' }),
   prune: async () => ({ run: (argv) => legacy('./prune.js', argv), usage: '' }),
+  alarm: async () => module(await import('./alarm.js')),
 };
 
 export async function run(argv: string[]): Promise<number> {
