@@ -149,7 +149,12 @@ export class NodeMetrics {
         for (const a of ledger.alarms.list()) this.set({ kind: a.kind, cause: a.cause }, 1);
       },
     });
-    const raised = new Counter({ name: 'cairn_alarms_raised_total', help: 'Storage alarms raised since start, by kind', labelNames: ['kind'], registers });
+    const raised = new Counter({
+      name: 'cairn_alarms_raised_total',
+      help: 'Storage alarms raised since start, by kind',
+      labelNames: ['kind'],
+      registers,
+    });
     ledger.alarms.onChange((up, a) => {
       if (up) raised.inc({ kind: a.kind });
     });

@@ -27,7 +27,11 @@ const skip = typeof shim === 'string' ? shim : false;
 const run = promisify(execFile);
 
 async function statuses(url: string, ids: string[]): Promise<Record<string, number>> {
-  const r = await fetch(`${url}/batch_statuses?wait=30`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ids) });
+  const r = await fetch(`${url}/batch_statuses?wait=30`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(ids),
+  });
   const out: Record<string, number> = {};
   for (const s of ((await r.json()) as { data: Array<{ status: string }> }).data) out[s.status] = (out[s.status] ?? 0) + 1;
   return out;
@@ -43,7 +47,16 @@ async function until(check: () => Promise<boolean>, seconds = 30): Promise<boole
 }
 
 function cairn(dir: string, child: ChildNode, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return run(process.execPath, [...TS_ARGS, 'src/cli/cairn.ts', 'alarm', ...args, '--data-dir', dir, '--node-url', `http://127.0.0.1:${child.ports.node}`]).then(
+  return run(process.execPath, [
+    ...TS_ARGS,
+    'src/cli/cairn.ts',
+    'alarm',
+    ...args,
+    '--data-dir',
+    dir,
+    '--node-url',
+    `http://127.0.0.1:${child.ports.node}`,
+  ]).then(
     (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
   );
@@ -107,7 +120,11 @@ t.test('EIO on the ledger file: read-only with the cause, then recovered by the 
   // Reads: served.
   t.equal((await getJson(`${child.ledgerUrl}/blocks`)).status, 200);
   t.equal((await getJson(`${child.ledgerUrl}/state?limit=5`)).status, 200);
-  const st = await fetch(`${child.ledgerUrl}/batch_statuses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(acked) });
+  const st = await fetch(`${child.ledgerUrl}/batch_statuses`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(acked),
+  });
   t.equal(st.status, 200, 'POST /batch_statuses is a read');
   const pending = ((await st.json()) as { data: Array<{ status: string }> }).data.at(-1);
   t.equal(pending?.status, 'PENDING', 'the acknowledged batch waits');

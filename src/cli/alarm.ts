@@ -51,7 +51,9 @@ export async function run(argv: string[]): Promise<number> {
   try {
     token = `Cylinder:${makeCylinderJwt(new Signer(readFileSync(join(dataDir, 'keys', 'admin.priv'), 'utf8').trim()))}`;
   } catch (err) {
-    throw new Error(`cannot read the admin key in ${join(dataDir, 'keys')} (${(err as NodeJS.ErrnoException).code ?? String(err)}): name the node's data directory with --data-dir`);
+    throw new Error(
+      `cannot read the admin key in ${join(dataDir, 'keys')} (${(err as NodeJS.ErrnoException).code ?? String(err)}): name the node's data directory with --data-dir`,
+    );
   }
   const base = nodeUrl(args.options.get('node-url'));
   const kind = args.options.get('kind');

@@ -28,7 +28,7 @@ import { ANY_FAMILY } from './catalog.js';
 import type { ComponentOptions } from '../component/server.js';
 import type { VerifyResult } from './verify.js';
 import type { CommitterFaultCode, CommitterOptions } from './protocol.js';
-import { AlarmBoard, classifyStorageError, type AlarmKind } from '../store/alarms.js';
+import { AlarmBoard, classifyInDir, type AlarmKind } from '../store/alarms.js';
 import { DEFAULT_STALL_MS } from './chain-writer.js';
 
 /** Back-off between recovery attempts: doubling from the first, capped at the last (ms). */
@@ -90,6 +90,7 @@ export class Ledger {
   /** Committer restarts in a row after a crash that was not a storage error. */
   #crashRestarts = 0;
   readonly #stallMs: number;
+  readonly #dataDir: string;
   #closed = false;
 
   private constructor(
@@ -102,6 +103,7 @@ export class Ledger {
     const { config } = opts;
     this.description = description;
     this.#committerOptions = committerOptions;
+    this.#dataDir = config.dataDir;
     this.alarms = alarms;
     this.#probes = opts.probes ?? [];
     this.#stallMs = committerOptions.storageStallMs ?? DEFAULT_STALL_MS;
@@ -184,16 +186,14 @@ export class Ledger {
    * COMMITTER) and starts a recovery.
    */
   markFaulty(reason: string, kind?: AlarmKind): void {
-    const s = kind
-      ? { kind, cause: reason }
-      : (classifyStorageError({ message: reason }, 'ledger.mdb') ?? { kind: 'COMMITTER' as const, cause: reason });
+    const s = kind ? { kind, cause: reason } : (this.#classify({ message: reason }, 'ledger.mdb') ?? { kind: 'COMMITTER' as const, cause: reason });
     this.alarms.raise(s.kind, s.cause);
     if (s.kind !== 'CORRUPT') this.#scheduleRecovery();
   }
 
   /** A storage operation of the HTTP thread failed: raises its alarm and starts a recovery. Returns the alarm's cause, or null for an error that is not a storage error. */
   storageFault(err: unknown, file: string): string | null {
-    const s = classifyStorageError(err, file);
+    const s = this.#classify(err, file);
     if (!s) return null;
     this.alarms.raise(s.kind, s.cause);
     if (s.kind !== 'CORRUPT') this.#scheduleRecovery();
@@ -204,7 +204,7 @@ export class Ledger {
     if (this.#closed || generation !== this.#generation || this.#committerDown) return;
     this.#committerDown = true;
     const file = code === 'PENDING_CLEANUP_FAILED' ? (this.description.pendingFile ?? 'pending.mdb') : 'ledger.mdb';
-    const s = classifyStorageError({ message: reason }, file);
+    const s = this.#classify({ message: reason }, file);
     if (s) this.alarms.raise(s.kind, s.cause);
     else {
       this.#crashRestarts++;
@@ -212,6 +212,10 @@ export class Ledger {
     }
     log.error(`committer stopped (${code}): ${reason}`);
     this.#scheduleRecovery();
+  }
+
+  #classify(err: unknown, file: string): { kind: AlarmKind; cause: string } | null {
+    return classifyInDir(err, file, this.#dataDir);
   }
 
   #scheduleRecovery(delay = 0): void {
@@ -256,7 +260,7 @@ export class Ledger {
     } catch (err) {
       const cause = (await writeFailure(err)).message;
       if (this.#closed) return;
-      const s = classifyStorageError({ message: cause }, 'ledger.mdb');
+      const s = this.#classify({ message: cause }, 'ledger.mdb');
       if (s) this.alarms.raise(s.kind, s.cause);
       this.#attempt++;
       const delay = Math.min(RECOVERY_MAX_MS, RECOVERY_FIRST_MS * 2 ** Math.min(this.#attempt, 16));

@@ -10,6 +10,7 @@
  * One board per process, on the HTTP thread: the committer threads report through their
  * ledger's messages.
  */
+import { statfsSync } from 'node:fs';
 import { log } from '../log.js';
 
 export type AlarmKind =
@@ -54,6 +55,25 @@ export function classifyStorageError(err: unknown, file: string): { kind: AlarmK
   if (/Commit failed|Write error|EROFS|EDQUOT|EBADF|Attempting to write page/.test(message) || (typeof code === 'string' && /^E[A-Z]+$/.test(code)))
     return { kind: 'IO', cause: `write error on ${file}: ${message.slice(0, 160)}` };
   return null;
+}
+
+/** Free space under which a write error counts as a full disk (LMDB reports a short write as EIO). */
+const FULL_BELOW_BYTES = 1024 * 1024;
+
+/**
+ * classifyStorageError, with LMDB's EIO for a short write told apart from a failing device:
+ * an I/O error while the data directory's file system has (almost) no room is a full disk.
+ */
+export function classifyInDir(err: unknown, file: string, dir: string): { kind: AlarmKind; cause: string } | null {
+  const s = classifyStorageError(err, file);
+  if (s?.kind !== 'IO') return s;
+  try {
+    const fs = statfsSync(dir);
+    if (fs.bavail * fs.bsize < FULL_BELOW_BYTES) return { kind: 'NOSPACE', cause: `disk full (${file})` };
+  } catch {
+    // no file system figures: keep the I/O error
+  }
+  return s;
 }
 
 /** A stored record whose checksum does not match its bytes: never served, never built on. */
