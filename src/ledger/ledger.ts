@@ -279,7 +279,7 @@ export class Ledger {
     await this.#committer.close(2_000);
     // Writes in progress settle first: the new committer reads the pool as they left it.
     await this.#writer.drain(this.#stallMs);
-    const { client, ready } = await CommitterClient.start(this.#committerOptions, () => ({
+    const { client, ready } = await CommitterClient.start({ ...this.#committerOptions, recovery: true }, () => ({
       onBlock: (e) => this.#onBlock(e, generation),
       onFault: (reason, code) => this.#onCommitterFault(reason, code, generation),
     }));
