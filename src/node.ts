@@ -29,6 +29,7 @@ import { AlarmBoard, withinTime } from './store/alarms.js';
 import { nodeDbName } from './store/names.js';
 import { writeGate } from './http/write-gate.js';
 import { registerAlarmRoutes } from './node-api/alarm-routes.js';
+import { openStore } from './store/checksum.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -92,7 +93,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   const stallMs = config.storageStallSec * 1000;
   // The node API's and data API's writes go to the main environment from this thread: a
   // recovery must see one of those succeed too.
-  const probeDb = db.openDB<number, string>(nodeDbName('meta'), {});
+  const probeDb = openStore<number, string>(db, nodeDbName('meta'));
   const probeMain = async (): Promise<void> => {
     await withinTime(probeDb.put('storage_probe', Date.now()), stallMs, 'a node-store probe write');
     await withinTime(db.flushed, stallMs, 'a node-store probe sync');

@@ -51,6 +51,7 @@ import { openEnv } from '../src/store/db.js';
 import { scabbardDbNames } from '../src/store/names.js';
 import { startCircuitNodes, type CircuitNode } from './helpers/circuits.js';
 import { startScabbardCircuit, type ScabbardCircuit } from './helpers/scabbard.js';
+import { openStore } from '../src/store/checksum.js';
 
 const { nodes, stop } = await startCircuitNodes(['alpha', 'beta', 'gamma']);
 const [A, B, C] = nodes as [CircuitNode, CircuitNode, CircuitNode];
@@ -165,7 +166,7 @@ async function rightRound(t: Test, b: BuiltBatch): Promise<RoundRecordMsg> {
     t.equal(s.stateRoot(), initialRoot, 'the shadow service starts from the circuit root');
     await s.accept([{ id: b.id, bytes: b.bytes }]);
     await until('shadow round 1', () => s.height === 1);
-    const r = shadowDb.openDB<RoundRecordMsg, number>(scabbardDbNames(scabbardPrefix(circuitId, 'sA00')).rounds, {}).get(1);
+    const r = openStore<RoundRecordMsg, number>(shadowDb, scabbardDbNames(scabbardPrefix(circuitId, 'sA00')).rounds).get(1);
     if (!r) throw new Error('no round 1 in the shadow service');
     t.not(r.stateRoot, initialRoot, 'the round changes the state');
     return r;

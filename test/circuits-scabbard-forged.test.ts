@@ -30,6 +30,7 @@ import { openEnv } from '../src/store/db.js';
 import { scabbardDbNames } from '../src/store/names.js';
 import { startCircuitNodes, type CircuitNode } from './helpers/circuits.js';
 import { startScabbardCircuit, type ScabbardCircuit } from './helpers/scabbard.js';
+import { openStore } from '../src/store/checksum.js';
 
 const { nodes, stop } = await startCircuitNodes(['alpha', 'beta', 'gamma']);
 const [A, B, C] = nodes as [CircuitNode, CircuitNode, CircuitNode];
@@ -161,7 +162,7 @@ async function shadowRound(t: Test, batch: BuiltBatch): Promise<RoundRecordMsg> 
     await s.accept([{ id: batch.id, bytes: batch.bytes }]);
     await until('shadow round 1', () => s.height === 1);
     t.equal(s.status(batch.id).type, 'Committed', 'executed without checks, the batch commits');
-    const r = shadowDb.openDB<RoundRecordMsg, number>(scabbardDbNames(scabbardPrefix(circuitId, 'sA00')).rounds, {}).get(1);
+    const r = openStore<RoundRecordMsg, number>(shadowDb, scabbardDbNames(scabbardPrefix(circuitId, 'sA00')).rounds).get(1);
     if (!r) throw new Error('no round 1 in the shadow service');
     t.not(r.stateRoot, initialRoot, 'the round changes the state');
     return r;

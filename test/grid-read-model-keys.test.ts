@@ -15,6 +15,7 @@ import { agentAddress, purchaseOrderAddress, roleAddress } from '../src/families
 import { G, encodeMsg } from '../src/families/grid/common.js';
 import { ReadModel } from '../src/data-api/read-model/reader.js';
 import type { AgentRecord, RevisionRecord, RoleRecord, VersionRecord } from '../src/data-api/read-model/records.js';
+import { openStore } from '../src/store/checksum.js';
 
 const SEP = '\u0005';
 
@@ -26,9 +27,9 @@ t.test('composite keys cannot be forged with the separator', async (t) => {
     rmSync(dir, { recursive: true, force: true });
   });
   const writer: ReadModelWriter = {
-    put: (db, key, value) => void root.openDB(db, {}).putSync(key, value),
-    remove: (db, key) => void root.openDB(db, {}).removeSync(key),
-    get: (db, key) => root.openDB(db, {}).get(key),
+    put: (db, key, value) => void openStore(root, db).putSync(key, value),
+    remove: (db, key) => void openStore(root, db).removeSync(key),
+    get: (db, key) => openStore(root, db).get(key),
   };
   const block = { blockNum: 1, blockId: 'b1', timestamp: 1 };
   const project = (address: string, bytes: Uint8Array): void => gridProjector.project(address, bytes, writer, block);

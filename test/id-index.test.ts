@@ -17,6 +17,7 @@ import { checkLedger, type CheckReport } from '../src/store/integrity.js';
 import { Block, TransactionReceipt, decode, encode } from '../src/proto/index.js';
 import { startTestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';
+import { openStore } from '../src/store/checksum.js';
 
 /** What `cairn check` reports on a stopped node's directory. */
 async function checkDataDir(dir: string): Promise<CheckReport> {
@@ -58,8 +59,8 @@ function tempStores(t: { teardown(fn: () => unknown): void }) {
   });
   return {
     root,
-    blockIds: root.openDB<Buffer, number>('ids', { keyEncoding: 'uint32', encoding: 'binary' }),
-    receipts: root.openDB<Buffer, number>('receipts', { keyEncoding: 'uint32', encoding: 'binary' }),
+    blockIds: openStore<Buffer, number>(root, 'ids', { keyEncoding: 'uint32', binary: true }),
+    receipts: openStore<Buffer, number>(root, 'receipts', { keyEncoding: 'uint32', binary: true }),
   };
 }
 

@@ -19,6 +19,7 @@ import { decode } from '../src/codec/cbor.js';
 import { rootOf } from '../src/state/merkle.js';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { checkLedger } from '../src/store/integrity.js';
+import { openStore } from '../src/store/checksum.js';
 
 const EVERY = 5;
 const SMALL: Record<string, string> = { CAIRN_STATE_CHECKPOINT_BLOCKS: String(EVERY), CAIRN_MAX_BATCHES_PER_BLOCK: '3' };
@@ -27,7 +28,7 @@ const SMALL: Record<string, string> = { CAIRN_STATE_CHECKPOINT_BLOCKS: String(EV
 async function layout(dir: string): Promise<{ head: number; checkpoint: number; headStored: boolean }> {
   const env = open({ path: join(dir, 'ledger.mdb'), maxDbs: 128, readOnly: true });
   try {
-    const meta = env.openDB<unknown, string>('ledger.meta', {});
+    const meta = openStore<unknown, string>(env, 'ledger.meta');
     const merkle = env.openDB<Buffer, Buffer>('ledger.merkle', { keyEncoding: 'binary', encoding: 'binary' });
     const head = meta.get('head') as { blockNum: number; stateRoot: string };
     const cp = meta.get('state_checkpoint') as { blockNum: number } | undefined;

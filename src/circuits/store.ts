@@ -7,6 +7,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import { Circuit, CircuitProposal, decode, encode, type CircuitMsg, type ProposalMsg } from './proto.js';
 import type { EventType } from './json.js';
+import { openStore } from '../store/checksum.js';
 
 export interface EventRecord {
   ts: number;
@@ -44,10 +45,10 @@ export class AdminStore {
 
   constructor(root: RootDatabase) {
     this.root = root;
-    this.#proposals = root.openDB<Buffer, string>('circuits.proposals', { encoding: 'binary' });
-    this.#circuits = root.openDB<Buffer, string>('circuits.circuits', { encoding: 'binary' });
-    this.#events = root.openDB<EventRecord, number>('circuits.events', {});
-    this.#ready = root.openDB<ReadyRecord, string>('circuits.ready', {});
+    this.#proposals = openStore<Buffer, string>(root, 'circuits.proposals', { binary: true });
+    this.#circuits = openStore<Buffer, string>(root, 'circuits.circuits', { binary: true });
+    this.#events = openStore<EventRecord, number>(root, 'circuits.events');
+    this.#ready = openStore<ReadyRecord, string>(root, 'circuits.ready');
     let last = 0;
     let lastTs = 0;
     for (const { key, value } of this.#events.getRange({ reverse: true, limit: 1 })) {

@@ -11,6 +11,7 @@ import { openEnv, openPendingEnv } from '../store/db.js';
 import { lockDataDir, StartupError } from '../store/lock.js';
 import { fileProblems } from '../store/preflight.js';
 import { checkLedger } from '../store/integrity.js';
+import { sealExisting } from '../store/checksum.js';
 
 function dataDirArg(): string | undefined {
   const i = process.argv.indexOf('--data-dir');
@@ -38,6 +39,7 @@ async function main(): Promise<number> {
       return 1;
     }
     const db = openEnv(dir);
+    sealExisting(db);
     const pending = openPendingEnv(dir);
     try {
       const r = checkLedger(db, pending, dir);

@@ -10,6 +10,7 @@ import { openEnv } from '../store/db.js';
 import { lockDataDir, StartupError } from '../store/lock.js';
 import { fileProblems } from '../store/preflight.js';
 import { pruneStateRoots } from '../store/prune.js';
+import { sealExisting } from '../store/checksum.js';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,6 +37,7 @@ async function main(): Promise<number> {
       return 1;
     }
     const db = openEnv(dir);
+    sealExisting(db);
     try {
       const r = await pruneStateRoots(db, keep);
       process.stdout.write(

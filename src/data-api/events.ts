@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
 import { DATA_DB, readModelDbName } from '../store/names.js';
+import { openStore } from '../store/checksum.js';
 
 export { DATA_DB };
 
@@ -26,8 +27,8 @@ export class EventStore {
   /** `prefix`: the ledger's ('' for the node's own; a circuit ledger's keeps its events apart). */
   constructor(root: RootDatabase, prefix = '') {
     this.#root = root;
-    this.#events = root.openDB<EventRecord, string>(readModelDbName(prefix, DATA_DB.events), {});
-    this.#batchEvents = root.openDB<string, string>(readModelDbName(prefix, DATA_DB.batchEvents), {});
+    this.#events = openStore<EventRecord, string>(root, readModelDbName(prefix, DATA_DB.events));
+    this.#batchEvents = openStore<string, string>(root, readModelDbName(prefix, DATA_DB.batchEvents));
   }
 
   /** Creates an event for `batchIds` and waits until it is on disk. */

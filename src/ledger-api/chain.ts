@@ -11,6 +11,7 @@ import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ID_RE } from './params.js';
 import { blockSchema } from './schemas.js';
+import { CorruptRecordError } from '../store/alarms.js';
 
 export interface ChainBlock {
   id: string;
@@ -89,7 +90,7 @@ export class ChainReader {
    */
   jsonAt(num: number): { id: string; bytes: Buffer } {
     const id = this.#ledger.query.blockId(num);
-    if (id === undefined) throw new Error(`block ${num} is missing from the block store`);
+    if (id === undefined) throw new CorruptRecordError('ledger.mdb', `block ${num}`, 'below the head but missing from the block store');
     const hit = this.#jsonCache.get(id);
     if (hit) {
       this.#jsonCache.delete(id);
@@ -97,7 +98,7 @@ export class ChainReader {
       return { id, bytes: hit };
     }
     const block = this.byId(id);
-    if (!block) throw new Error(`block ${num} is missing from the block store`);
+    if (!block) throw new CorruptRecordError('ledger.mdb', `block ${num}`, 'below the head but missing from the block store');
     const bytes = Buffer.from(writeBlock(block.json));
     this.#jsonCache.set(id, bytes);
     this.#jsonSize += bytes.length;
@@ -117,7 +118,7 @@ export class ChainReader {
   /** Block `num` of a chain whose head is at least `num` (it exists: the chain has no gaps). */
   at(num: number): ChainBlock {
     const b = this.byNum(num);
-    if (!b) throw new Error(`block ${num} is missing from the block store`);
+    if (!b) throw new CorruptRecordError('ledger.mdb', `block ${num}`, 'below the head but missing from the block store');
     return b;
   }
 

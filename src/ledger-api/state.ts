@@ -24,7 +24,7 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
   } catch (err) {
     if (err instanceof UnknownRootError) throw ledgerError(LedgerErrorCode.HeadNotFound, `: state root ${err.root} is not available`);
     if (err instanceof CorruptStateError) {
-      chain.ledger.markFaulty(`state read failed its integrity check: ${err.message}`);
+      chain.ledger.markFaulty(`state read failed its integrity check: ${err.message}`, 'CORRUPT');
       throw new ApiError(
         503,
         'The stored state failed its integrity check and is not served; the node needs an operator (see the Durability section of the README)',

@@ -5,6 +5,7 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import { nodeDbName } from '../store/names.js';
+import { openStore } from '../store/checksum.js';
 
 export interface UserRecord {
   user_id: string;
@@ -95,7 +96,7 @@ export interface Stores {
 }
 
 export function openStores(root: RootDatabase): Stores {
-  const db = <V>(name: string): Database<V, string> => root.openDB<V, string>(nodeDbName(name), {});
+  const db = <V>(name: string): Database<V, string> => openStore<V, string>(root, nodeDbName(name));
   return {
     root,
     users: db('users'),

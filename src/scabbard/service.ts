@@ -27,6 +27,7 @@ import { scabbardDbNames } from '../store/names.js';
 import { ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../circuits/proto.js';
 import type { VerifyResult } from '../ledger/verify.js';
 import { ADMIN_SETTING_ADDRESS, SCABBARD_FAMILY_NAMES, adminSettingValue, scabbardFamilies } from './sabre.js';
+import { openStore } from '../store/checksum.js';
 import {
   BatchListMsg,
   MsgType,
@@ -279,9 +280,9 @@ export class ScabbardService {
     const prefix = scabbardPrefix(o.circuitId, o.serviceId);
     this.#s = openLedgerStores(o.db, prefix);
     const n = scabbardDbNames(prefix);
-    this.#intake = o.db.openDB<IntakeRecord, string>(n.intake, {});
-    this.#status = o.db.openDB<StatusRecord, string>(n.status, {});
-    this.#rounds = o.db.openDB<RoundRecordMsg, number>(n.rounds, {});
+    this.#intake = openStore<IntakeRecord, string>(o.db, n.intake);
+    this.#status = openStore<StatusRecord, string>(o.db, n.status);
+    this.#rounds = openStore<RoundRecordMsg, number>(o.db, n.rounds);
     this.#writer = new ChainWriter({
       stores: this.#s,
       leafEncoding: 'raw',

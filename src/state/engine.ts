@@ -120,14 +120,14 @@ export class StateEngine {
       this.#checkpoint = { blockNum: head.blockNum, root: head.stateRoot };
       return;
     }
-    const last = this.#s.deltas.getBinary(head.blockNum);
+    const last = this.#s.deltas.get(head.blockNum);
     if (last === undefined) throw new CorruptStateError(`the state delta of head block ${head.blockNum} is missing`);
     const { base, baseRoot } = deltaHead(last);
     if (!this.#stored(baseRoot)) throw new CorruptStateError(`checkpoint root ${baseRoot} of block ${base} is missing`);
     this.#checkpoint = { blockNum: base, root: baseRoot };
     let root = baseRoot;
     for (let b = base + 1; b <= head.blockNum; b++) {
-      const raw = this.#s.deltas.getBinary(b);
+      const raw = this.#s.deltas.get(b);
       if (raw === undefined) throw new CorruptStateError(`the state delta of block ${b} is missing`);
       const d = decodeDelta(raw);
       const u = this.#apply(root, d.changes);

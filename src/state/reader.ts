@@ -148,7 +148,7 @@ export class StateReader implements StateView {
     this.#checkHistory(root, b);
     if (this.#tree.hasRoot(root)) return { b, ov: null };
     if (b === undefined) throw new UnknownRootError(root);
-    const raw = this.#s.deltas.getBinary(b);
+    const raw = this.#s.deltas.get(b);
     if (raw === undefined) throw new UnknownRootError(root);
     const head = deltaHead(raw);
     // Its checkpoint pruned away: the root is gone as a pruned root is.
@@ -160,7 +160,7 @@ export class StateReader implements StateView {
       if (this.#overlays.length > OVERLAYS) this.#overlays.length = OVERLAYS;
     }
     for (let x = ov.upTo + 1; x <= b; x++) {
-      const d = x === b ? raw : this.#s.deltas.getBinary(x);
+      const d = x === b ? raw : this.#s.deltas.get(x);
       if (d === undefined) throw new UnknownRootError(root);
       ov.apply(x, decodeDelta(d).changes);
     }

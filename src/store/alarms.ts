@@ -82,8 +82,9 @@ export class CorruptRecordError extends Error {
   constructor(
     readonly file: string,
     readonly record: string,
+    why = 'checksum mismatch',
   ) {
-    super(`corrupt record in ${file}: ${record} (checksum mismatch)`);
+    super(`corrupt record in ${file}: ${record} (${why})`);
   }
 }
 

@@ -10,9 +10,12 @@
  *                free-list database record), last used page u64 @144, transaction id u64 @152
  * Meta page 0 is at offset 0, meta page 1 at offset `page size`.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, truncateSync } from 'node:fs';
+import { log } from '../log.js';
 
 const MAGIC = 0xbeefc0de;
+/** Pages a file may lack after a failed commit before it counts as truncated. */
+const SHORT_PAGES = 8;
 const P_META = 0x08;
 const META_BYTES = 160;
 
@@ -65,14 +68,24 @@ export function lmdbFileProblem(file: string): string | null {
     // LMDB opens the meta page with the newer transaction: every page it uses must be there.
     const meta = m0.txnId >= m1.txnId ? m0 : m1;
     const need = (meta.lastPage + 1n) * BigInt(meta.pageSize);
-    // A commit that failed (a full disk, an I/O error) can leave the file a few pages short of
-    // the last page number it recorded, pages it never wrote; a truncation cuts far more (here: more than an eighth of the file, or 16 pages, is refused).
-    const page = BigInt(meta.pageSize);
-    const pages = need / page;
-    const slack = (pages / 8n < 16n ? pages / 8n : 16n) * page;
-    if (BigInt(size) + slack < need) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
+    // A commit that failed (a full disk, an I/O error) can leave the file a few pages short
+    // of the last page its meta page records, pages it never wrote; LMDB would map them and
+    // die with SIGBUS on the first read there. Up to SHORT_PAGES pages short, the file is
+    // padded with zero pages (a read of one is a damaged page to LMDB, never a signal);
+    // shorter than that, it was truncated: refused.
+    const short = need - BigInt(size);
+    if (short > 0n) {
+      if (short > BigInt(SHORT_PAGES * meta.pageSize)) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
+      padTo(file, size, Number(need));
+    }
     return null;
   } finally {
     closeSync(fd);
   }
+}
+
+/** Extends `file` from `from` to `to` bytes with zeros (ftruncate), logged. */
+function padTo(file: string, from: number, to: number): void {
+  truncateSync(file, to);
+  log.warn(`${file} was ${to - from} bytes short of its last transaction (a commit that failed): padded with zero pages`);
 }

@@ -20,6 +20,7 @@
 import type { Database } from 'lmdb';
 import { TransactionReceipt, encode } from '../proto/index.js';
 import { hexBytesInto } from '../codec/hex.js';
+import { unseal } from './checksum.js';
 
 /** Batch position: [block number, index of the batch in the block]. */
 export type BatchPos = [number, number];
@@ -121,7 +122,7 @@ export class IdIndex {
     }
     for (;;) {
       const next = this.#through + 1;
-      const rec = this.s.blockIds.getBinaryFast(next);
+      const rec = fastRecord(this.s.blockIds, next, 'block_ids');
       if (rec === undefined) return;
       this.#add(next, rec);
       this.#through = next;
@@ -156,7 +157,7 @@ export class IdIndex {
   receipt(txnId: string): Buffer | undefined {
     const hit = this.#find(txnId, true);
     if (!hit) return undefined;
-    const rec = this.s.receipts.getBinaryFast(hit.block);
+    const rec = fastRecord(this.s.receipts, hit.block, 'receipts');
     const r = rec && receiptAt(rec, hit.place);
     return r && Buffer.concat([r, encode(TransactionReceipt, { transactionId: txnId })]);
   }
@@ -177,7 +178,7 @@ export class IdIndex {
       if (((word & TXN_BIT) !== 0) !== txn) continue;
       const block = blockPlus - 1;
       const place = word & ~TXN_BIT;
-      const rec = this.s.blockIds.getBinaryFast(block);
+      const rec = fastRecord(this.s.blockIds, block, 'block_ids');
       if (!rec) continue;
       const at = idOffset(rec, place, txn);
       if (at >= 0 && rec.compare(idBytes, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place, rec };
@@ -240,4 +241,13 @@ function batchOfTxn(rec: Buffer, k: number): [number, number] {
     else hi = mid - 1;
   }
   return [lo, k - rec.readUInt32LE(8 + 4 * lo)];
+}
+
+/**
+ * A record's checked bytes without a copy: a view into lmdb-js's shared read buffer, valid
+ * until the next read of this thread (as getBinaryFast's).
+ */
+function fastRecord(db: Database<Buffer, number>, key: number, store: string): Buffer | undefined {
+  const raw = db.getBinaryFast(key);
+  return raw === undefined ? undefined : unseal(raw, `${store} key ${key}`);
 }

@@ -17,6 +17,7 @@ import { checkReplay } from '../state/engine.js';
 import { openLedgerStores, HEAD_KEY, type ChainHead, type LedgerStores } from './ledger-stores.js';
 import { encodeIdRecord } from './id-index.js';
 import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
+import { CorruptRecordError } from './alarms.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** ledger.meta key: state roots of blocks below this number were pruned (see prune.ts). */
@@ -58,6 +59,16 @@ function splitBlock(bytes: Uint8Array): { header: Uint8Array; id: string; batche
 }
 
 export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir: string): CheckReport {
+  try {
+    return walkLedger(db, pending, dir);
+  } catch (err) {
+    // A record the walk cannot go past (the head, the block-number index) failed its checksum.
+    if (!(err instanceof CorruptRecordError)) throw err;
+    return { blocks: 0, batches: 0, transactions: 0, pendingRecords: 0, stateLeaves: 0, problems: [err.message] };
+  }
+}
+
+function walkLedger(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir: string): CheckReport {
   const s = openLedgerStores(db);
   const tree = new StateReader(s, { verify: true, leafEncoding: 'cbor' });
   const report: CheckReport = { blocks: 0, batches: 0, transactions: 0, pendingRecords: 0, stateLeaves: 0, problems: [] };
@@ -82,18 +93,26 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
   const prunedBelow = (s.meta.get(PRUNED_BELOW_KEY) as number | undefined) ?? 0;
   let prev = NULL_BLOCK_ID;
   for (let num = 0; num <= head.blockNum; num++) {
-    const id = s.blockByNum.get(num);
     const where = `block ${num}`;
+    try {
+      prev = checkBlock(num, where, prev);
+    } catch (err) {
+      // A record that fails its checksum: named, and the walk goes on.
+      if (!(err instanceof CorruptRecordError)) throw err;
+      problem(`${where}: ${err.message}`);
+      prev = '';
+    }
+  }
+  function checkBlock(num: number, where: string, prev: string): string {
+    const id = s.blockByNum.get(num);
     if (id === undefined) {
       problem(`${where}: missing from the block-number index`);
-      prev = '';
-      continue;
+      return '';
     }
     const bytes = s.blocks.get(id);
     if (bytes === undefined) {
       problem(`${where} (${id}): block record missing`);
-      prev = id;
-      continue;
+      return id;
     }
     report.blocks++;
     let blk: ReturnType<typeof splitBlock>;
@@ -103,8 +122,7 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
       h = decode(BlockHeader, blk.header);
     } catch {
       problem(`${where} (${id}): not a decodable block`);
-      prev = id;
-      continue;
+      return id;
     }
     if (blk.id !== id) problem(`${where} (${id}): stored under another id than its own ${blk.id}`);
     if (!verify(id, blk.header, h.signerPublicKey)) problem(`${where} (${id}): bad block signature`);
@@ -133,7 +151,7 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
       report.transactions += b.transactions.length;
     });
     idRecordProblems(s, num, ids, (p) => problem(`${where} (${id}): ${p}`));
-    prev = id;
+    return id;
   }
   if (head.blockId !== prev) problem(`head ${head.blockNum} ${head.blockId} is not the last stored block ${prev}`);
   for (const key of s.blockIds.getKeys({ start: head.blockNum + 1 }))
@@ -159,7 +177,7 @@ export function checkLedger(db: RootDatabase, pending: RootDatabase<Buffer, numb
  * directory from before these records has none: the node builds them on its next start.
  */
 function idRecordProblems(s: LedgerStores, num: number, ids: Array<{ id: string; txns: string[] }>, problem: (p: string) => void): void {
-  const rec = s.blockIds.getBinary(num);
+  const rec = s.blockIds.get(num);
   if (!rec) return problem('its id record is missing (the node builds it on its next start if the old id indexes are there)');
   let want: Buffer;
   try {
@@ -168,7 +186,7 @@ function idRecordProblems(s: LedgerStores, num: number, ids: Array<{ id: string;
     return problem(`its ids cannot be indexed: ${(err as Error).message}`);
   }
   if (!want.equals(rec)) problem('its id record does not list its batch and transaction ids');
-  const receipts = s.receipts.getBinary(num);
+  const receipts = s.receipts.get(num);
   const txns = ids.reduce((n, b) => n + b.txns.length, 0);
   if (!receipts || receipts.length < 4 || receipts.readUInt32LE(0) !== txns) problem(`its receipts record does not hold ${txns} receipts`);
 }

@@ -5,6 +5,7 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import { ledgerDbNames, NODE_LEDGER_PREFIX } from './names.js';
+import { openStore } from './checksum.js';
 
 export interface ChainHead {
   blockId: string;
@@ -46,14 +47,14 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
     root,
     prefix,
     merkle: root.openDB<Buffer, Buffer>(n.merkle, { keyEncoding: 'binary', encoding: 'binary' }),
-    blocks: root.openDB<Buffer, string>(n.blocks, { encoding: 'binary' }),
-    blockByNum: root.openDB<string, number>(n.blockByNum, {}),
-    blockIds: root.openDB<Buffer, number>(n.blockIds, { keyEncoding: 'uint32', encoding: 'binary' }),
-    receipts: root.openDB<Buffer, number>(n.receipts, { keyEncoding: 'uint32', encoding: 'binary' }),
-    meta: root.openDB<unknown, string>(n.meta, {}),
-    invalid: root.openDB<InvalidRecord, string>(n.invalid, {}),
-    deltas: root.openDB<Buffer, number>(n.stateDeltas, { keyEncoding: 'uint32', encoding: 'binary' }),
-    roots: root.openDB<number, Buffer>(n.stateRoots, { keyEncoding: 'binary' }),
+    blocks: openStore<Buffer, string>(root, n.blocks, { binary: true }),
+    blockByNum: openStore<string, number>(root, n.blockByNum),
+    blockIds: openStore<Buffer, number>(root, n.blockIds, { keyEncoding: 'uint32', binary: true }),
+    receipts: openStore<Buffer, number>(root, n.receipts, { keyEncoding: 'uint32', binary: true }),
+    meta: openStore<unknown, string>(root, n.meta),
+    invalid: openStore<InvalidRecord, string>(root, n.invalid),
+    deltas: openStore<Buffer, number>(root, n.stateDeltas, { keyEncoding: 'uint32', binary: true }),
+    roots: openStore<number, Buffer>(root, n.stateRoots, { keyEncoding: 'binary' }),
   };
 }
 
@@ -66,7 +67,7 @@ export class ReadModelDbs {
   db(name: string): Database<unknown, string> {
     let d = this.#dbs.get(name);
     if (!d) {
-      d = this.root.openDB<unknown, string>(name, {});
+      d = openStore<unknown, string>(this.root, name);
       this.#dbs.set(name, d);
     }
     return d;

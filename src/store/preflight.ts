@@ -12,6 +12,7 @@ import { openPendingEnv } from './db.js';
 import { lmdbFileProblem } from './files.js';
 import { openLedgerStores } from './ledger-stores.js';
 import { StartupError } from './lock.js';
+import { sealExisting } from './checksum.js';
 import { POOL_ID_KEY, decodeSegment } from './pending-pool.js';
 
 /** Key in ledger.meta of the identity of the pending pool this ledger acknowledges into. */
@@ -122,6 +123,8 @@ export async function preflight(dir: string, openMain: () => RootDatabase): Prom
   const db = openMain();
   const pending = openPendingEnv(dir);
   try {
+    // Records written before the checksums are sealed once, before anything reads them.
+    sealExisting(db);
     const identity = poolIdentityProblem(db, pending, dir);
     if (identity) throw refuse([identity], dir);
     const records = pendingRecordProblems(pending, dir);

@@ -43,7 +43,7 @@ export async function pruneStateRoots(db: RootDatabase, keep: number): Promise<P
       continue;
     }
     // Between checkpoints: the state is the checkpoint's tree plus deltas.
-    const delta = s.deltas.getBinary(num);
+    const delta = s.deltas.get(num);
     if (delta === undefined) throw new Error(`the state of block ${num} is missing: run the check command; nothing was pruned`);
     roots.push(Buffer.from(deltaHead(delta).baseRoot, 'hex'));
   }

@@ -7,6 +7,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import { readModelDbName } from '../../store/names.js';
 import { GRID_DB } from './keys.js';
+import { openStore } from '../../store/checksum.js';
 
 export type GridDbName = keyof typeof GRID_DB;
 
@@ -29,7 +30,7 @@ export class ReadModel {
   /** `prefix`: the ledger's read-model prefix ('' for the node's own ledger; see store/names.ts). */
   constructor(root: RootDatabase, prefix = '') {
     for (const [name, dbName] of Object.entries(GRID_DB) as Array<[GridDbName, string]>) {
-      this.#dbs.set(name, root.openDB<unknown, string>(readModelDbName(prefix, dbName), {}));
+      this.#dbs.set(name, openStore<unknown, string>(root, readModelDbName(prefix, dbName)));
     }
   }
 
