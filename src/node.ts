@@ -20,6 +20,7 @@ import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
 import { NODE_LEDGER } from './ledger/description.js';
 import { registerLedgerApi } from './ledger-api/index.js';
+import { ClientService } from './component/client-service.js';
 import { registerExplorer } from './explorer/static.js';
 import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
@@ -43,6 +44,8 @@ export interface RunningNode {
   config: Config;
   db: RootDatabase;
   ledger: Ledger;
+  /** The component endpoint's clients (event subscribers, client requests), when it is served. */
+  clients: ClientService | null;
   nodeSigner: Signer;
   adminSigner: Signer;
   ports: { ledger: number; node: number; data: number; network: number };
@@ -85,7 +88,11 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   let ledger: Ledger;
   try {
     const component = config.componentBind
-      ? { bind: `${config.componentBind.host}:${config.componentBind.port}`, externalFamilies: config.externalFamilies }
+      ? {
+          bind: `${config.componentBind.host}:${config.componentBind.port}`,
+          externalFamilies: config.externalFamilies,
+          sendHighWaterMark: config.componentQueue,
+        }
       : undefined;
     ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER, metrics: metrics?.ingest, component });
   } catch (err) {
@@ -106,6 +113,8 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     observe: metrics?.http('ledger'),
   });
   const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
+  // The component endpoint's clients (event subscribers, ZeroMQ client requests).
+  const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers }) : null;
   registerExplorer(ledgerServer);
   metrics?.attach(ledger, db, config.dataDir);
   if (config.metrics.mode === 'on' && metrics) metrics.route(ledgerServer);
@@ -191,6 +200,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     config,
     db,
     ledger,
+    clients,
     nodeSigner,
     adminSigner,
     ports: { ...ports, network: circuits.port },
@@ -199,6 +209,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       if (closed) return;
       closed = true;
       ledgerApi.close();
+      clients?.close();
       await Promise.all(servers.map((s) => s.close()));
       await metrics?.close();
       await circuits.close();

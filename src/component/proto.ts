@@ -27,6 +27,13 @@ export const EventAddRequest = t('EventAddRequest');
 export const EventAddResponse = t('EventAddResponse');
 export const PingRequest = t('PingRequest');
 export const PingResponse = t('PingResponse');
+export const NetworkAcknowledgement = t('NetworkAcknowledgement');
+export const EventSubscription = t('EventSubscription');
+export const ClientEventsSubscribeRequest = t('ClientEventsSubscribeRequest');
+export const ClientEventsSubscribeResponse = t('ClientEventsSubscribeResponse');
+export const ClientEventsUnsubscribeResponse = t('ClientEventsUnsubscribeResponse');
+export const ClientEventsGetRequest = t('ClientEventsGetRequest');
+export const ClientEventsGetResponse = t('ClientEventsGetResponse');
 
 export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
   'DEFAULT',
@@ -48,6 +55,14 @@ export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
   'TP_EVENT_ADD_RESPONSE',
   'PING_REQUEST',
   'PING_RESPONSE',
+  'NETWORK_ACK',
+  'CLIENT_EVENTS_SUBSCRIBE_REQUEST',
+  'CLIENT_EVENTS_SUBSCRIBE_RESPONSE',
+  'CLIENT_EVENTS_UNSUBSCRIBE_REQUEST',
+  'CLIENT_EVENTS_UNSUBSCRIBE_RESPONSE',
+  'CLIENT_EVENTS',
+  'CLIENT_EVENTS_GET_REQUEST',
+  'CLIENT_EVENTS_GET_RESPONSE',
 ]);
 export const HeaderStyle = protoEnum(root, 'cairn.component.RegisterRequest.HeaderStyle', ['HEADER_STYLE_UNSET', 'EXPANDED', 'RAW']);
 export const AckStatus = protoEnum(root, 'cairn.component.RegisterResponse.Status', ['STATUS_UNSET', 'OK', 'ERROR']);
@@ -56,6 +71,20 @@ export const ProcessStatus = protoEnum(root, 'cairn.component.ProcessResponse.St
   'OK',
   'INVALID_TRANSACTION',
   'INTERNAL_ERROR',
+]);
+export const FilterType = protoEnum(root, 'cairn.component.EventFilter.FilterType', [
+  'FILTER_TYPE_UNSET',
+  'SIMPLE_ANY',
+  'SIMPLE_ALL',
+  'REGEX_ANY',
+  'REGEX_ALL',
+]);
+export const SubscribeStatus = protoEnum(root, 'cairn.component.ClientEventsSubscribeResponse.Status', ['OK', 'INVALID_FILTER', 'UNKNOWN_BLOCK']);
+export const EventsGetStatus = protoEnum(root, 'cairn.component.ClientEventsGetResponse.Status', [
+  'OK',
+  'INTERNAL_ERROR',
+  'INVALID_FILTER',
+  'UNKNOWN_BLOCK',
 ]);
 export const StateStatus = protoEnum(root, 'cairn.component.StateGetResponse.Status', ['STATUS_UNSET', 'OK', 'AUTHORIZATION_ERROR']);
 
@@ -97,4 +126,21 @@ export interface ReceiptAddDataRequestMsg {
 export interface EventAddRequestMsg {
   contextId: string;
   event: { eventType: string; attributes: Array<{ key: string; value: string }>; data: Uint8Array } | null;
+}
+export interface EventFilterMsg {
+  key: string;
+  matchString: string;
+  filterType: number;
+}
+export interface EventSubscriptionMsg {
+  eventType: string;
+  filters: EventFilterMsg[];
+}
+export interface ClientEventsSubscribeRequestMsg {
+  subscriptions: EventSubscriptionMsg[];
+  lastKnownBlockIds: string[];
+}
+export interface ClientEventsGetRequestMsg {
+  subscriptions: EventSubscriptionMsg[];
+  blockIds: string[];
 }

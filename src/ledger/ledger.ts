@@ -10,7 +10,7 @@ import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
-import type { BlockEvent } from './protocol.js';
+import type { BlockEvent, ClientTraffic } from './protocol.js';
 import type { IngestMetrics } from '../metrics.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
 import { CommitterClient } from './committer-client.js';
@@ -25,6 +25,9 @@ import type { VerifyResult } from './verify.js';
 export { countBatches, type SubmitResult } from './ingest.js';
 export { LedgerUnavailable } from './pending-writer.js';
 export type { BatchStatus, StatusEntry } from './query.js';
+
+/** Client messages kept while the node starts (before the client service is attached). */
+const MAX_EARLY_CLIENT_MESSAGES = 1024;
 
 export interface LedgerStartOptions {
   config: Config;
@@ -56,6 +59,9 @@ export class Ledger {
   #fault: string | null = null;
   readonly #faultListeners = new Set<(reason: string) => void>();
   #closed = false;
+  #clientHandler: ((m: ClientTraffic) => void) | null = null;
+  /** Client messages that came before a handler was attached (start-up), bounded. */
+  readonly #clientEarly: ClientTraffic[] = [];
 
   private constructor(
     opts: LedgerStartOptions,
@@ -118,6 +124,7 @@ export class Ledger {
       },
       () => ({
         onBlock: (e) => ledger!.#onBlock(e),
+        onClient: (m) => ledger!.#onClient(m),
         onFault: (reason, code) => {
           if (code !== 'THREAD_EXITED' || !ledger!.#closed) ledger!.markFaulty(reason);
         },
@@ -159,6 +166,24 @@ export class Ledger {
     for (const id of m.committed) this.#settle(id);
     for (const id of m.invalid) this.#settle(id);
     for (const l of this.#listeners) l(m);
+  }
+
+  #onClient(m: ClientTraffic): void {
+    if (this.#clientHandler) this.#clientHandler(m);
+    else if (this.#clientEarly.length < MAX_EARLY_CLIENT_MESSAGES) this.#clientEarly.push(m);
+  }
+
+  /**
+   * Serves the clients of the component endpoint (src/component/client-service.ts): their
+   * messages go to `handler`, answers go back with `sendClient`.
+   */
+  onClientMessage(handler: (m: ClientTraffic) => void): void {
+    this.#clientHandler = handler;
+    for (const m of this.#clientEarly.splice(0)) handler(m);
+  }
+
+  sendClient(peer: string, body: Uint8Array): void {
+    if (!this.#closed) this.#committer.sendClient(peer, body);
   }
 
   #settle(id: string): void {
