@@ -114,7 +114,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   });
   const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
   // The component endpoint's clients (event subscribers, ZeroMQ client requests).
-  const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers }) : null;
+  const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers, config }) : null;
   registerExplorer(ledgerServer);
   metrics?.attach(ledger, db, config.dataDir);
   if (config.metrics.mode === 'on' && metrics) metrics.route(ledgerServer);

@@ -18,6 +18,8 @@ import { encode, EventList } from '../proto/index.js';
 import { log } from '../log.js';
 import { blockEvents, compileSubscriptions, selectEvents, type BlockEvents, type Subscription } from './events.js';
 import * as P from './proto.js';
+import { clientRequest } from './client-requests.js';
+import type { Config } from '../config.js';
 
 /** last_known_block_ids value meaning "nothing yet": catch-up from genesis. */
 export const NULL_BLOCK_ID = '0000000000000000';
@@ -38,6 +40,8 @@ interface Subscriber {
 
 export interface ClientServiceOptions {
   maxSubscribers?: number;
+  /** What CLIENT_PEERS_GET and CLIENT_STATUS_GET report (as GET /peers and /status do). */
+  config?: Pick<Config, 'peers' | 'endpoint'>;
 }
 
 export class ClientService {
@@ -45,6 +49,7 @@ export class ClientService {
   readonly #chain: ChainReader;
   readonly #subscribers = new Map<string, Subscriber>();
   readonly #maxSubscribers: number;
+  readonly #config: Pick<Config, 'peers' | 'endpoint'>;
   readonly #off: () => void;
   /** The last block's events (every subscriber reads the same block as it commits). */
   #cached: BlockEvents | undefined;
@@ -54,6 +59,7 @@ export class ClientService {
     this.#ledger = ledger;
     this.#chain = new ChainReader(ledger);
     this.#maxSubscribers = opts.maxSubscribers ?? MAX_SUBSCRIBERS;
+    this.#config = opts.config ?? { peers: [], endpoint: '' };
     this.#off = ledger.onBlock(() => {
       for (const s of this.#subscribers.values()) this.#pump(s);
     });
@@ -110,7 +116,21 @@ export class ClientService {
       case K.CLIENT_EVENTS_GET_REQUEST:
         return this.#get(peer, env);
       default:
-        this.#reply(peer, env, K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
+        void this.#request(peer, env);
+    }
+  }
+
+  /** A client request (lists, gets, submit, status): answered when its reads (or its wait) are done. */
+  async #request(peer: string, env: P.EnvelopeMsg): Promise<void> {
+    const K = P.Kind;
+    try {
+      const a = await clientRequest({ chain: this.#chain, config: this.#config }, env.messageType, env.content);
+      if (this.#closed) return;
+      if (a) this.#reply(peer, env, a.kind, a.type, a.msg);
+      else this.#reply(peer, env, K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
+    } catch (err) {
+      log.debug(`component endpoint: client request ${env.messageType} refused: ${err instanceof Error ? err.message : String(err)}`);
+      if (!this.#closed) this.#reply(peer, env, K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
     }
   }
 

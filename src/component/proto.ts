@@ -34,6 +34,22 @@ export const ClientEventsSubscribeResponse = t('ClientEventsSubscribeResponse');
 export const ClientEventsUnsubscribeResponse = t('ClientEventsUnsubscribeResponse');
 export const ClientEventsGetRequest = t('ClientEventsGetRequest');
 export const ClientEventsGetResponse = t('ClientEventsGetResponse');
+export const BatchSubmitResponse = t('BatchSubmitResponse');
+export const BatchStatusRequest = t('BatchStatusRequest');
+export const BatchStatusResponse = t('BatchStatusResponse');
+export const IdRequest = t('IdRequest');
+export const BlockGetByNumRequest = t('BlockGetByNumRequest');
+export const GetResponse = t('GetResponse');
+export const ListRequest = t('ListRequest');
+export const ListResponse = t('ListResponse');
+export const StateGetRequest2 = t('StateGetRequest2');
+export const StateGetResponse2 = t('StateGetResponse2');
+export const StateListRequest = t('StateListRequest');
+export const StateListResponse = t('StateListResponse');
+export const ReceiptGetRequest = t('ReceiptGetRequest');
+export const ReceiptGetResponse = t('ReceiptGetResponse');
+export const PeersGetResponse = t('PeersGetResponse');
+export const StatusGetResponse = t('StatusGetResponse');
 
 export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
   'DEFAULT',
@@ -56,6 +72,37 @@ export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
   'PING_REQUEST',
   'PING_RESPONSE',
   'NETWORK_ACK',
+  'CLIENT_BATCH_SUBMIT_REQUEST',
+  'CLIENT_BATCH_SUBMIT_RESPONSE',
+  'CLIENT_BLOCK_LIST_REQUEST',
+  'CLIENT_BLOCK_LIST_RESPONSE',
+  'CLIENT_BLOCK_GET_BY_ID_REQUEST',
+  'CLIENT_BLOCK_GET_RESPONSE',
+  'CLIENT_BATCH_LIST_REQUEST',
+  'CLIENT_BATCH_LIST_RESPONSE',
+  'CLIENT_BATCH_GET_REQUEST',
+  'CLIENT_BATCH_GET_RESPONSE',
+  'CLIENT_TRANSACTION_LIST_REQUEST',
+  'CLIENT_TRANSACTION_LIST_RESPONSE',
+  'CLIENT_TRANSACTION_GET_REQUEST',
+  'CLIENT_TRANSACTION_GET_RESPONSE',
+  'CLIENT_STATE_CURRENT_REQUEST',
+  'CLIENT_STATE_CURRENT_RESPONSE',
+  'CLIENT_STATE_LIST_REQUEST',
+  'CLIENT_STATE_LIST_RESPONSE',
+  'CLIENT_STATE_GET_REQUEST',
+  'CLIENT_STATE_GET_RESPONSE',
+  'CLIENT_BATCH_STATUS_REQUEST',
+  'CLIENT_BATCH_STATUS_RESPONSE',
+  'CLIENT_RECEIPT_GET_REQUEST',
+  'CLIENT_RECEIPT_GET_RESPONSE',
+  'CLIENT_BLOCK_GET_BY_NUM_REQUEST',
+  'CLIENT_PEERS_GET_REQUEST',
+  'CLIENT_PEERS_GET_RESPONSE',
+  'CLIENT_BLOCK_GET_BY_TRANSACTION_ID_REQUEST',
+  'CLIENT_BLOCK_GET_BY_BATCH_ID_REQUEST',
+  'CLIENT_STATUS_GET_REQUEST',
+  'CLIENT_STATUS_GET_RESPONSE',
   'CLIENT_EVENTS_SUBSCRIBE_REQUEST',
   'CLIENT_EVENTS_SUBSCRIBE_RESPONSE',
   'CLIENT_EVENTS_UNSUBSCRIBE_REQUEST',
