@@ -6,6 +6,10 @@
  * a flood of subscriptions is refused past the limit).
  */
 import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startChild, logMessage } from './helpers/child.js';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { newSigner, buildBatch, buildTransaction, batchList, postBatches, waitCommitted, intkeyBatch, getJson } from './helpers/batches.js';
 import { TestProcessor, tallySpec } from './helpers/processor.js';
@@ -269,4 +273,24 @@ t.test('a flood of subscribers is bounded; a subscriber that stops reading is cu
   await a.waitEventLists(blocks);
   t.equal(a.eventLists.length, blocks, 'a reading subscriber got every block meanwhile');
   t.equal((await getJson(`${n.ledgerUrl}/status`)).status, 200, 'the node is healthy');
+});
+
+t.test('a processor that disconnects while idle is logged', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-idle-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const node = await startChild(dir, { CAIRN_COMPONENT_BIND: '127.0.0.1:0' });
+  t.teardown(() => node.kill9());
+  const endpoint = /transaction processors on (tcp:\/\/[\d.]+:\d+)/.exec(node.log())?.[1] ?? '';
+  t.match(endpoint, /^tcp:/, 'the start line names the endpoint');
+  const tp = new TestProcessor(endpoint);
+  t.equal(await tp.start(), 1);
+  tp.close();
+  const logged = (): boolean =>
+    node
+      .log()
+      .split('\n')
+      .some((l) => / disconnected$/.test(logMessage(l)));
+  for (let i = 0; i < 100 && !logged(); i++) await new Promise((r) => setTimeout(r, 100));
+  t.ok(logged(), 'the departure of an idle processor is in the log');
+  t.equal(await node.stop(), 0);
 });
