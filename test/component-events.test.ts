@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, logMessage } from './helpers/child.js';
@@ -293,4 +294,34 @@ t.test('a processor that disconnects while idle is logged', async (t) => {
   for (let i = 0; i < 100 && !logged(); i++) await new Promise((r) => setTimeout(r, 100));
   t.ok(logged(), 'the departure of an idle processor is in the log');
   t.equal(await node.stop(), 0);
+});
+
+t.test('the subscriber example of docs/transaction-processors.md works against the node', async (t) => {
+  const { n, endpoint } = await startNode();
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  await commit(n, intkeyBatch(signer, [['set', 'x', 1]]));
+  const known = (await getJson(`${n.ledgerUrl}/blocks?limit=1`)).json.data[0].header_signature;
+  await commit(n, intkeyBatch(signer, [['set', 'y', 2]]));
+  // Resumes after block 1: block 2 by catch-up, then block 3 live, then exits.
+  const child = spawn(process.execPath, ['docs/examples/event-subscriber.mjs', endpoint, INTKEY_PREFIX, known, '2'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => void child.kill('SIGKILL'));
+  let out = '';
+  const collect = (d: Buffer): void => {
+    out += d.toString();
+  };
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  for (let i = 0; i < 200 && !out.includes('subscribed'); i++) await new Promise((r) => setTimeout(r, 50));
+  await commit(n, intkeyBatch(signer, [['set', 'z', 3]]));
+  t.equal(await exited, 0, out);
+  const lines = out.trim().split('\n');
+  t.equal(lines[0], 'subscribed');
+  t.match(lines[1], /^block 2 [0-9a-f]{128}$/);
+  t.equal(lines[2], `  set ${intkeyAddress('y')}`);
+  t.match(lines[3], /^block 3 [0-9a-f]{128}$/);
+  t.equal(lines[4], `  set ${intkeyAddress('z')}`);
 });
