@@ -87,6 +87,24 @@ t.test('client requests answer what the REST gateway answers', async (t) => {
     (await ask(MT.CLIENT_BATCH_STATUS_REQUEST, pb.ClientBatchStatusRequest, { batchIds: ['nope'] }, pb.ClientBatchStatusResponse)).status,
     INVALID_ID,
   );
+  t.equal(
+    (await ask(MT.CLIENT_BATCH_STATUS_REQUEST, pb.ClientBatchStatusRequest, { batchIds: [] }, pb.ClientBatchStatusResponse)).status,
+    NO_RESOURCE,
+  );
+  // An INVALID batch: the same transaction and message as REST shows.
+  const badBatch = intkeyBatch(signer, [['inc', 'never-set', 1]]);
+  t.equal((await postBatches(n.ledgerUrl, batchList(badBatch))).status, 202);
+  const invalid = await ask(
+    MT.CLIENT_BATCH_STATUS_REQUEST,
+    pb.ClientBatchStatusRequest,
+    { batchIds: [badBatch.id], wait: true, timeout: 30 },
+    pb.ClientBatchStatusResponse,
+  );
+  const restInvalid = (await waitCommitted(n.ledgerUrl, [badBatch.id]))[0];
+  t.equal(invalid.batchStatuses[0].status, pb.ClientBatchStatus.Status.INVALID);
+  t.equal(restInvalid.status, 'INVALID');
+  t.equal(invalid.batchStatuses[0].invalidTransactions[0].transactionId, restInvalid.invalid_transactions[0].id);
+  t.equal(invalid.batchStatuses[0].invalidTransactions[0].message, restInvalid.invalid_transactions[0].message);
 
   // Blocks: get by id, number, batch id, transaction id; the list and its paging.
   const restBlocks = (await rest('/blocks?limit=2')).json;

@@ -325,3 +325,24 @@ t.test('the subscriber example of docs/transaction-processors.md works against t
   t.match(lines[3], /^block 3 [0-9a-f]{128}$/);
   t.equal(lines[4], `  set ${intkeyAddress('z')}`);
 });
+
+t.test('catch-up over many blocks comes in order, in steps', async (t) => {
+  const { n, endpoint } = await startNode({ CAIRN_MAX_BATCHES_PER_BLOCK: '1' });
+  t.teardown(() => n.stop());
+  const signer = newSigner();
+  const batches = Array.from({ length: 70 }, (_, i) => intkeyBatch(signer, [['set', `m${i}`, i]]));
+  t.equal((await postBatches(n.ledgerUrl, batchList(...(batches as never[])))).status, 202);
+  const last = batches.at(-1)?.id ?? '';
+  t.equal((await waitCommitted(n.ledgerUrl, [last], 30))[0].status, 'COMMITTED');
+  const head = Number((await getJson(`${n.ledgerUrl}/blocks?limit=1`)).json.data[0].header.block_num);
+  t.ok(head >= 70, `${head} blocks`);
+  const c = new ZmqClient(endpoint);
+  t.teardown(() => c.close());
+  t.equal((await c.subscribe([{ eventType: 'sawtooth/block-commit' }], ['0000000000000000'])).status, 1);
+  const lists = await c.waitEventLists(head + 1);
+  t.same(
+    lists.map((l) => Number(attr(l[0] as DecodedEvent, 'block_num'))),
+    Array.from({ length: head + 1 }, (_, i) => i),
+    'every block from genesis, once, in order',
+  );
+});
