@@ -172,6 +172,51 @@ t.test('client requests answer what the REST gateway answers', async (t) => {
     pb.ClientBlockListResponse.Status.NO_ROOT,
   );
 
+  // Reversed (what upstream's REST API process sends for ?reverse), and a sort key upstream refuses.
+  const reverseBlocks = await ask(
+    MT.CLIENT_BLOCK_LIST_REQUEST,
+    pb.ClientBlockListRequest,
+    { paging: { limit: 2 }, sorting: [{ keys: ['block_num'], reverse: true }] },
+    pb.ClientBlockListResponse,
+  );
+  const restReverse = (await rest('/blocks?reverse&limit=2')).json;
+  t.same(
+    reverseBlocks.blocks.map((b: { headerSignature: string }) => b.headerSignature),
+    restReverse.data.map((b: { header_signature: string }) => b.header_signature),
+    'genesis first',
+  );
+  t.equal(reverseBlocks.paging.next, restReverse.paging.next_position);
+  const reverseBatches = await ask(
+    MT.CLIENT_BATCH_LIST_REQUEST,
+    pb.ClientBatchListRequest,
+    { paging: { limit: 2 }, sorting: [{ keys: ['default'], reverse: true }] },
+    pb.ClientBatchListResponse,
+  );
+  t.same(
+    reverseBatches.batches.map((b: { headerSignature: string }) => b.headerSignature),
+    (await rest('/batches?reverse&limit=2')).json.data.map((b: { header_signature: string }) => b.header_signature),
+  );
+  t.equal(
+    (await ask(MT.CLIENT_BLOCK_LIST_REQUEST, pb.ClientBlockListRequest, { sorting: [{ keys: ['nope'] }] }, pb.ClientBlockListResponse)).status,
+    pb.ClientBlockListResponse.Status.INVALID_SORT,
+  );
+  const reverseState = await ask(
+    MT.CLIENT_STATE_LIST_REQUEST,
+    pb.ClientStateListRequest,
+    { address: '1cf126', paging: { limit: 2 }, sorting: [{ keys: ['default'], reverse: true }] },
+    pb.ClientStateListResponse,
+  );
+  const restReverseState = (await rest('/state?address=1cf126&reverse&limit=2')).json;
+  t.same(
+    reverseState.entries.map((e: { address: string }) => e.address),
+    restReverseState.data.map((e: { address: string }) => e.address),
+  );
+  t.equal(reverseState.paging.next, restReverseState.paging.next_position);
+  t.equal(
+    (await ask(MT.CLIENT_STATE_LIST_REQUEST, pb.ClientStateListRequest, { sorting: [{ keys: ['address'] }] }, pb.ClientStateListResponse)).status,
+    pb.ClientStateListResponse.Status.INVALID_SORT,
+  );
+
   // Batches and transactions: get and list.
   const batchGet = await ask(MT.CLIENT_BATCH_GET_REQUEST, pb.ClientBatchGetRequest, { batchId: ids[1] }, pb.ClientBatchGetResponse);
   t.equal(batchGet.batch.headerSignature, ids[1]);

@@ -17,7 +17,7 @@ import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
 import * as P from './proto.js';
 
 /** Statuses shared by the get and list responses (their enums agree on these numbers). */
-const S = { OK: 1, INTERNAL_ERROR: 2, NOT_READY: 3, NO_ROOT: 4, NO_RESOURCE: 5, INVALID_PAGING: 6, INVALID_ID: 8 } as const;
+const S = { OK: 1, INTERNAL_ERROR: 2, NOT_READY: 3, NO_ROOT: 4, NO_RESOURCE: 5, INVALID_PAGING: 6, INVALID_SORT: 7, INVALID_ID: 8 } as const;
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 /** Batch ids one status request may name (the REST gateway's URL limit comes first there). */
@@ -170,10 +170,22 @@ async function batchStatus(c: Ctx, m: { batchIds: string[]; wait: boolean; timeo
   return answer(k.CLIENT_BATCH_STATUS_RESPONSE, P.BatchStatusResponse, { status: S.OK, batchStatuses });
 }
 
+interface SortMsg {
+  keys: string[];
+  reverse: boolean;
+}
+
 interface ListMsg {
   headId: string;
   ids: string[];
   paging: { start: string; limit: number } | null;
+  sorting: SortMsg[];
+}
+
+/** Whether the list is reversed; undefined for sort keys upstream does not accept (INVALID_SORT). */
+function reversed(sorting: SortMsg[], key: string): boolean | undefined {
+  if (sorting.some((s) => s.keys.length !== 1 || s.keys[0] !== key)) return undefined;
+  return sorting[0]?.reverse ?? false;
 }
 
 const hexNum = (n: number): string => `0x${n.toString(16).padStart(16, '0')}`;
@@ -201,8 +213,11 @@ function list(c: Ctx, content: Uint8Array, kind: number, what: 'blocks' | 'batch
   let next = '';
   let started = start === '';
   if (what === 'blocks' && start !== '' && !/^0x[0-9a-f]{1,16}$/i.test(start)) return fail(S.INVALID_PAGING);
-  // Walk from the head down; stop once the page is full and the next marker is known.
-  for (let num = head.num; num >= 0 && next === ''; num--) {
+  const reverse = reversed(m.sorting, what === 'blocks' ? 'block_num' : 'default');
+  if (reverse === undefined) return fail(S.INVALID_SORT);
+  // Walk from the head down (reversed: from genesis up); stop once the page is full and the next marker is known.
+  for (let i = 0; i <= head.num && next === ''; i++) {
+    const num = reverse ? i : head.num - i;
     const block = chain.byNum(num);
     if (!block) return fail(S.INTERNAL_ERROR);
     const entries: Array<{ id: string; marker: string; bytes: () => Uint8Array }> = [];
@@ -214,6 +229,7 @@ function list(c: Ctx, content: Uint8Array, kind: number, what: 'blocks' | 'batch
         if (what === 'batches') entries.push({ id: b.headerSignature, marker: b.headerSignature, bytes: () => encode(Batch, b) });
         else for (const t of b.transactions) entries.push({ id: t.headerSignature, marker: t.headerSignature, bytes: () => encode(Transaction, t) });
       }
+      if (reverse) entries.reverse();
     }
     for (const e of entries) {
       if (wanted && !wanted.has(e.id)) continue;
@@ -257,6 +273,7 @@ interface StateListMsg {
   stateRoot: string;
   address: string;
   paging: { start: string; limit: number } | null;
+  sorting: SortMsg[];
 }
 
 function stateList(c: Ctx, m: StateListMsg): Answer {
@@ -266,10 +283,12 @@ function stateList(c: Ctx, m: StateListMsg): Answer {
   if (typeof root === 'number') return answer(kind, P.StateListResponse, { status: 9 });
   if (!ADDRESS_PREFIX_RE.test(m.address)) return answer(kind, P.StateListResponse, { status: 8 });
   if (m.paging && m.paging.limit < 0) return answer(kind, P.StateListResponse, { status: S.INVALID_PAGING });
+  const reverse = reversed(m.sorting, 'default');
+  if (reverse === undefined) return answer(kind, P.StateListResponse, { status: S.INVALID_SORT });
   const limit = effectiveLimit(m.paging?.limit);
   const start = m.paging?.start ?? '';
   return readState(c, kind, P.StateListResponse, () => {
-    const it = c.chain.ledger.query.state.entries(root, m.address, start ? { start } : {});
+    const it = c.chain.ledger.query.state.entries(root, m.address, start ? { start, reverse } : { reverse });
     const entries: Array<{ address: string; data: Uint8Array }> = [];
     let next = '';
     for (const e of it) {
