@@ -340,7 +340,12 @@ t.test('client requests answer what the REST gateway answers', async (t) => {
   // Not served (CLIENT_STATE_CURRENT, obsolete upstream) and malformed content: answered NETWORK_ACK ERROR.
   const current = await c.request(MT.CLIENT_STATE_CURRENT_REQUEST, Buffer.alloc(0));
   t.equal(current.type, MT.NETWORK_ACK);
+  // An answer sent as if it were a request is not answered: the next request's answer comes first.
+  await c.sendRaw(
+    Buffer.from(pb.Message.encode({ messageType: MT.CLIENT_BATCH_SUBMIT_RESPONSE, correlationId: 'stray', content: Buffer.alloc(0) }).finish()),
+  );
   const bad = await c.request(MT.CLIENT_BLOCK_LIST_REQUEST, Buffer.from([0xff, 0xff, 0xff]));
+  t.equal(c.unmatched, 0, 'nothing came back for the stray answer');
   t.equal(bad.type, MT.NETWORK_ACK);
   t.equal(pb.NetworkAcknowledgement.decode(bad.content).status, 2);
 });

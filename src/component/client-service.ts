@@ -27,6 +27,8 @@ export const NULL_BLOCK_ID = '0000000000000000';
 export const MAX_SUBSCRIBERS = 1024;
 /** Block ids one request may name. */
 const MAX_BLOCK_IDS = 256;
+/** The client message types that are requests (the others in 100-130 and 500-506 are answers, never answered back). */
+const REQUEST_TYPES = new Set([100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 125, 127, 128, 129, 500, 502, 505]);
 /** Blocks delivered to one subscriber per turn of the event loop. */
 const CATCH_UP_STEP = 64;
 
@@ -127,7 +129,7 @@ export class ClientService {
       const a = await clientRequest({ chain: this.#chain, config: this.#config }, env.messageType, env.content);
       if (this.#closed) return;
       if (a) this.#reply(peer, env, a.kind, a.type, a.msg);
-      else this.#reply(peer, env, K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
+      else if (REQUEST_TYPES.has(env.messageType)) this.#reply(peer, env, K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
     } catch (err) {
       log.debug(`component endpoint: client request ${env.messageType} refused: ${err instanceof Error ? err.message : String(err)}`);
       if (!this.#closed) this.#reply(peer, env, K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });

@@ -23,6 +23,8 @@ export class ZmqClient {
   readonly sock: Dealer;
   /** Every CLIENT_EVENTS message received, as its list of events. */
   readonly eventLists: DecodedEvent[][] = [];
+  /** Messages that answered nothing this client asked (and were not events). */
+  unmatched = 0;
   readonly #replies = new Map<string, (m: { type: number; content: Buffer }) => void>();
   readonly #eventWaiters: Array<() => void> = [];
   #chain: Promise<void> = Promise.resolve();
@@ -108,6 +110,8 @@ export class ZmqClient {
         } else if (msg.messageType === MT.CLIENT_EVENTS) {
           this.eventLists.push(pb.EventList.decode(msg.content).events);
           for (const w of this.#eventWaiters.splice(0)) w();
+        } else {
+          this.unmatched++;
         }
       }
     } catch {
