@@ -204,6 +204,20 @@ t.test('filters: SIMPLE_ALL, REGEX_ALL, bad filters refused; unknown and malform
   const [only] = await c.waitEventLists(1);
   t.equal(attr((only ?? [])[0] as DecodedEvent, 'block_num'), '2', 'only block 2 passes both filters');
 
+  // CLIENT_EVENTS_GET refuses what subscribe refuses, and more block ids than it reads.
+  const getBad = await c.request(
+    MT.CLIENT_EVENTS_GET_REQUEST,
+    pb.ClientEventsGetRequest.encode({
+      subscriptions: [{ eventType: 'x', filters: [{ key: 'k', matchString: '(', filterType: F.REGEX_ANY }] }],
+    }).finish(),
+  );
+  t.equal(pb.ClientEventsGetResponse.decode(getBad.content).status, 3, 'INVALID_FILTER');
+  const getMany = await c.request(
+    MT.CLIENT_EVENTS_GET_REQUEST,
+    pb.ClientEventsGetRequest.encode({ subscriptions: [], blockIds: Array.from({ length: 257 }, () => 'ab'.repeat(64)) }).finish(),
+  );
+  t.equal(pb.ClientEventsGetResponse.decode(getMany.content).status, 4, 'UNKNOWN_BLOCK past 256 ids');
+
   // A malformed subscribe, a client request type not served, a type nobody knows: all answered.
   const garbage = await c.request(MT.CLIENT_EVENTS_SUBSCRIBE_REQUEST, Buffer.from([0xff, 0xff, 0xff]));
   t.equal(garbage.type, MT.NETWORK_ACK);

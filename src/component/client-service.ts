@@ -23,8 +23,6 @@ import type { Config } from '../config.js';
 
 /** last_known_block_ids value meaning "nothing yet": catch-up from genesis. */
 export const NULL_BLOCK_ID = '0000000000000000';
-/** Peers with a subscription at once, by default. */
-export const MAX_SUBSCRIBERS = 1024;
 /** Block ids one request may name. */
 const MAX_BLOCK_IDS = 256;
 /** The client message types that are requests (the others in 100-130 and 500-506 are answers, never answered back). */
@@ -41,9 +39,10 @@ interface Subscriber {
 }
 
 export interface ClientServiceOptions {
-  maxSubscribers?: number;
+  /** Peers subscribed at once (--component-subscribers). */
+  maxSubscribers: number;
   /** What CLIENT_PEERS_GET and CLIENT_STATUS_GET report (as GET /peers and /status do). */
-  config?: Pick<Config, 'peers' | 'endpoint'>;
+  config: Pick<Config, 'peers' | 'endpoint'>;
 }
 
 export class ClientService {
@@ -57,11 +56,11 @@ export class ClientService {
   #cached: BlockEvents | undefined;
   #closed = false;
 
-  constructor(ledger: Ledger, opts: ClientServiceOptions = {}) {
+  constructor(ledger: Ledger, opts: ClientServiceOptions) {
     this.#ledger = ledger;
     this.#chain = new ChainReader(ledger);
-    this.#maxSubscribers = opts.maxSubscribers ?? MAX_SUBSCRIBERS;
-    this.#config = opts.config ?? { peers: [], endpoint: '' };
+    this.#maxSubscribers = opts.maxSubscribers;
+    this.#config = opts.config;
     this.#off = ledger.onBlock(() => {
       for (const s of this.#subscribers.values()) this.#pump(s);
     });
