@@ -314,6 +314,52 @@ t.test('client requests answer what the REST gateway answers', async (t) => {
     pb.ClientStateListResponse.Status.INVALID_PAGING,
   );
 
+  // Refusals with upstream's statuses, and the edges of filtering and paging.
+  const st = pb.ClientStateListResponse.Status;
+  const lst = pb.ClientBlockListResponse.Status;
+  const blocksWith = async (msg: object): Promise<any> =>
+    ask(MT.CLIENT_BLOCK_LIST_REQUEST, pb.ClientBlockListRequest, msg, pb.ClientBlockListResponse);
+  t.equal((await blocksWith({ headId: 'nope' })).status, lst.INVALID_ID, 'a malformed head');
+  t.equal((await blocksWith({ blockIds: ['nope'] })).status, lst.INVALID_ID, 'a malformed id');
+  t.equal((await blocksWith({ paging: { limit: -1 } })).status, lst.INVALID_PAGING, 'a negative limit');
+  const oneBlock = await blocksWith({ blockIds: [headId], paging: { limit: 1 } });
+  t.same(
+    oneBlock.blocks.map((b: { headerSignature: string }) => b.headerSignature),
+    [headId],
+  );
+  t.equal(oneBlock.paging?.limit ?? 0, 0, 'blocks filtered by id are not paged, as upstream');
+  t.equal(
+    (await ask(MT.CLIENT_BATCH_LIST_REQUEST, pb.ClientBatchListRequest, { batchIds: ['cd'.repeat(64)] }, pb.ClientBatchListResponse)).status,
+    NO_RESOURCE,
+  );
+  const txnPage2 = await ask(
+    MT.CLIENT_TRANSACTION_LIST_REQUEST,
+    pb.ClientTransactionListRequest,
+    { paging: { limit: 3, start: txnListZ.paging.next } },
+    pb.ClientTransactionListResponse,
+  );
+  t.same(
+    txnPage2.transactions.map((x: { headerSignature: string }) => x.headerSignature),
+    (await rest(`/transactions?limit=3&start=${txnListZ.paging.next}`)).json.data.map((x: { header_signature: string }) => x.header_signature),
+    'the second page, from the next marker',
+  );
+  t.equal(
+    (await ask(MT.CLIENT_TRANSACTION_GET_REQUEST, pb.ClientTransactionGetRequest, { transactionId: 'x' }, pb.ClientTransactionGetResponse)).status,
+    INVALID_ID,
+  );
+  t.equal(
+    (await ask(MT.CLIENT_STATE_GET_REQUEST, pb.ClientStateGetRequest, { address: intkeyAddress('a'), stateRoot: 'nope' }, pb.ClientStateGetResponse))
+      .status,
+    pb.ClientStateGetResponse.Status.INVALID_ROOT,
+  );
+  const stateWith = async (msg: object): Promise<number> =>
+    (await ask(MT.CLIENT_STATE_LIST_REQUEST, pb.ClientStateListRequest, msg, pb.ClientStateListResponse)).status;
+  t.equal(await stateWith({ stateRoot: 'nope' }), st.INVALID_ROOT);
+  t.equal(await stateWith({ address: 'xyz' }), st.INVALID_ADDRESS);
+  t.equal(await stateWith({ paging: { limit: -5 } }), st.INVALID_PAGING);
+  t.equal(await stateWith({ address: 'abcdef' }), NO_RESOURCE, 'nothing under the prefix');
+  t.equal(await stateWith({ stateRoot: 'ab'.repeat(32) }), st.NO_ROOT);
+
   // Receipts, peers, status.
   const receipts = await ask(MT.CLIENT_RECEIPT_GET_REQUEST, pb.ClientReceiptGetRequest, { transactionIds: [txnId] }, pb.ClientReceiptGetResponse);
   const restReceipt = (await rest(`/receipts?id=${txnId}`)).json.data[0];
