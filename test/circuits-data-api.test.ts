@@ -123,7 +123,7 @@ t.test('namespace rules: refusals until a circuit admin grants read and write', 
   t.equal((await status(A, readOnly)).statusType, 'Committed');
   const s3 = await status(B, await post(B, [intkeySet(A.admin, 'k2', 1)], A.admin));
   t.equal(s3.statusType, 'Invalid', 'no write permission');
-  t.match(s3.message[0]?.error_message, `Contract does not have permission to write to state : intkey ${intkeyAddress('k2')}`);
+  t.match(s3.message[0]?.error_message, `Contract does not have permission to write to state: intkey, ${intkeyAddress('k2')}`);
 });
 
 t.test('one-step setup by the circuit command, idempotent', async (t) => {

@@ -33,6 +33,8 @@ t.test('registry addresses computed the upstream way', async (t) => {
   // compute_contract_registry_address / compute_contract_address: the whole name (and "name,version").
   t.equal(contractRegistryAddress('grid_product'), `00ec01${sha512('grid_product').slice(0, 64)}`);
   t.equal(contractAddress('grid_product', '1'), `00ec02${sha512('grid_product,1').slice(0, 64)}`);
+  // The example of upstream's Sabre specification (docs/source/sabre_transaction_family.rst).
+  t.equal(contractAddress('example', '1.0'), '00ec0248a8e00e3fbca83815668ec5eee730023e6eb61b03b54e8cae1729bf5a0bec64');
   // The setting address upstream's SDK hard-codes (ADMINISTRATORS_SETTING_ADDRESS).
   t.equal(ADMIN_SETTING_ADDRESS, '000000a87cb5eafdcca6a814e4add97c4b517d3c530c2f44b31d18e3b0c44298fc1c14');
 });
@@ -77,13 +79,27 @@ t.test('an 8-character namespace registry governs the inputs it prefixes; the lo
   // A 6-character registry beside it, read-only: it governs b; a stays under the longer one.
   t.equal(run(createNamespaceRegistryTxn(admin, '1cf126', [admin.publicKey])), 'ok');
   t.equal(run(namespacePermissionTxn(admin, '1cf126', 'intkey', true, false)), 'ok');
-  t.equal(set('b'), `Contract does not have permission to write to state : intkey ${b}`);
+  t.equal(set('b'), `Contract does not have permission to write to state: intkey, ${b}`);
   t.equal(set('a'), 'ok', 'the longest prefix (last in the sorted list) decides');
   t.equal(run(namespacePermissionTxn(admin, '1cf126', 'intkey', false, true)), 'ok');
   t.equal(set('b'), `Contract does not have permission to read from state : intkey ${b}`);
 
+  // Deleting a registry removes the whole entry at its address, as upstream's state does.
+  t.equal(run(createNamespaceRegistryTxn(admin, '621dee', [admin.publicKey])), 'ok');
+  t.equal(run(createNamespaceRegistryTxn(admin, '621dee05', [admin.publicKey])), 'ok');
+  const shared = namespaceRegistryAddress('621dee');
+  t.equal((decode(NamespaceRegistryList, exec.writes.get(shared) as Uint8Array) as unknown as { registries: unknown[] }).registries.length, 2);
+  const del = sabreTxn(
+    admin,
+    { action: SabreAct.DELETE_NAMESPACE_REGISTRY, deleteNamespaceRegistry: { namespace: '621dee05' } },
+    [shared, ADMIN_SETTING_ADDRESS],
+    [shared, ADMIN_SETTING_ADDRESS],
+  );
+  t.equal(run(del), 'ok');
+  t.ok(exec.writes.has(shared) && !exec.writes.get(shared), 'the entry is deleted, 621dee with it');
+
   // Short namespaces and inputs are refused with upstream's words.
-  t.equal(run(createNamespaceRegistryTxn(admin, '1cf12', [admin.publicKey])), 'Namespace must be at least 6 characters long: 1cf12');
+  t.equal(run(createNamespaceRegistryTxn(admin, '1cf12', [admin.publicKey])), 'Namespace must be at least 6 characters: 1cf12');
   const short = sabreTxn(
     admin,
     { action: SabreAct.DELETE_NAMESPACE_REGISTRY, deleteNamespaceRegistry: { namespace: '1cf' } },

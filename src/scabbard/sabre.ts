@@ -121,8 +121,9 @@ function putSorted<T>(ctx: TxnContext, address: string, type: typeof ContractReg
   ctx.set(address, encode(type, { registries: list }));
 }
 
-function checkNamespace(ns: string): void {
-  if (ns.length < 6) fail(`Namespace must be at least 6 characters long: ${ns}`);
+/** A namespace shorter than six characters has no registry address (upstream's addressing message; its create action words it without "long"). */
+function checkNamespace(ns: string, creating = false): void {
+  if (ns.length < 6) fail(`Namespace must be at least 6 characters${creating ? '' : ' long'}: ${ns}`);
 }
 
 function ownerOrAdmin(ctx: TxnContext, signer: string, owners: string[], what: string): void {
@@ -171,7 +172,7 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
     }
     case SabreAct.CREATE_NAMESPACE_REGISTRY: {
       const a = p.createNamespaceRegistry ?? fail('Namespace registry action is missing');
-      checkNamespace(a.namespace);
+      checkNamespace(a.namespace, true);
       if (a.owners.length === 0) fail('Namespace registry owners cannot be empty');
       const address = namespaceRegistryAddress(a.namespace);
       const list = namespaces(ctx, address);
@@ -188,13 +189,9 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
       const r = list.find((x) => x.namespace === a.namespace) ?? fail(`Namespace Registry does not exist: ${a.namespace}`);
       ownerOrAdmin(ctx, signer, r.owners, 'delete a namespace registry');
       if (r.permissions.length) fail(`Namespace Registry can only be deleted if there are no permissions: ${a.namespace}`);
-      return putSorted(
-        ctx,
-        address,
-        NamespaceRegistryList,
-        list.filter((x) => x !== r),
-        (x) => x.namespace,
-      );
+      // As upstream's state does: the whole entry goes, with any other registry listed at
+      // the same six-character address (a state root must not differ from upstream's).
+      return ctx.delete(address);
     }
     case SabreAct.UPDATE_NAMESPACE_REGISTRY_OWNERS: {
       const a = p.updateNamespaceRegistryOwners ?? fail('Namespace registry action is missing');
@@ -251,7 +248,12 @@ function checkContractPermissions(p: SabrePayloadMsg, ctx: TxnContext): void {
       for (const r of list) if (prefix.startsWith(r.namespace)) reg = r;
       if (!reg) fail(`No namespace registry exists for namespace: ${ns} ${kind === 'read' ? 'input' : 'output'}: ${prefix}`);
       if (!reg?.permissions.some((x) => x.contractName === a.name && x[kind])) {
-        fail(`Contract does not have permission to ${kind === 'read' ? 'read from' : 'write to'} state : ${a.name} ${prefix}`);
+        // Upstream's two messages differ in punctuation.
+        fail(
+          kind === 'read'
+            ? `Contract does not have permission to read from state : ${a.name} ${prefix}`
+            : `Contract does not have permission to write to state: ${a.name}, ${prefix}`,
+        );
       }
     }
   };
