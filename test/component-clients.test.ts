@@ -16,7 +16,12 @@ const NO_RESOURCE = 5;
 const INVALID_ID = 8;
 
 t.test('client requests answer what the REST gateway answers', async (t) => {
-  const n = await startTestNode({ CAIRN_COMPONENT_BIND: '127.0.0.1:0', CAIRN_QUEUE_MULTIPLIER: '3', CAIRN_QUEUE_INITIAL_AVERAGE: '1' });
+  const n = await startTestNode({
+    CAIRN_COMPONENT_BIND: '127.0.0.1:0',
+    CAIRN_QUEUE_MULTIPLIER: '3',
+    CAIRN_QUEUE_INITIAL_AVERAGE: '1',
+    CAIRN_MAX_BODY_BYTES: String(2 * 1024 * 1024),
+  });
   t.teardown(() => n.stop());
   const c = new ZmqClient(n.node.ledger.componentEndpoint ?? '');
   t.teardown(() => c.close());
@@ -63,6 +68,10 @@ t.test('client requests answer what the REST gateway answers', async (t) => {
     pb.ClientBatchSubmitResponse,
   );
   t.equal(garbage.status, pb.ClientBatchSubmitResponse.Status.INVALID_BATCH, 'a batch whose signature does not verify');
+  // Larger than a REST body may be (413 there): refused unread.
+  const huge = await c.request(MT.CLIENT_BATCH_SUBMIT_REQUEST, Buffer.alloc(2 * 1024 * 1024 + 1, 0x0a));
+  t.equal(pb.ClientBatchSubmitResponse.decode(huge.content).status, pb.ClientBatchSubmitResponse.Status.INVALID_BATCH, 'an oversize submit');
+  t.equal((await postBatches(n.ledgerUrl, Buffer.alloc(2 * 1024 * 1024 + 1, 0x0a))).status, 413, 'REST: 413');
   // Back-pressure: four batches at once over a limit of three, as 429 on REST.
   const four = [1, 2, 3, 4].map((i) => intkeyBatch(signer, [['set', `q${i}`, i]]));
   const full = await ask(

@@ -36,7 +36,7 @@ const answer = (kind: number, type: typeof P.Envelope, msg: object): Answer => (
 
 interface Ctx {
   chain: ChainReader;
-  config: Pick<Config, 'peers' | 'endpoint'>;
+  config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes'>;
 }
 
 /** The answer to a client request, or undefined for a type not served here. */
@@ -45,7 +45,9 @@ export async function clientRequest(c: Ctx, type: number, content: Uint8Array): 
   const { chain } = c;
   switch (type) {
     case k.CLIENT_BATCH_SUBMIT_REQUEST: {
-      // ClientBatchSubmitRequest{repeated Batch batches = 1} is a BatchList on the wire.
+      // ClientBatchSubmitRequest{repeated Batch batches = 1} is a BatchList on the wire;
+      // larger than a POST /batches body may be (413 there), it is refused unread.
+      if (content.length > c.config.maxBodyBytes) return answer(k.CLIENT_BATCH_SUBMIT_RESPONSE, P.BatchSubmitResponse, { status: 3 });
       const r = await chain.ledger.submit(content);
       const status = r.ok ? 1 : r.code === 'QUEUE_FULL' ? 4 : r.code === 'UNAVAILABLE' ? 2 : 3;
       return answer(k.CLIENT_BATCH_SUBMIT_RESPONSE, P.BatchSubmitResponse, { status });

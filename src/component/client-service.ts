@@ -42,7 +42,7 @@ export interface ClientServiceOptions {
   /** Peers subscribed at once (--component-subscribers). */
   maxSubscribers: number;
   /** What CLIENT_PEERS_GET and CLIENT_STATUS_GET report (as GET /peers and /status do). */
-  config: Pick<Config, 'peers' | 'endpoint'>;
+  config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes'>;
 }
 
 export class ClientService {
@@ -50,7 +50,7 @@ export class ClientService {
   readonly #chain: ChainReader;
   readonly #subscribers = new Map<string, Subscriber>();
   readonly #maxSubscribers: number;
-  readonly #config: Pick<Config, 'peers' | 'endpoint'>;
+  readonly #config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes'>;
   readonly #off: () => void;
   /** The last block's events (every subscriber reads the same block as it commits). */
   #cached: BlockEvents | undefined;
