@@ -71,6 +71,10 @@ export interface Config {
   componentBind: Bind | null;
   /** Built-in families run by transaction processors instead of natively. */
   externalFamilies: string[];
+  /** Peers of the component endpoint subscribed to events at once. */
+  componentSubscribers: number;
+  /** Messages queued for one peer of the component endpoint before it is cut off. */
+  componentQueue: number;
   /** Circuits: the peer network listener (upstream framing over TCP). */
   networkBind: Bind;
   /** Shown by /status; default tcp://<network bind> (with the bound port). */
@@ -192,6 +196,16 @@ export const OPTIONS: Record<string, OptionSpec> = {
     flag: 'external-families',
     env: 'CAIRN_EXTERNAL_FAMILIES',
     help: 'comma-separated built-in families run by transaction processors (default none)',
+  },
+  componentSubscribers: {
+    flag: 'component-subscribers',
+    env: 'CAIRN_COMPONENT_SUBSCRIBERS',
+    help: 'event subscribers on the component endpoint at once (default 1024)',
+  },
+  componentQueue: {
+    flag: 'component-queue',
+    env: 'CAIRN_COMPONENT_QUEUE',
+    help: 'messages queued for one component endpoint peer before a client is cut off (default 1000)',
   },
   networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
   advertisedEndpoint: {
@@ -343,6 +357,8 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
       .filter(Boolean),
     endpoint: get('endpoint') ?? '',
     componentBind: componentBind(get('componentBind') ?? '127.0.0.1:4004'),
+    componentSubscribers: int(get('componentSubscribers') ?? '1024', 'component subscribers', 1),
+    componentQueue: int(get('componentQueue') ?? '1000', 'component queue', 1),
     externalFamilies: (get('externalFamilies') ?? '')
       .split(',')
       .map((s) => s.trim())

@@ -20,6 +20,7 @@ import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
 import { NODE_LEDGER } from './ledger/description.js';
 import { registerLedgerApi } from './ledger-api/index.js';
+import { ClientService } from './component/client-service.js';
 import { registerExplorer } from './explorer/static.js';
 import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
@@ -48,6 +49,8 @@ export interface RunningNode {
   config: Config;
   db: RootDatabase;
   ledger: Ledger;
+  /** The component endpoint's clients (event subscribers, client requests), when it is served. */
+  clients: ClientService | null;
   nodeSigner: Signer;
   adminSigner: Signer;
   ports: { ledger: number; node: number; data: number; network: number };
@@ -100,7 +103,11 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   };
   try {
     const component = config.componentBind
-      ? { bind: `${config.componentBind.host}:${config.componentBind.port}`, externalFamilies: config.externalFamilies }
+      ? {
+          bind: `${config.componentBind.host}:${config.componentBind.port}`,
+          externalFamilies: config.externalFamilies,
+          sendHighWaterMark: config.componentQueue,
+        }
       : undefined;
     ledger = await Ledger.start({
       config,
@@ -132,6 +139,8 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     ...writeGate(ledger, 'ledger'),
   });
   const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
+  // The component endpoint's clients (event subscribers, ZeroMQ client requests).
+  const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers, config }) : null;
   registerExplorer(ledgerServer);
   metrics?.attach(ledger, db, config.dataDir);
   if (config.metrics.mode === 'on' && metrics) metrics.route(ledgerServer);
@@ -220,6 +229,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     config,
     db,
     ledger,
+    clients,
     nodeSigner,
     adminSigner,
     ports: { ...ports, network: circuits.port },
@@ -228,6 +238,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       if (closed) return;
       closed = true;
       ledgerApi.close();
+      clients?.close();
       await Promise.all(servers.map((s) => s.close()));
       await metrics?.close();
       await circuits.close();

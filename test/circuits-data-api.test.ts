@@ -96,13 +96,13 @@ t.test('namespace rules: refusals until a circuit admin grants read and write', 
   const ik = await post(A, [intkeySet(A.admin, 'k0', 1)], A.admin);
   const s0 = await status(B, ik);
   t.equal(s0.statusType, 'Invalid', 'intkey without a namespace registry');
-  t.match(s0.message[0]?.error_message, `Namespace Registry does not exist: ${INTKEY_PREFIX} (contract intkey needs read permission on it)`);
+  t.match(s0.message[0]?.error_message, `Namespace Registry does not exist: ${INTKEY_PREFIX}`);
 
   // Supply-chain contracts through the data API: the batch is INVALID, saying why.
   const org = await apiOf(A).post(w('/organization'), { data: [{ id: 'early', name: 'Too Early' }] });
   t.equal(org.status, 200);
   t.equal(org.json.status, 'INVALID', 'grid_pike without a namespace registry');
-  t.match(org.json.invalid_transactions[0].message, /^Namespace Registry does not exist: 621dee \(contract grid_pike needs read permission on it\)/);
+  t.match(org.json.invalid_transactions[0].message, /^Namespace Registry does not exist: 621dee$/);
 
   const intruder = await post(B, [createNamespaceRegistryTxn(B.admin, INTKEY_PREFIX, [B.admin.publicKey])], B.admin);
   const s1 = await status(C, intruder);
@@ -117,19 +117,13 @@ t.test('namespace rules: refusals until a circuit admin grants read and write', 
   t.equal((await status(A, writeOnly)).statusType, 'Committed', 'the admin creates the registry, write permission only');
   const s2 = await status(C, await post(A, [intkeySet(A.admin, 'k1', 1)], A.admin));
   t.equal(s2.statusType, 'Invalid', 'no read permission');
-  t.match(
-    s2.message[0]?.error_message,
-    `Contract does not have permission to read from state: intkey ${intkeyAddress('k1')} (no read permission in namespace registry ${INTKEY_PREFIX})`,
-  );
+  t.match(s2.message[0]?.error_message, `Contract does not have permission to read from state : intkey ${intkeyAddress('k1')}`);
 
   const readOnly = await post(A, [namespacePermissionTxn(A.admin, INTKEY_PREFIX, 'intkey', true, false)], A.admin);
   t.equal((await status(A, readOnly)).statusType, 'Committed');
   const s3 = await status(B, await post(B, [intkeySet(A.admin, 'k2', 1)], A.admin));
   t.equal(s3.statusType, 'Invalid', 'no write permission');
-  t.match(
-    s3.message[0]?.error_message,
-    `Contract does not have permission to write to state: intkey ${intkeyAddress('k2')} (no write permission in namespace registry ${INTKEY_PREFIX})`,
-  );
+  t.match(s3.message[0]?.error_message, `Contract does not have permission to write to state: intkey, ${intkeyAddress('k2')}`);
 });
 
 t.test('one-step setup by the circuit command, idempotent', async (t) => {

@@ -9,7 +9,7 @@ import { newSigner, batchList, postBatches, getJson, waitCommitted, buildBatch, 
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { applySettings, proposalPayload, votePayload, settingAddress, settingsTxnAddresses, readSetting } from '../src/families/settings.js';
 import { InvalidTransaction, type TxnContext, type TxnInfo } from '../src/families/types.js';
-import { Setting, SettingProposal, decode, encode } from '../src/proto/index.js';
+import { Setting, SettingProposal, SettingsPayload, SettingVote, decode, encode } from '../src/proto/index.js';
 import { sha256Hex } from '../src/families/address.js';
 import type { Signer } from '../src/crypto/secp256k1.js';
 
@@ -36,7 +36,7 @@ t.test('authorized proposals apply; others are refused', async (t) => {
   const [a, b] = await waitCommitted(n.ledgerUrl, [ok.id, refused.id]);
   t.equal(a.status, 'COMMITTED');
   t.equal(b.status, 'INVALID');
-  t.match(b.invalid_transactions[0].message, /is not authorized to change settings/);
+  t.equal(b.invalid_transactions[0].message, `"${stranger.publicKey}" is not authorized to change settings`, "the reference processor's words");
   const st = await getJson(`${n.ledgerUrl}/state/${settingAddress('cairn.test.color')}`);
   const entries = decode(Setting, Buffer.from(st.json.data, 'base64')).entries;
   t.same(
@@ -91,15 +91,41 @@ t.test('voting rules', async (t) => {
   const fails = (fn: () => void, msg: RegExp, what: string): void => {
     t.throws(fn, { name: 'InvalidTransaction', message: msg }, what);
   };
-  fails(() => apply(k1, proposalPayload('a.b', '1')), /until authorized_keys is set/, 'nothing before authorized_keys');
-  fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', ' , ')), /must not be empty/, 'empty key list');
+  fails(() => apply(k1, proposalPayload('a.b', '1')), /^Cannot set "a\.b" until authorized_keys is set\.$/, 'nothing before authorized_keys');
+  fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', ' , ')), /^authorized_keys must not be empty\.$/, 'empty key list');
   apply(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', `${k1},${k2},${k3}`));
   t.equal(read('sawtooth.settings.vote.authorized_keys'), `${k1},${k2},${k3}`);
-  fails(() => apply(`02${'9'.repeat(64)}`, proposalPayload('a.b', '1')), /not authorized/, 'stranger');
-  fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '4')), /less than or equal/, 'threshold above keys');
-  fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', 'x')), /positive integer/, 'threshold not a number');
-  fails(() => apply(k1, proposalPayload('sawtooth.settings.vote.proposals', 'x')), /read-only/, 'proposals are read-only');
-  fails(() => apply(k1, proposalPayload('', 'x')), /must not be empty/, 'empty key');
+  fails(
+    () => apply(`02${'9'.repeat(64)}`, new Uint8Array([0xff])),
+    /^"029{64}" is not authorized to change settings$/,
+    'stranger, before the payload is read',
+  );
+  fails(
+    () => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '4')),
+    /^approval_threshold must be less than or equal to number of authorized_keys$/,
+    'threshold above keys',
+  );
+  for (const bad of ['x', '1.0', ' 1', '1e0', '0x1', '2147483648']) {
+    fails(
+      () => apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', bad)),
+      /^approval_threshold must be an integer$/,
+      `threshold ${bad}`,
+    );
+  }
+  fails(
+    () => apply(k1, proposalPayload('sawtooth.settings.vote.proposals', 'x')),
+    /^Setting sawtooth\.settings\.vote\.proposals is read-only$/,
+    'read-only',
+  );
+  // As upstream: a threshold of 0 (or below) is accepted and means "no vote needed"; an empty key is a key.
+  apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '0'));
+  t.equal(read('sawtooth.settings.vote.approval_threshold'), '0');
+  apply(k1, proposalPayload('x.y', 'applied at once'));
+  t.equal(read('x.y'), 'applied at once', 'threshold 0: applied at once');
+  apply(k1, proposalPayload('', 'x'));
+  t.equal(read(''), 'x');
+  apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '+1'));
+  t.equal(read('sawtooth.settings.vote.approval_threshold'), '+1', 'a sign is allowed, as by Rust');
   apply(k1, proposalPayload('sawtooth.settings.vote.approval_threshold', '2'));
   t.equal(read('sawtooth.settings.vote.approval_threshold'), '2');
 
@@ -107,11 +133,16 @@ t.test('voting rules', async (t) => {
   const p = proposalPayload('a.b.c', 'v1', 'n');
   apply(k1, p);
   t.equal(read('a.b.c'), undefined, 'not applied yet');
-  fails(() => apply(k1, p), /Duplicate proposal/, 'same proposal twice');
+  fails(() => apply(k1, p), /^Duplicate proposal for "a\.b\.c"$/, 'same proposal twice');
   const data = encode(SettingProposal, { setting: 'a.b.c', value: 'v1', nonce: 'n' });
   const id = sha256Hex(data);
-  fails(() => apply(k1, votePayload(id, true)), /already voted/, 'proposer votes again');
-  fails(() => apply(k2, votePayload('00', true)), /does not exist/, 'unknown proposal');
+  fails(() => apply(k1, votePayload(id, true)), new RegExp(`^"${k1}" already has voted$`), 'proposer votes again');
+  fails(() => apply(k2, votePayload('00', true)), /^Proposal "00" does not exist$/, 'unknown proposal');
+  fails(
+    () => apply(k3, encode(SettingsPayload, { action: 2, data: encode(SettingVote, { proposalId: id, vote: 0 }) })),
+    /^Transaction type unset$/,
+    'vote unset',
+  );
   apply(k2, votePayload(id, true));
   t.equal(read('a.b.c'), 'v1', 'applied at the threshold');
 
@@ -122,8 +153,27 @@ t.test('voting rules', async (t) => {
   apply(k3, votePayload(id2, false));
   t.equal(read('a.b.d'), undefined, 'rejected');
   fails(() => apply(k2, votePayload(id2, true)), /does not exist/, 'dropped after rejection');
-  fails(() => apply(k1, new Uint8Array([0x08, 0x05])), /must be one of/, 'unknown action');
-  fails(() => apply(k1, new Uint8Array([0xff])), /Invalid settings payload/, 'garbage payload');
+  fails(() => apply(k1, new Uint8Array([0x08, 0x05])), /^'action' must be one of \{PROPOSE, VOTE\} in 'Ballot' mode$/, 'unknown action');
+  fails(() => apply(k1, new Uint8Array([0xff])), /^Failed to unmarshal SettingsTransaction$/, 'garbage payload');
+  fails(() => apply(k1, encode(SettingsPayload, { action: 1, data: new Uint8Array([0xff]) })), /^Failed to unmarshal/, 'garbage proposal');
+
+  // Entries sharing an address keep their order; a changed one stays where it stands.
+  const fresh = memory();
+  applySettings(txn(k1, proposalPayload('sawtooth.settings.vote.authorized_keys', k1)), fresh.ctx);
+  const addr = settingAddress('a.b.c');
+  const pair = [
+    { key: 'z.z.z', value: '1' },
+    { key: 'a.b.c', value: 'v1' },
+  ];
+  fresh.state.set(addr, encode(Setting, { entries: pair }));
+  applySettings(txn(k1, proposalPayload('a.b.c', 'v9')), fresh.ctx);
+  t.same(
+    decode(Setting, fresh.state.get(addr) as Uint8Array).entries.map((e) => [e.key, e.value]),
+    [
+      ['z.z.z', '1'],
+      ['a.b.c', 'v9'],
+    ],
+  );
   t.ok(events.includes('settings/update:a.b.c'));
   t.ok(new InvalidTransaction('x') instanceof Error);
 });

@@ -34,19 +34,19 @@ t.test('permission changes earlier in a round decide the contract transactions a
   const base = new Map<string, Buffer>([[ADMIN_SETTING_ADDRESS, Buffer.from(adminSettingValue([admin.publicKey]))]]);
   const r = round(base);
   t.equal(r.run(admin, createNamespaceRegistryTxn(admin, '1cf126', [admin.publicKey])), 'ok');
-  t.match(r.set('a', 1), /no read permission in namespace registry 1cf126/, 'no permission yet');
-  t.match(r.set('a', 1), /no read permission/, 'still none (kept decode of the same bytes)');
+  t.match(r.set('a', 1), /^Contract does not have permission to read from state : intkey 1cf126/, 'no permission yet');
+  t.match(r.set('a', 1), /permission to read from state/, 'still none (kept decode of the same bytes)');
   t.equal(r.run(admin, namespacePermissionTxn(admin, '1cf126', 'intkey', true, true)), 'ok');
   t.equal(r.set('b', 2), 'ok', 'the permission written in this round is seen');
   t.equal(r.set('c', 3), 'ok');
   t.equal(r.run(admin, namespacePermissionTxn(admin, '1cf126', 'intkey', true, false)), 'ok');
-  t.match(r.set('d', 4), /no write permission/, 'the write permission taken back in this round is seen');
+  t.match(r.set('d', 4), /permission to write to state/, 'the write permission taken back in this round is seen');
 
   // The next round, on the state the first one left: many reads of the same registry bytes.
   const next = new Map(base);
   for (const [a, v] of r.exec.writes) if (v) next.set(a, Buffer.from(v));
   const r2 = round(next);
-  t.match(r2.set('e', 5), /no write permission/);
+  t.match(r2.set('e', 5), /permission to write to state/);
   t.equal(r2.run(admin, namespacePermissionTxn(admin, '1cf126', 'intkey', true, true)), 'ok');
   for (let i = 0; i < 20; i++) t.equal(r2.set(`f${i}`, i), 'ok');
 });

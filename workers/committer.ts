@@ -29,6 +29,7 @@ process.on('uncaughtException', (err) => halt('uncaught exception', err));
 
 port.on('message', (m: ToCommitter) => {
   if (m.type === 'enqueue') committer.enqueue(m.seg, m.batches);
+  else if (m.type === 'client-send') committer.sendClient(m.peer, m.body);
   else if (m.type === 'shutdown') {
     void committer
       .close()

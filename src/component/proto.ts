@@ -27,6 +27,29 @@ export const EventAddRequest = t('EventAddRequest');
 export const EventAddResponse = t('EventAddResponse');
 export const PingRequest = t('PingRequest');
 export const PingResponse = t('PingResponse');
+export const NetworkAcknowledgement = t('NetworkAcknowledgement');
+export const EventSubscription = t('EventSubscription');
+export const ClientEventsSubscribeRequest = t('ClientEventsSubscribeRequest');
+export const ClientEventsSubscribeResponse = t('ClientEventsSubscribeResponse');
+export const ClientEventsUnsubscribeResponse = t('ClientEventsUnsubscribeResponse');
+export const ClientEventsGetRequest = t('ClientEventsGetRequest');
+export const ClientEventsGetResponse = t('ClientEventsGetResponse');
+export const BatchSubmitResponse = t('BatchSubmitResponse');
+export const BatchStatusRequest = t('BatchStatusRequest');
+export const BatchStatusResponse = t('BatchStatusResponse');
+export const IdRequest = t('IdRequest');
+export const BlockGetByNumRequest = t('BlockGetByNumRequest');
+export const GetResponse = t('GetResponse');
+export const ListRequest = t('ListRequest');
+export const ListResponse = t('ListResponse');
+export const StateGetRequest2 = t('StateGetRequest2');
+export const StateGetResponse2 = t('StateGetResponse2');
+export const StateListRequest = t('StateListRequest');
+export const StateListResponse = t('StateListResponse');
+export const ReceiptGetRequest = t('ReceiptGetRequest');
+export const ReceiptGetResponse = t('ReceiptGetResponse');
+export const PeersGetResponse = t('PeersGetResponse');
+export const StatusGetResponse = t('StatusGetResponse');
 
 export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
   'DEFAULT',
@@ -48,6 +71,45 @@ export const Kind = protoEnum(root, 'cairn.component.Envelope.Kind', [
   'TP_EVENT_ADD_RESPONSE',
   'PING_REQUEST',
   'PING_RESPONSE',
+  'NETWORK_ACK',
+  'CLIENT_BATCH_SUBMIT_REQUEST',
+  'CLIENT_BATCH_SUBMIT_RESPONSE',
+  'CLIENT_BLOCK_LIST_REQUEST',
+  'CLIENT_BLOCK_LIST_RESPONSE',
+  'CLIENT_BLOCK_GET_BY_ID_REQUEST',
+  'CLIENT_BLOCK_GET_RESPONSE',
+  'CLIENT_BATCH_LIST_REQUEST',
+  'CLIENT_BATCH_LIST_RESPONSE',
+  'CLIENT_BATCH_GET_REQUEST',
+  'CLIENT_BATCH_GET_RESPONSE',
+  'CLIENT_TRANSACTION_LIST_REQUEST',
+  'CLIENT_TRANSACTION_LIST_RESPONSE',
+  'CLIENT_TRANSACTION_GET_REQUEST',
+  'CLIENT_TRANSACTION_GET_RESPONSE',
+  'CLIENT_STATE_CURRENT_REQUEST',
+  'CLIENT_STATE_CURRENT_RESPONSE',
+  'CLIENT_STATE_LIST_REQUEST',
+  'CLIENT_STATE_LIST_RESPONSE',
+  'CLIENT_STATE_GET_REQUEST',
+  'CLIENT_STATE_GET_RESPONSE',
+  'CLIENT_BATCH_STATUS_REQUEST',
+  'CLIENT_BATCH_STATUS_RESPONSE',
+  'CLIENT_RECEIPT_GET_REQUEST',
+  'CLIENT_RECEIPT_GET_RESPONSE',
+  'CLIENT_BLOCK_GET_BY_NUM_REQUEST',
+  'CLIENT_PEERS_GET_REQUEST',
+  'CLIENT_PEERS_GET_RESPONSE',
+  'CLIENT_BLOCK_GET_BY_TRANSACTION_ID_REQUEST',
+  'CLIENT_BLOCK_GET_BY_BATCH_ID_REQUEST',
+  'CLIENT_STATUS_GET_REQUEST',
+  'CLIENT_STATUS_GET_RESPONSE',
+  'CLIENT_EVENTS_SUBSCRIBE_REQUEST',
+  'CLIENT_EVENTS_SUBSCRIBE_RESPONSE',
+  'CLIENT_EVENTS_UNSUBSCRIBE_REQUEST',
+  'CLIENT_EVENTS_UNSUBSCRIBE_RESPONSE',
+  'CLIENT_EVENTS',
+  'CLIENT_EVENTS_GET_REQUEST',
+  'CLIENT_EVENTS_GET_RESPONSE',
 ]);
 export const HeaderStyle = protoEnum(root, 'cairn.component.RegisterRequest.HeaderStyle', ['HEADER_STYLE_UNSET', 'EXPANDED', 'RAW']);
 export const AckStatus = protoEnum(root, 'cairn.component.RegisterResponse.Status', ['STATUS_UNSET', 'OK', 'ERROR']);
@@ -56,6 +118,20 @@ export const ProcessStatus = protoEnum(root, 'cairn.component.ProcessResponse.St
   'OK',
   'INVALID_TRANSACTION',
   'INTERNAL_ERROR',
+]);
+export const FilterType = protoEnum(root, 'cairn.component.EventFilter.FilterType', [
+  'FILTER_TYPE_UNSET',
+  'SIMPLE_ANY',
+  'SIMPLE_ALL',
+  'REGEX_ANY',
+  'REGEX_ALL',
+]);
+export const SubscribeStatus = protoEnum(root, 'cairn.component.ClientEventsSubscribeResponse.Status', ['OK', 'INVALID_FILTER', 'UNKNOWN_BLOCK']);
+export const EventsGetStatus = protoEnum(root, 'cairn.component.ClientEventsGetResponse.Status', [
+  'OK',
+  'INTERNAL_ERROR',
+  'INVALID_FILTER',
+  'UNKNOWN_BLOCK',
 ]);
 export const StateStatus = protoEnum(root, 'cairn.component.StateGetResponse.Status', ['STATUS_UNSET', 'OK', 'AUTHORIZATION_ERROR']);
 
@@ -97,4 +173,21 @@ export interface ReceiptAddDataRequestMsg {
 export interface EventAddRequestMsg {
   contextId: string;
   event: { eventType: string; attributes: Array<{ key: string; value: string }>; data: Uint8Array } | null;
+}
+export interface EventFilterMsg {
+  key: string;
+  matchString: string;
+  filterType: number;
+}
+export interface EventSubscriptionMsg {
+  eventType: string;
+  filters: EventFilterMsg[];
+}
+export interface ClientEventsSubscribeRequestMsg {
+  subscriptions: EventSubscriptionMsg[];
+  lastKnownBlockIds: string[];
+}
+export interface ClientEventsGetRequestMsg {
+  subscriptions: EventSubscriptionMsg[];
+  blockIds: string[];
 }

@@ -9,6 +9,12 @@
  * It is the engine's ExternalFamilies (src/ledger/executor.ts): it says where a family
  * runs, and runs a transaction on a processor of its family, retrying on another one (or
  * deferring the batch) when the processor goes away or answers INTERNAL_ERROR.
+ *
+ * Clients share the socket, as on the validator's port: the client requests and the event
+ * service (message types 100-130 and 500-506) are handed to the HTTP thread as they came
+ * (`ClientLink`), which answers them from the query service; the answers come back through
+ * `sendTo`. A client that stops reading is cut off when its ZeroMQ queue is full: nothing
+ * waits for it. Any other message type is answered NETWORK_ACK ERROR.
  */
 import { randomBytes } from 'node:crypto';
 import { Router } from 'zeromq';
@@ -29,7 +35,26 @@ export interface ComponentOptions {
   processTimeoutMs?: number;
   internalErrorRetries?: number;
   pingIntervalMs?: number;
+  /** Messages queued for one peer before a send to it fails (ZeroMQ's send high-water mark). */
+  sendHighWaterMark?: number;
 }
+
+/** Where client messages go (the HTTP thread, through the committer's port). */
+export interface ClientLink {
+  /** A client message from `peer` (hex routing id): the whole envelope as received. */
+  message(peer: string, body: Uint8Array): void;
+  /** `peer` disconnected, or was cut off because its queue was full. */
+  gone(peer: string, why: 'disconnected' | 'cut off'): void;
+}
+
+/** The highest TpRegisterRequest.protocol_version served (RAW header style came with 1). */
+export const MAX_PROCESSOR_PROTOCOL_VERSION = 1;
+
+/** Client message types: requests 100-130 and the event service 500-506. */
+export const isClientType = (t: number): boolean => (t >= 100 && t <= 130) || (t >= 500 && t <= 506);
+
+/** Message types that are answers themselves (never answered back, so two endpoints cannot ping-pong). */
+const isAnswerType = (t: number): boolean => (t >= 1 && t <= 16 && t % 2 === 0) || t === 300 || t === 701;
 
 /** The setting that, when set, lists the only families a transaction may use. */
 export const TRANSACTION_FAMILIES_SETTING = 'sawtooth.validator.transaction_families';
@@ -47,6 +72,8 @@ const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** ZMQ_ROUTER_NOTIFY (libzmq draft option): an empty message on each connect and disconnect. */
 const ZMQ_ROUTER_NOTIFY = 97;
 const NOTIFY_CONNECT_AND_DISCONNECT = 3;
+/** ZeroMQ's default: messages queued for one peer. */
+const SEND_HIGH_WATER_MARK = 1000;
 
 interface Processor {
   /** ZeroMQ routing id. */
@@ -87,19 +114,29 @@ export class ComponentServer implements ExternalFamilies {
   #endpoint = '';
   /** Woken when a processor registers (a round waiting for one may go on). */
   #rr = 0;
+  readonly #client: ClientLink | undefined;
+  /** Peers that sent a client message, and those cut off since (their messages are dropped until they send again). */
+  readonly #clients = new Set<string>();
+  readonly #cut = new Set<string>();
 
-  constructor(opts: ComponentOptions) {
+  constructor(opts: ComponentOptions, client?: ClientLink) {
     this.#opts = {
       processTimeoutMs: PROCESS_TIMEOUT_MS,
       internalErrorRetries: INTERNAL_ERROR_RETRIES,
       pingIntervalMs: PING_INTERVAL_MS,
+      sendHighWaterMark: SEND_HIGH_WATER_MARK,
       ...opts,
     };
+    this.#client = client;
     this.#external = new Set(opts.externalFamilies);
     this.#sock = new Router({
       mandatory: true,
       linger: 0,
       maxMessageSize: MAX_MESSAGE_BYTES,
+      // A peer whose queue is full fails the send at once (EAGAIN) instead of holding up
+      // every other peer's messages behind it.
+      sendTimeout: 0,
+      sendHighWaterMark: this.#opts.sendHighWaterMark,
       // Transport heartbeats close half-open connections; the close is then notified.
       heartbeatInterval: 5_000,
       heartbeatTimeout: 30_000,
@@ -226,12 +263,24 @@ export class ComponentServer implements ExternalFamilies {
 
   /** A processor went away: its families lose it and its requests go elsewhere. */
   #drop(idKey: string, why: string): void {
+    if (this.#clients.delete(idKey)) {
+      this.#cut.delete(idKey);
+      this.#client?.gone(idKey, 'disconnected');
+    }
     const p = this.#processors.get(idKey);
     if (!p) return;
     this.#processors.delete(idKey);
-    this.#unregister(p);
+    // Logged before the families are cleared, so an idle processor's departure shows too.
     if (p.families.size > 0 || p.inFlight.size > 0) log.info(`transaction processor ${p.key} ${why}`);
+    this.#unregister(p);
     for (const r of [...p.inFlight]) this.#finish(r, 'lost');
+  }
+
+  /** Sends an envelope the HTTP thread encoded to a client peer (dropped when it is gone or cut off). */
+  sendTo(peer: string, body: Uint8Array): void {
+    if (this.#closed || !this.#clients.has(peer) || this.#cut.has(peer)) return;
+    this.#outbox.push([Buffer.from(peer, 'hex'), body]);
+    if (!this.#sending) void this.#flush();
   }
 
   #unregister(p: Processor): void {
@@ -262,11 +311,21 @@ export class ComponentServer implements ExternalFamilies {
     this.#sending = true;
     for (let next = this.#outbox.shift(); next !== undefined && !this.#closed; next = this.#outbox.shift()) {
       const [id, bytes] = next;
+      const idKey = id.toString('hex');
+      if (this.#cut.has(idKey)) continue;
       try {
         await this.#sock.send([id, bytes]);
       } catch (err) {
+        const code = (err as { code?: string }).code ?? String(err);
+        if (code === 'EAGAIN' && this.#clients.has(idKey) && !this.#processors.get(idKey)?.families.size) {
+          // A client that does not read: its messages stop, the socket and everyone else go on.
+          this.#cut.add(idKey);
+          log.warn(`component endpoint: client ${idKey.slice(0, 12)} cut off: it stopped reading (${this.#opts.sendHighWaterMark} messages queued)`);
+          this.#client?.gone(idKey, 'cut off');
+          continue;
+        }
         // EHOSTUNREACH: the peer is gone (ROUTER mandatory); anything else, the same for us.
-        this.#drop(id.toString('hex'), `is unreachable (${(err as { code?: string }).code ?? String(err)})`);
+        this.#drop(idKey, `is unreachable (${code})`);
       }
     }
     this.#sending = false;
@@ -305,11 +364,28 @@ export class ComponentServer implements ExternalFamilies {
     }
     const reply = (kind: number, type: typeof P.Envelope, msg: object): void => this.#send(id, kind, env.correlationId, encode(type, msg));
     const K = P.Kind;
+    if (isClientType(env.messageType) && this.#client) {
+      this.#clients.add(idKey);
+      // Sending again is reading again: a peer cut off may subscribe anew.
+      this.#cut.delete(idKey);
+      this.#client.message(idKey, body);
+      return;
+    }
     switch (env.messageType) {
-      case K.TP_REGISTER_REQUEST:
-        return this.#register(processor, P.RegisterRequest.decode(env.content) as unknown as P.RegisterRequestMsg, (ok) =>
-          reply(K.TP_REGISTER_RESPONSE, P.RegisterResponse, { status: ok ? P.AckStatus.OK : P.AckStatus.ERROR, protocolVersion: 1 }),
+      case K.TP_REGISTER_REQUEST: {
+        const m = P.RegisterRequest.decode(env.content) as unknown as P.RegisterRequestMsg;
+        // The version asked for is echoed, as the validator does (the Python SDK asks for 0
+        // and leaves on any other answer); one above what this endpoint speaks is refused.
+        if (m.protocolVersion > MAX_PROCESSOR_PROTOCOL_VERSION) {
+          log.warn(
+            `transaction processor ${processor.key} asked for protocol version ${m.protocolVersion}; ${MAX_PROCESSOR_PROTOCOL_VERSION} is the highest served`,
+          );
+          return reply(K.TP_REGISTER_RESPONSE, P.RegisterResponse, { status: P.AckStatus.ERROR, protocolVersion: MAX_PROCESSOR_PROTOCOL_VERSION });
+        }
+        return this.#register(processor, m, (ok) =>
+          reply(K.TP_REGISTER_RESPONSE, P.RegisterResponse, { status: ok ? P.AckStatus.OK : P.AckStatus.ERROR, protocolVersion: m.protocolVersion }),
         );
+      }
       case K.TP_UNREGISTER_REQUEST:
         if (processor.families.size > 0) log.info(`transaction processor ${processor.key} unregistered`);
         this.#unregister(processor);
@@ -363,7 +439,9 @@ export class ComponentServer implements ExternalFamilies {
       case K.PING_RESPONSE:
         return;
       default:
-        log.debug(`component endpoint: message type ${env.messageType} from ${processor.key} ignored`);
+        log.debug(`component endpoint: message type ${env.messageType} from ${processor.key} not served`);
+        // Answered, never left unanswered (a request's sender would wait for ever); answers are not.
+        if (!isAnswerType(env.messageType)) reply(K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
     }
   }
 

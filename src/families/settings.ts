@@ -51,13 +51,20 @@ export function readSetting(get: (a: string) => Uint8Array | undefined, key: str
   return entries.find((e) => e.key === key)?.value;
 }
 
+/**
+ * A string as the reference processor (Rust) quotes it in its messages (`{:?}`): in double
+ * quotes, with quotes and backslashes escaped.
+ */
+const quoted = (v: string): string => JSON.stringify(v);
+
+/** Stores `value` under `key`: the entry is replaced where it stands, or appended (the reference processor's order). */
 function writeSetting(ctx: TxnContext, key: string, value: string): void {
   const address = settingAddress(key);
   const raw = ctx.get(address);
-  let entries: SettingEntryMsg[] = [];
-  if (raw) entries = decode(Setting, raw).entries.filter((e) => e.key !== key);
-  entries.push({ key, value });
-  entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const entries: SettingEntryMsg[] = raw ? decode(Setting, raw).entries : [];
+  const at = entries.findIndex((e) => e.key === key);
+  if (at >= 0) entries[at] = { key, value };
+  else entries.push({ key, value });
   ctx.set(address, pbEncode(Setting, { entries }));
   ctx.addEvent('settings/update', [{ key: 'updated', value: key }]);
 }
@@ -80,98 +87,97 @@ function writeCandidates(ctx: TxnContext, candidates: SettingCandidateMsg[]): vo
   writeSetting(ctx, PROPOSALS, Buffer.from(bytes).toString('base64'));
 }
 
+/** A 32-bit integer as Rust's `str::parse::<i32>` reads one (an optional sign, digits only), or undefined. */
+export function parseI32(v: string): number | undefined {
+  if (!/^[+-]?[0-9]+$/.test(v)) return undefined;
+  const n = Number(v);
+  return n >= -(2 ** 31) && n < 2 ** 31 ? n : undefined;
+}
+
 function threshold(ctx: TxnContext): number {
   const t = readSetting((a) => ctx.get(a), THRESHOLD);
   if (t === undefined) return 1;
-  const n = Number(t);
-  if (!Number.isInteger(n)) throw new InvalidTransaction(`approval threshold ${t} is not an integer`);
+  const n = parseI32(t);
+  // The reference processor answers INTERNAL_ERROR here (retried for ever); INVALID ends it.
+  if (n === undefined) throw new InvalidTransaction(`Failed to parse ${THRESHOLD} value`);
   return n;
 }
 
-function validateValue(ctx: TxnContext, key: string, value: string, authorized: string[]): void {
-  if (key === AUTH_KEYS && splitKeys(value).length === 0) {
-    throw new InvalidTransaction(`${AUTH_KEYS} must not be empty.`);
+/** The reference processor's checks of a proposed value, in its order and words (any threshold that parses and does not exceed the keys). */
+function validateValue(authorized: string[], key: string, value: string): void {
+  if (authorized.length === 0 && key !== AUTH_KEYS) {
+    throw new InvalidTransaction(`Cannot set ${quoted(key)} until authorized_keys is set.`);
   }
+  if (key === AUTH_KEYS && splitKeys(value).length === 0) throw new InvalidTransaction('authorized_keys must not be empty.');
   if (key === THRESHOLD) {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n <= 0) throw new InvalidTransaction(`${THRESHOLD} ${value} must be a positive integer`);
-    if (n > authorized.length) {
-      throw new InvalidTransaction(`${THRESHOLD} ${n} must be less than or equal to the number of authorized keys`);
-    }
+    const n = parseI32(value);
+    if (n === undefined) throw new InvalidTransaction('approval_threshold must be an integer');
+    if (n > authorized.length) throw new InvalidTransaction('approval_threshold must be less than or equal to number of authorized_keys');
   }
-  void ctx;
+  if (key === PROPOSALS) throw new InvalidTransaction(`Setting ${PROPOSALS} is read-only`);
+}
+
+function unpack<T>(type: Parameters<typeof decode<T>>[0], data: Uint8Array): T {
+  try {
+    return decode(type, data);
+  } catch {
+    // INTERNAL_ERROR in the reference processor (retried for ever); INVALID here.
+    throw new InvalidTransaction('Failed to unmarshal SettingsTransaction');
+  }
 }
 
 function propose(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: string[]): void {
-  let proposal: SettingProposalMsg;
-  try {
-    proposal = decode(SettingProposal, data);
-  } catch {
-    throw new InvalidTransaction('Invalid setting proposal');
-  }
-  const key = proposal.setting;
-  if (!key) throw new InvalidTransaction('Setting key must not be empty');
-  if (key === PROPOSALS) throw new InvalidTransaction(`Setting ${PROPOSALS} is read-only`);
-  if (authorized.length === 0 && key !== AUTH_KEYS) {
-    throw new InvalidTransaction(`Cannot set ${key} until authorized_keys is set.`);
-  }
-  validateValue(ctx, key, proposal.value, key === AUTH_KEYS ? splitKeys(proposal.value) : authorized);
+  const proposal: SettingProposalMsg = unpack(SettingProposal, data);
+  const proposalId = sha256Hex(data);
   const needed = threshold(ctx);
+  validateValue(authorized, proposal.setting, proposal.value);
   if (needed <= 1) {
-    writeSetting(ctx, key, proposal.value);
+    writeSetting(ctx, proposal.setting, proposal.value);
     return;
   }
-  const proposalId = sha256Hex(data);
   const candidates = readCandidates(ctx);
   if (candidates.some((c) => c.proposalId === proposalId)) {
-    throw new InvalidTransaction(`Duplicate proposal for ${key}`);
+    throw new InvalidTransaction(`Duplicate proposal for ${quoted(proposal.setting)}`);
   }
   candidates.push({ proposalId, proposal, votes: [{ publicKey: txn.header.signerPublicKey, vote: SettingVoteValue.ACCEPT }] });
   writeCandidates(ctx, candidates);
 }
 
 function vote(txn: TxnInfo, ctx: TxnContext, data: Uint8Array, authorized: string[]): void {
-  let v: SettingVoteMsg;
-  try {
-    v = decode(SettingVote, data);
-  } catch {
-    throw new InvalidTransaction('Invalid vote');
-  }
-  if (v.vote !== SettingVoteValue.ACCEPT && v.vote !== SettingVoteValue.REJECT) throw new InvalidTransaction('Vote must be ACCEPT or REJECT');
+  const v: SettingVoteMsg = unpack(SettingVote, data);
   const candidates = readCandidates(ctx);
   const idx = candidates.findIndex((c) => c.proposalId === v.proposalId);
   const c = candidates[idx];
-  if (c === undefined) throw new InvalidTransaction(`Proposal ${v.proposalId} does not exist.`);
+  if (c === undefined) throw new InvalidTransaction(`Proposal ${quoted(v.proposalId)} does not exist`);
   const signer = txn.header.signerPublicKey;
-  if (c.votes.some((r) => r.publicKey === signer)) throw new InvalidTransaction(`${signer} has already voted`);
+  if (c.votes.some((r) => r.publicKey === signer)) throw new InvalidTransaction(`${quoted(signer)} already has voted`);
   c.votes.push({ publicKey: signer, vote: v.vote });
+  if (c.votes.some((r) => r.vote !== SettingVoteValue.ACCEPT && r.vote !== SettingVoteValue.REJECT)) {
+    throw new InvalidTransaction('Transaction type unset');
+  }
   const accepts = c.votes.filter((r) => r.vote === SettingVoteValue.ACCEPT).length;
-  const rejects = c.votes.filter((r) => r.vote === SettingVoteValue.REJECT).length;
+  const rejects = c.votes.length - accepts;
   const needed = threshold(ctx);
   if (accepts >= needed) {
     writeSetting(ctx, c.proposal.setting, c.proposal.value);
     candidates.splice(idx, 1);
-  } else if (rejects >= needed || rejects + accepts >= authorized.length) {
+  } else if (rejects >= needed || rejects + accepts === authorized.length) {
     candidates.splice(idx, 1);
   }
   writeCandidates(ctx, candidates);
 }
 
+/** The reference processor's rules and messages (Sawtooth 1.2's settings processor). */
 export function applySettings(txn: TxnInfo, ctx: TxnContext): void {
-  let payload: SettingsPayloadMsg;
-  try {
-    payload = decode(SettingsPayload, txn.payload);
-  } catch {
-    throw new InvalidTransaction('Invalid settings payload');
-  }
   const authorized = splitKeys(readSetting((a) => ctx.get(a), AUTH_KEYS));
   const signer = txn.header.signerPublicKey;
   if (authorized.length > 0 && !authorized.includes(signer)) {
-    throw new InvalidTransaction(`${signer} is not authorized to change settings`);
+    throw new InvalidTransaction(`${quoted(signer)} is not authorized to change settings`);
   }
+  const payload: SettingsPayloadMsg = unpack(SettingsPayload, txn.payload);
   if (payload.action === SettingsAction.PROPOSE) propose(txn, ctx, payload.data, authorized);
   else if (payload.action === SettingsAction.VOTE) vote(txn, ctx, payload.data, authorized);
-  else throw new InvalidTransaction(`'action' must be one of {PROPOSE, VOTE}`);
+  else throw new InvalidTransaction("'action' must be one of {PROPOSE, VOTE} in 'Ballot' mode");
 }
 
 /** Inputs and outputs a settings proposal touches, as sawset builds them. */

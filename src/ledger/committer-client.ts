@@ -5,12 +5,14 @@
  */
 import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
-import type { BlockEvent, CommitterFaultCode, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
+import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
 
 export type CommitterReady = Extract<FromCommitter, { type: 'ready' }>;
 
 export interface CommitterHandlers {
   onBlock(e: BlockEvent): void;
+  /** A message from a client of the component endpoint, or its departure. */
+  onClient?(m: ClientTraffic): void;
   /** The committer stopped: `reason` says why, for the fault report. */
   onFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED'): void;
 }
@@ -34,6 +36,7 @@ export class CommitterClient {
     worker.on('message', (m: FromCommitter) => {
       if (m.type === 'block') h.onBlock(m);
       else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
+      else if (m.type === 'client' || m.type === 'client-gone') h.onClient?.(m);
     });
     worker.on('error', (err) => h.onFault(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`, 'THREAD_FAILED'));
     worker.on('exit', (code) => {
@@ -68,6 +71,11 @@ export class CommitterClient {
   /** `transfer`: buffers the batches' bytes live in, moved to the committer (unusable here afterwards). */
   enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>, transfer: ArrayBuffer[] = []): void {
     this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter, transfer);
+  }
+
+  /** An envelope for a client of the component endpoint. */
+  sendClient(peer: string, body: Uint8Array): void {
+    if (!this.#closed) this.#worker.postMessage({ type: 'client-send', peer, body } satisfies ToCommitter);
   }
 
   /** Asks the thread to finish the blocks in flight and stop; ends it after `ms` (10 s) at the latest. */

@@ -96,7 +96,12 @@ export class Committer {
       checkpointChunk: opts.stateCheckpointChunk,
       stallMs: opts.storageStallMs,
     });
-    this.#component = opts.component ? new ComponentServer(opts.component) : null;
+    this.#component = opts.component
+      ? new ComponentServer(opts.component, {
+          message: (peer, body) => post({ type: 'client', peer, body }),
+          gone: (peer, why) => post({ type: 'client-gone', peer, why }),
+        })
+      : null;
     this.#builder = new BlockBuilder(this.#writer.state, signer, familyLookup(d.families), this.#component ?? undefined);
     this.#pool = new BatchPool(pending, {
       queueMultiplier: opts.queueMultiplier,
@@ -286,6 +291,11 @@ export class Committer {
       buildMs: built.buildMs,
     });
     this.#schedule();
+  }
+
+  /** An envelope the HTTP thread answers a client of the component endpoint with. */
+  sendClient(peer: string, body: Uint8Array): void {
+    this.#component?.sendTo(peer, body);
   }
 
   async close(): Promise<void> {

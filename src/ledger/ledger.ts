@@ -16,7 +16,7 @@ import { log } from '../log.js';
 import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
-import type { BlockEvent } from './protocol.js';
+import type { BlockEvent, ClientTraffic } from './protocol.js';
 import type { IngestMetrics } from '../metrics.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
 import { CommitterClient } from './committer-client.js';
@@ -45,6 +45,9 @@ const RECOVERABLE: readonly AlarmKind[] = ['NOSPACE', 'IO', 'STALLED', 'COMMITTE
 export { countBatches, type SubmitResult } from './ingest.js';
 export { LedgerUnavailable } from './pending-writer.js';
 export type { BatchStatus, StatusEntry } from './query.js';
+
+/** Client messages kept while the node starts (before the client service is attached). */
+const MAX_EARLY_CLIENT_MESSAGES = 1024;
 
 export interface LedgerStartOptions {
   config: Config;
@@ -92,6 +95,9 @@ export class Ledger {
   readonly #stallMs: number;
   readonly #dataDir: string;
   #closed = false;
+  #clientHandler: ((m: ClientTraffic) => void) | null = null;
+  /** Client messages that came before a handler was attached (start-up), bounded. */
+  readonly #clientEarly: ClientTraffic[] = [];
 
   private constructor(
     opts: LedgerStartOptions,
@@ -164,6 +170,9 @@ export class Ledger {
     const { client, ready } = await CommitterClient.start(committerOptions, () => ({
       onBlock: (e) => {
         if (ledger) ledger.#onBlock(e, 0);
+      },
+      onClient: (m) => {
+        if (ledger) ledger.#onClient(m);
       },
       onFault: (reason, code) => {
         if (ledger) ledger.#onCommitterFault(reason, code, 0);
@@ -281,6 +290,7 @@ export class Ledger {
     await this.#writer.drain(this.#stallMs);
     const { client, ready } = await CommitterClient.start({ ...this.#committerOptions, recovery: true }, () => ({
       onBlock: (e) => this.#onBlock(e, generation),
+      onClient: (m) => this.#onClient(m),
       onFault: (reason, code) => this.#onCommitterFault(reason, code, generation),
     }));
     if (this.#closed) {
@@ -310,6 +320,24 @@ export class Ledger {
     for (const id of m.committed) this.#settle(id);
     for (const id of m.invalid) this.#settle(id);
     for (const l of this.#listeners) l(m);
+  }
+
+  #onClient(m: ClientTraffic): void {
+    if (this.#clientHandler) this.#clientHandler(m);
+    else if (this.#clientEarly.length < MAX_EARLY_CLIENT_MESSAGES) this.#clientEarly.push(m);
+  }
+
+  /**
+   * Serves the clients of the component endpoint (src/component/client-service.ts): their
+   * messages go to `handler`, answers go back with `sendClient`.
+   */
+  onClientMessage(handler: (m: ClientTraffic) => void): void {
+    this.#clientHandler = handler;
+    for (const m of this.#clientEarly.splice(0)) handler(m);
+  }
+
+  sendClient(peer: string, body: Uint8Array): void {
+    if (!this.#closed) this.#committer.sendClient(peer, body);
   }
 
   #settle(id: string): void {

@@ -60,7 +60,15 @@ export interface VerifyWorkerData {
 
 export type ToCommitter =
   /** Batches already durable in the pending pool as segment `seg`. */
-  { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> } | { type: 'shutdown' };
+  | { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> }
+  /** An envelope for a client of the component endpoint (hex routing id). */
+  | { type: 'client-send'; peer: string; body: Uint8Array }
+  | { type: 'shutdown' };
+
+/** Client traffic of the component endpoint, relayed to the HTTP thread (src/component/client-service.ts). */
+export type ClientTraffic =
+  | { type: 'client'; peer: string; body: Uint8Array }
+  | { type: 'client-gone'; peer: string; why: 'disconnected' | 'cut off' };
 
 export interface BlockEvent {
   type: 'block';
@@ -90,5 +98,6 @@ export type CommitterFaultCode =
 export type FromCommitter =
   | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number; componentEndpoint?: string | undefined }
   | BlockEvent
+  | ClientTraffic
   | { type: 'fatal'; code: CommitterFaultCode; message: string }
   | { type: 'closed' };

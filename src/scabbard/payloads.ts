@@ -9,7 +9,7 @@ import { buildBatch, buildTransaction, type BuiltBatch, type BuiltTxn } from '..
 import { ADMIN_SETTING_ADDRESS, contractAddress, contractRegistryAddress, namespaceRegistryAddress } from './sabre.js';
 import { SabreAct, SabrePayload, encode } from './proto.js';
 
-function sabreTxn(signer: Signer, payload: object, inputs: string[], outputs: string[]): BuiltTxn {
+export function sabreTxn(signer: Signer, payload: object, inputs: string[], outputs: string[]): BuiltTxn {
   return buildTransaction(signer, {
     familyName: 'sabre',
     familyVersion: '0.5',

@@ -30,7 +30,12 @@ export const ADMIN_SETTING = 'sawtooth.swa.administrators';
 export const ADMIN_SETTING_ADDRESS = '000000a87cb5eafdcca6a814e4add97c4b517d3c530c2f44b31d18e3b0c44298fc1c14';
 
 export const contractRegistryAddress = (name: string): string => `00ec01${sha512Hex(name).slice(0, 64)}`;
-export const namespaceRegistryAddress = (namespace: string): string => `00ec00${sha512Hex(namespace).slice(0, 64)}`;
+/**
+ * Where the registries of a namespace live: as upstream's SDK computes it, from the namespace's
+ * first six characters only, so every namespace sharing them (`621dee`, `621dee05`, …) is
+ * listed at one address. A shorter namespace has no registry address (checked before).
+ */
+export const namespaceRegistryAddress = (namespace: string): string => `00ec00${sha512Hex(namespace.slice(0, 6)).slice(0, 64)}`;
 
 /** Namespace → registry address, for the permission check every contract transaction makes. */
 const nsAddresses = new Map<string, string>();
@@ -116,8 +121,9 @@ function putSorted<T>(ctx: TxnContext, address: string, type: typeof ContractReg
   ctx.set(address, encode(type, { registries: list }));
 }
 
-function checkNamespace(ns: string): void {
-  if (ns.length < 6) fail(`Namespace must be at least 6 characters: ${ns}`);
+/** A namespace shorter than six characters has no registry address (upstream's addressing message; its create action words it without "long"). */
+function checkNamespace(ns: string, creating = false): void {
+  if (ns.length < 6) fail(`Namespace must be at least 6 characters${creating ? '' : ' long'}: ${ns}`);
 }
 
 function ownerOrAdmin(ctx: TxnContext, signer: string, owners: string[], what: string): void {
@@ -166,7 +172,7 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
     }
     case SabreAct.CREATE_NAMESPACE_REGISTRY: {
       const a = p.createNamespaceRegistry ?? fail('Namespace registry action is missing');
-      checkNamespace(a.namespace);
+      checkNamespace(a.namespace, true);
       if (a.owners.length === 0) fail('Namespace registry owners cannot be empty');
       const address = namespaceRegistryAddress(a.namespace);
       const list = namespaces(ctx, address);
@@ -177,21 +183,19 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
     }
     case SabreAct.DELETE_NAMESPACE_REGISTRY: {
       const a = p.deleteNamespaceRegistry ?? fail('Namespace registry action is missing');
+      checkNamespace(a.namespace);
       const address = namespaceRegistryAddress(a.namespace);
       const list = namespaces(ctx, address);
       const r = list.find((x) => x.namespace === a.namespace) ?? fail(`Namespace Registry does not exist: ${a.namespace}`);
       ownerOrAdmin(ctx, signer, r.owners, 'delete a namespace registry');
       if (r.permissions.length) fail(`Namespace Registry can only be deleted if there are no permissions: ${a.namespace}`);
-      return putSorted(
-        ctx,
-        address,
-        NamespaceRegistryList,
-        list.filter((x) => x !== r),
-        (x) => x.namespace,
-      );
+      // As upstream's state does: the whole entry goes, with any other registry listed at
+      // the same six-character address (a state root must not differ from upstream's).
+      return ctx.delete(address);
     }
     case SabreAct.UPDATE_NAMESPACE_REGISTRY_OWNERS: {
       const a = p.updateNamespaceRegistryOwners ?? fail('Namespace registry action is missing');
+      checkNamespace(a.namespace);
       if (a.owners.length === 0) fail('Namespace registry owners cannot be empty');
       const address = namespaceRegistryAddress(a.namespace);
       const list = namespaces(ctx, address);
@@ -202,6 +206,7 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
     }
     case SabreAct.CREATE_NAMESPACE_REGISTRY_PERMISSION: {
       const a = p.createNamespaceRegistryPermission ?? fail('Namespace permission action is missing');
+      checkNamespace(a.namespace);
       const address = namespaceRegistryAddress(a.namespace);
       const list = namespaces(ctx, address);
       const r = list.find((x) => x.namespace === a.namespace) ?? fail(`Namespace Registry does not exist: ${a.namespace}`);
@@ -212,6 +217,7 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
     }
     case SabreAct.DELETE_NAMESPACE_REGISTRY_PERMISSION: {
       const a = p.deleteNamespaceRegistryPermission ?? fail('Namespace permission action is missing');
+      checkNamespace(a.namespace);
       const address = namespaceRegistryAddress(a.namespace);
       const list = namespaces(ctx, address);
       const r = list.find((x) => x.namespace === a.namespace) ?? fail(`Namespace Registry does not exist: ${a.namespace}`);
@@ -224,19 +230,29 @@ function registryAction(p: SabrePayloadMsg, signer: string, ctx: TxnContext): vo
   }
 }
 
-/** Upstream's check before a contract runs: each input and output under a namespace permission. */
+/**
+ * Upstream's check before a contract runs, in its words: each input and output is governed by
+ * the registries listed at its first six characters' address, and among those by the last
+ * (in stored order, sorted by namespace: the longest) whose namespace is a prefix of it.
+ */
 function checkContractPermissions(p: SabrePayloadMsg, ctx: TxnContext): void {
   const a = p.executeContract;
   if (!a) return;
   const check = (prefixes: string[], kind: 'read' | 'write'): void => {
     for (const prefix of prefixes) {
-      if (prefix.length < 6) fail(`${kind === 'read' ? 'Input' : 'Output'} must be at least 6 characters long: ${prefix}`);
+      if (prefix.length < 6) fail(`${kind === 'read' ? 'Input' : 'Output'} must have at least 6 characters: ${prefix}`);
       const ns = prefix.slice(0, 6);
-      const reg = namespacesReadOnly(ctx, nsAddress(ns)).find((r) => r.namespace === ns);
-      if (!reg) fail(`Namespace Registry does not exist: ${ns} (contract ${a.name} needs ${kind} permission on it)`);
+      const list = namespacesReadOnly(ctx, nsAddress(ns));
+      if (list.length === 0) fail(`Namespace Registry does not exist: ${ns}`);
+      let reg: NamespaceRegistryMsg | undefined;
+      for (const r of list) if (prefix.startsWith(r.namespace)) reg = r;
+      if (!reg) fail(`No namespace registry exists for namespace: ${ns} ${kind === 'read' ? 'input' : 'output'}: ${prefix}`);
       if (!reg?.permissions.some((x) => x.contractName === a.name && x[kind])) {
+        // Upstream's two messages differ in punctuation.
         fail(
-          `Contract does not have permission to ${kind === 'read' ? 'read from' : 'write to'} state: ${a.name} ${prefix} (no ${kind} permission in namespace registry ${ns})`,
+          kind === 'read'
+            ? `Contract does not have permission to read from state : ${a.name} ${prefix}`
+            : `Contract does not have permission to write to state: ${a.name}, ${prefix}`,
         );
       }
     }

@@ -6,6 +6,7 @@
  *
  * Its family ("tally" by default) keeps a decimal counter per key. The payload is JSON:
  *   {"op":"add","key":k,"n":x}    get, add x, set; an event "tally/added" and receipt data
+ *                                 ("pad":b makes the event's data b bytes long)
  *   {"op":"del","key":k}          delete the key
  *   {"op":"invalid","key":k}      INVALID_TRANSACTION with a message
  *   {"op":"outside","key":k}      get an address outside the inputs: the endpoint answers
@@ -28,6 +29,8 @@ const MT = pb.Message.MessageType;
 const HeaderStyleField = new protobuf.Type('HeaderStyle')
   .add(new protobuf.Field('protocolVersion', 6, 'uint32'))
   .add(new protobuf.Field('requestHeaderStyle', 7, 'uint32'));
+// TpRegisterResponse.protocol_version (field 2), likewise.
+const ProtocolVersionField = new protobuf.Type('ProtocolVersion').add(new protobuf.Field('protocolVersion', 2, 'uint32'));
 const HeaderBytesField = new protobuf.Type('HeaderBytes').add(new protobuf.Field('headerBytes', 5, 'bytes'));
 
 export const TALLY = 'tally';
@@ -64,6 +67,8 @@ export interface ProcessorOptions {
   version?: string;
   /** Register with the RAW header style (header_bytes instead of the expanded header). */
   raw?: boolean;
+  /** TpRegisterRequest.protocol_version (1 by default; the Python SDK sends 0). */
+  protocolVersion?: number;
   /**
    * Before processing: return 'internal' to answer INTERNAL_ERROR, 'vanish' to close the
    * socket without answering, or nothing to process normally.
@@ -86,6 +91,8 @@ export class TestProcessor {
   readonly family: string;
   /** Context and correlation ids of the last process request received. */
   lastContextId = '';
+  /** protocol_version of the last registration answer. */
+  registeredVersion = -1;
   lastCorrelationId = '';
 
   constructor(
@@ -112,9 +119,11 @@ export class TestProcessor {
         maxOccupancy: 1,
       }).finish(),
     );
-    const style = HeaderStyleField.encode({ protocolVersion: 1, requestHeaderStyle: this.opts.raw ? 2 : 1 }).finish();
+    const style = HeaderStyleField.encode({ protocolVersion: this.opts.protocolVersion ?? 1, requestHeaderStyle: this.opts.raw ? 2 : 1 }).finish();
     const reply = await this.request(MT.TP_REGISTER_REQUEST, Buffer.concat([register, style]));
-    return pb.TpRegisterResponse.decode(reply.content).status as number;
+    const answer = pb.TpRegisterResponse.decode(reply.content);
+    this.registeredVersion = (ProtocolVersionField.decode(reply.content) as unknown as { protocolVersion: number }).protocolVersion;
+    return answer.status as number;
   }
 
   async unregister(): Promise<number> {
@@ -236,7 +245,11 @@ export class TestProcessor {
         MT.TP_EVENT_ADD_REQUEST,
         pb.TpEventAddRequest.encode({
           contextId: ctx,
-          event: { eventType: 'tally/added', attributes: [{ key: 'key', value: key }], data: Buffer.from(String(after)) },
+          event: {
+            eventType: 'tally/added',
+            attributes: [{ key: 'key', value: key }],
+            data: Buffer.from(String(after).padEnd(Number(payload.pad ?? 0), ' ')),
+          },
         }).finish(),
         pb.TpEventAddResponse,
       );
