@@ -103,7 +103,15 @@ async function probe(t: Test, dir: string, label: string): Promise<void> {
       if (r.status !== 200 && r.status !== 404 && r.status !== 503) wrong.push(`${path} after a write: ${r.status}`);
     }
     t.same(wrong, [], `${label}: answers ${JSON.stringify(seen)}`);
-    if (wrong.length) t.comment(child.log().split('\n').filter((l) => /error|warn/i.test(l)).slice(-10).join('\n'));
+    if (wrong.length)
+      t.comment(
+        child
+          .log()
+          .split('\n')
+          .filter((l) => /error|warn/i.test(l))
+          .slice(-10)
+          .join('\n'),
+      );
     t.equal(child.child.signalCode, null, `${label}: no signal`);
     t.equal(child.child.exitCode, null, `${label}: still running`);
   } finally {
