@@ -13,6 +13,7 @@ import type { RootDatabase } from 'lmdb';
 import type { Config } from '../config.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
+import { StartupError } from '../store/lock.js';
 import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
@@ -167,17 +168,32 @@ export class Ledger {
       stateCheckpointChunk: config.stateCheckpointChunk,
       storageStallMs: (config.storageStallSec ?? DEFAULT_STALL_MS / 1000) * 1000,
     };
-    const { client, ready } = await CommitterClient.start(committerOptions, () => ({
-      onBlock: (e) => {
-        if (ledger) ledger.#onBlock(e, 0);
-      },
-      onClient: (m) => {
-        if (ledger) ledger.#onClient(m);
-      },
-      onFault: (reason, code) => {
-        if (ledger) ledger.#onCommitterFault(reason, code, 0);
-      },
-    }));
+    let started: Awaited<ReturnType<typeof CommitterClient.start>>;
+    try {
+      started = await CommitterClient.start(committerOptions, () => ({
+        onBlock: (e) => {
+          if (ledger) ledger.#onBlock(e, 0);
+        },
+        onClient: (m) => {
+          if (ledger) ledger.#onClient(m);
+        },
+        onFault: (reason, code) => {
+          if (ledger) ledger.#onCommitterFault(reason, code, 0);
+        },
+      }));
+    } catch (err) {
+      // A record the start needs failed its checksum: refuse, naming it and what to do.
+      const m =
+        err instanceof Error ? /corrupt record in .*|damaged page in .*|MDB_(?:CORRUPTED|PAGE_NOTFOUND|BAD_TXN|INVALID).*/.exec(err.message) : null;
+      if (m) {
+        throw new StartupError(
+          `the data directory ${config.dataDir} is damaged; the node will not start on it: ${m[0]}\n` +
+            `Stop here: restore the directory from a backup (ledger.mdb and pending.mdb together), and run \`cairn check --data-dir ${config.dataDir}\` to list every problem.`,
+        );
+      }
+      throw err;
+    }
+    const { client, ready } = started;
     ledger = new Ledger(opts, description, ready, committerOptions, opts.alarms ?? new AlarmBoard());
     ledger.#committer = client;
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
