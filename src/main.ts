@@ -102,7 +102,7 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n\n${usage()}`);
+      process.stderr.write(`cairn start: ${err.message} (cairn start --help shows the options)\n`);
       process.exit(2);
     }
     throw err;

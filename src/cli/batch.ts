@@ -13,6 +13,7 @@ import { fetchOrExplain, getJson, isMain, ledgerUrl, parseOrUsage, print, runCom
 export const USAGE = `usage: cairn batch submit <file|-> ... [--wait SECONDS] [options]   post BatchList files, wait for their statuses
        cairn batch status <batch id> ... [--wait SECONDS] [options]   statuses of batches
        cairn batch list [--limit N] [options]                        the latest batches
+Batches of any family on the ledger gateway.
 options:
   --url URL        ledger gateway (default: CAIRN_LEDGER_URL, else http://<CAIRN_LEDGER_BIND>, else http://127.0.0.1:8008)
   --wait SECONDS   how long to wait for the batches to settle (submit default 10, status default 0)
@@ -117,4 +118,4 @@ export async function run(argv: string[]): Promise<number> {
   }
 }
 
-if (isMain(import.meta.url)) void runCommand('batch', USAGE, () => run(process.argv.slice(2)));
+if (isMain(import.meta.url)) void runCommand('cairn batch', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));
