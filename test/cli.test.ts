@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { decode } from '../src/codec/cbor.js';
-import { intkeyAddress } from '../src/families/intkey.js';
+import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
 import { Signer } from '../src/crypto/secp256k1.js';
 import { startTestNode } from './helpers/node.js';
 import { TS_ARGS } from './helpers/child.js';
@@ -282,7 +282,7 @@ t.test('cairn batch submit|status|list', async (t) => {
   t.match(refused.stderr, /^cairn batch: .*garbage\.batches: batch refused: /);
   noStack(t, refused);
   const cases: Array<[string[], RegExp, number]> = [
-    [['batch'], /missing command \(submit, status, list\)/, 2],
+    [['batch'], /missing command \(submit, status, list, build\)/, 2],
     [['batch', 'frob'], /unknown command batch frob/, 2],
     [['batch', 'submit'], /submit needs at least one BatchList file/, 2],
     [['batch', 'status'], /status needs at least one batch id/, 2],
@@ -295,6 +295,113 @@ t.test('cairn batch submit|status|list', async (t) => {
     t.equal(r.code, code, `${args.join(' ')}: exit ${code}`);
     t.match(r.stderr, message);
     noStack(t, r);
+  }
+});
+
+t.test('cairn batch build: signed BatchList files that submit and commit', async (t) => {
+  const key = join(tmp, 'builder.priv');
+  const file = join(tmp, 'built.batches');
+  const built = await inProcess([
+    'batch',
+    'build',
+    'intkey',
+    'set',
+    'cli-build',
+    '7',
+    'inc',
+    'cli-build',
+    '2',
+    'set',
+    'cli-build2',
+    '1',
+    '--per-batch',
+    '2',
+    '--key',
+    key,
+    '--out',
+    file,
+    '--json',
+  ]);
+  t.equal(built.code, 0, built.stderr);
+  const meta = JSON.parse(built.stdout) as { file: string; signer: string; transactions: number; batches: string[] };
+  t.equal(meta.transactions, 3);
+  t.equal(meta.batches.length, 2, 'two per batch: two batches in one file');
+  t.equal(meta.signer, new Signer(readFileSync(key, 'utf8').trim()).publicKey, 'signed with the key file');
+  const sub = await inProcess(['batch', 'submit', file, '--json', ...url]);
+  t.equal(sub.code, 0, sub.stderr);
+  t.same(
+    JSON.parse(sub.stdout).map((s: { id: string; status: string }) => [s.id, s.status]),
+    meta.batches.map((id) => [id, 'COMMITTED']),
+  );
+  t.equal(await stateValue('cli-build'), 9);
+  t.equal(await stateValue('cli-build2'), 1);
+
+  // Raw payloads for a named family, version, inputs and outputs: here intkey's own CBOR.
+  const payload = join(tmp, 'payload.cbor');
+  writeFileSync(payload, intkeyPayload('inc', 'cli-build', 1));
+  const address = intkeyAddress('cli-build');
+  const raw = join(tmp, 'raw.batches');
+  const r = await inProcess([
+    'batch',
+    'build',
+    'raw',
+    '--family',
+    'intkey',
+    '--version',
+    '1.0',
+    '--input',
+    address,
+    '--output',
+    address,
+    '--payload-file',
+    payload,
+    '--payload',
+    intkeyPayload('inc', 'cli-build', 10).toString('hex'),
+    '--repeat',
+    '2',
+    '--key',
+    key,
+    '--out',
+    raw,
+  ]);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, new RegExp(`^wrote .*raw\\.batches: 4 batches, 4 transactions, signed by ${meta.signer}\\n$`));
+  t.equal((await inProcess(['batch', 'submit', raw, ...url])).code, 0);
+  t.equal(await stateValue('cli-build'), 9 + 2 * 11, 'each payload twice, each with its own nonce');
+
+  const cases: Array<[string[], RegExp, number]> = [
+    [['batch', 'build', 'intkey', 'set', 'x', '1'], /build needs --out FILE/, 2],
+    [['batch', 'build', '--out', file], /build needs a kind: intkey or raw/, 2],
+    [['batch', 'build', 'frob', '--out', file], /unknown kind frob/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '--out', file], /VERB NAME VALUE triples/, 2],
+    [['batch', 'build', 'intkey', 'mul', 'x', '1', '--out', file], /unknown verb mul/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x'.repeat(21), '1', '--out', file], /takes at most 20/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '-1', '--out', file], /whole number from 0 to 4294967295/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--per-batch', '0', '--out', file], /--per-batch takes a whole number from 1 to 1000/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--repeat', '100001', '--out', file], /--repeat takes a whole number/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', 'set', 'y', '1', '--repeat', '60000', '--out', file], /at most 100000 transactions per file/, 2],
+    [['batch', 'build', 'raw', '--version', '1', '--payload', 'aa', '--out', file], /build raw needs --family/, 2],
+    [['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--out', file], /at least one --payload HEX or --payload-file FILE/, 2],
+    [['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--payload', 'xyz', '--out', file], /--payload takes hex bytes, got "xyz"/, 2],
+    [
+      ['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--input', 'abc', '--payload', 'aa', '--out', file],
+      /--input: not an address or prefix/,
+      2,
+    ],
+    [['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--payload', 'aa', 'extra', '--out', file], /unexpected argument extra/, 2],
+    [
+      ['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--payload-file', join(tmp, 'nope'), '--out', file],
+      /cannot read .*nope: ENOENT/,
+      1,
+    ],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--key', file, '--out', file], /cannot use the key file .*built\.batches/, 1],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--key', key, '--out', join(tmp, 'no', 'dir', 'f')], /cannot write .*f: ENOENT/, 1],
+    [['batch', 'list', '--out', file], /--out is an option of batch build/, 2],
+  ];
+  for (const [args, message, code] of cases) {
+    const res = await inProcess(args);
+    t.equal(res.code, code, `${args.join(' ')}: exit ${code}`);
+    t.match(res.stderr, message, args.join(' '));
   }
 });
 
