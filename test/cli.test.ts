@@ -302,25 +302,8 @@ t.test('cairn batch build: signed BatchList files that submit and commit', async
   const key = join(tmp, 'builder.priv');
   const file = join(tmp, 'built.batches');
   const built = await inProcess([
-    'batch',
-    'build',
-    'intkey',
-    'set',
-    'cli-build',
-    '7',
-    'inc',
-    'cli-build',
-    '2',
-    'set',
-    'cli-build2',
-    '1',
-    '--per-batch',
-    '2',
-    '--key',
-    key,
-    '--out',
-    file,
-    '--json',
+    ...'batch build intkey set cli-build 7 inc cli-build 2 set cli-build2 1 --per-batch 2 --json'.split(' '),
+    ...['--key', key, '--out', file],
   ]);
   t.equal(built.code, 0, built.stderr);
   const meta = JSON.parse(built.stdout) as { file: string; signer: string; transactions: number; batches: string[] };
@@ -342,27 +325,8 @@ t.test('cairn batch build: signed BatchList files that submit and commit', async
   const address = intkeyAddress('cli-build');
   const raw = join(tmp, 'raw.batches');
   const r = await inProcess([
-    'batch',
-    'build',
-    'raw',
-    '--family',
-    'intkey',
-    '--version',
-    '1.0',
-    '--input',
-    address,
-    '--output',
-    address,
-    '--payload-file',
-    payload,
-    '--payload',
-    intkeyPayload('inc', 'cli-build', 10).toString('hex'),
-    '--repeat',
-    '2',
-    '--key',
-    key,
-    '--out',
-    raw,
+    ...`batch build raw --family intkey --version 1.0 --input ${address} --output ${address} --repeat 2`.split(' '),
+    ...['--payload-file', payload, '--payload', intkeyPayload('inc', 'cli-build', 10).toString('hex'), '--key', key, '--out', raw],
   ]);
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, new RegExp(`^wrote .*raw\\.batches: 4 batches, 4 transactions, signed by ${meta.signer}\\n$`));
