@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json'];
+const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json', 'examples'];
 const MARK = '<!-- walkthrough -->';
 
 /** The marked ```sh blocks of a markdown file, in order. */
@@ -127,6 +127,7 @@ const DOCS: { doc: string; fixedPorts?: number[]; dataDir: boolean }[] = [
   { doc: 'README.md', dataDir: true },
   { doc: 'docs/node-api.md', dataDir: true },
   { doc: 'docs/data-api.md', dataDir: true },
+  { doc: 'docs/transaction-processors.md', fixedPorts: [4004], dataDir: true },
   {
     doc: 'docs/circuits.md',
     fixedPorts: [8108, 8109, 8110, 8185, 8186, 8187, 8180, 8181, 8182, 8144, 8145, 8146, 4104, 4105, 4106],
