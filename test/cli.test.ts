@@ -28,7 +28,9 @@ interface Out {
 /** Runs a process to its end with no CAIRN_ variables but `env`. */
 async function runProcess(args: string[], env: NodeJS.ProcessEnv = {}, strip = false): Promise<Out> {
   const clean = { ...process.env };
-  for (const k of Object.keys(clean)) if (k.startsWith('CAIRN_') || (strip && (k.startsWith('TAP') || k === 'NODE_OPTIONS'))) delete clean[k];
+  for (const k of Object.keys(clean))
+    if (k.startsWith('CAIRN_') || (strip && (k.startsWith('TAP') || k.startsWith('_TAPJS') || k === 'NODE_OPTIONS' || k === 'NODE_V8_COVERAGE')))
+      delete clean[k];
   try {
     const r = await exec(process.execPath, args, { env: { ...clean, ...env }, timeout: 120_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };

@@ -17,8 +17,6 @@ import { buildBatch, buildBatchList, buildTransaction, type BuiltBatch, type Txn
 import { intkeyAddress, intkeyPayload } from '../families/intkey.js';
 import { print, UsageError, type Args } from './args.js';
 
-export const BUILD_OPTIONS = ['out', 'key', 'data-dir', 'per-batch', 'repeat', 'family', 'version', 'input', 'output', 'payload', 'payload-file'];
-
 const MAX_TXNS = 100_000;
 
 function count(v: string | undefined, name: string, dflt: number, max: number): number {

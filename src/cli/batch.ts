@@ -9,7 +9,6 @@
  * 2 usage error, 3 still pending after the wait.
  */
 import { readFileSync } from 'node:fs';
-import { build, BUILD_OPTIONS } from './batch-build.js';
 import { fetchOrExplain, getJson, isMain, ledgerUrl, parseOrUsage, print, runCommand, seconds, UsageError } from './args.js';
 
 export const USAGE = `usage: cairn batch submit <file|-> ... [--wait SECONDS] [options]   post BatchList files, wait for their statuses
@@ -35,6 +34,9 @@ exit status: 0 committed (list, status: answered; build: written), 1 invalid or 
 `;
 
 const BATCH_ID = /^[0-9a-f]{128}$/;
+
+/** The options of `batch build` (batch-build.ts, loaded only for that command). */
+const BUILD_OPTIONS = ['out', 'key', 'data-dir', 'per-batch', 'repeat', 'family', 'version', 'input', 'output', 'payload', 'payload-file'];
 
 interface Status {
   id: string;
@@ -76,7 +78,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const json = args.flags.has('json');
   const [verb, ...rest] = args.positional;
-  if (verb === 'build') return build(args, rest[0], rest.slice(1));
+  if (verb === 'build') return (await import('./batch-build.js')).build(args, rest[0], rest.slice(1));
   const misplaced = BUILD_OPTIONS.find((o) => args.options.has(o));
   if (misplaced) throw new UsageError(`--${misplaced} is an option of batch build`);
   const url = ledgerUrl(args.options.get('url'));
