@@ -41,6 +41,11 @@ export interface Config {
   /** Blocks behind the head whose state `head=` still reads (0 = all not pruned). */
   stateHistoryBlocks: number;
   /**
+   * Seconds a storage write may take to become durable; past it the write counts as failed
+   * and raises the STALLED alarm (the node turns read-only and retries by itself).
+   */
+  storageStallSec: number;
+  /**
    * When a 202 is sent: 'flush' once the pending-pool write is synced to disk (survives a
    * power loss), 'commit' once it is committed to the OS (survives kill -9 of the node,
    * not a power loss; lower submit latency).
@@ -149,6 +154,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     flag: 'state-checkpoint-chunk',
     env: 'CAIRN_STATE_CHECKPOINT_CHUNK',
     help: 'Merkle records a block writes for a state checkpoint at most; a larger one is spread over the next blocks (default 4096)',
+  },
+  storageStallSec: {
+    flag: 'storage-stall',
+    env: 'CAIRN_STORAGE_STALL',
+    help: 's a storage write may take to become durable before it raises the STALLED alarm (default 15)',
   },
   stateHistoryBlocks: {
     flag: 'state-history-blocks',
@@ -318,6 +328,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     stateCheckpointBlocks: int(get('stateCheckpointBlocks') ?? '256', 'state checkpoint blocks', 1),
     stateCheckpointChunk: int(get('stateCheckpointChunk') ?? '4096', 'state checkpoint chunk', 1),
     stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
+    storageStallSec: int(get('storageStallSec') ?? '15', 'storage stall', 1),
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
     maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),

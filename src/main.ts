@@ -44,9 +44,6 @@ async function explainStartFailure(err: unknown, config: Config): Promise<string
   return `cannot listen on ${m[2]}:${m[3]} for interface ${interfaceName}: ${why}. Choose another address with --${o.flag} host:port or ${o.env}=host:port (0 as port picks a free one)${off}. Nothing was written to the data directory ${config.dataDir}`;
 }
 
-/** Upper bound of an orderly stop after a fault: then the process ends regardless. */
-const FAULT_EXIT_MS = 15_000;
-
 let node: RunningNode | null = null;
 let stopping = false;
 
@@ -55,7 +52,6 @@ function stop(why: string, code: number): void {
   if (stopping) return;
   stopping = true;
   log.info(`${why}: shutting down`);
-  if (code !== 0) setTimeout(() => process.exit(code), FAULT_EXIT_MS).unref();
   (node ? node.close() : Promise.resolve()).then(
     () => {
       if (code === 0) log.info('stopped');
@@ -70,8 +66,9 @@ function stop(why: string, code: number): void {
 
 /**
  * An error nothing handled (a rejected promise, e.g. from inside the store library, or a
- * throw): the node can no longer vouch for its state. It stops acknowledging (the ledger
- * fault), then ends non-zero in order, so that a supervisor restarts it from disk.
+ * throw): the node can no longer vouch for what it was doing. It raises an alarm (a storage
+ * alarm by the error's cause, else COMMITTER): writes are refused, reads served, and the
+ * ledger recovers by itself (src/ledger/ledger.ts). The process does not exit.
  */
 function onProcessError(what: string, err: unknown): void {
   // A failed LMDB commit rejects with a generic "Commit failed" whose `commitError` holds
@@ -85,11 +82,9 @@ function onProcessError(what: string, err: unknown): void {
 
 function reportProcessError(what: string, err: unknown): void {
   const reason = `${what}: ${err instanceof Error ? err.message : String(err)}`;
-  if (node && node.ledger.fault === null) node.ledger.markFaulty(reason);
-  else {
-    log.error(reason);
-    if (!node) process.exit(1);
-  }
+  log.error(reason);
+  if (!node) process.exit(1);
+  if (node.ledger.storageFault(err, 'ledger.mdb') === null) node.ledger.markFaulty(reason, 'COMMITTER');
 }
 
 async function main(): Promise<void> {
@@ -134,7 +129,6 @@ async function main(): Promise<void> {
     log.info(`data directory ${config.dataDir}: existing, head block ${node.ledger.head.blockNum}${made ? `; created ${made}` : ''}`);
   }
   log.info('ready; Ctrl-C (SIGINT) or SIGTERM stops the node cleanly');
-  node.ledger.onFault(() => stop('ledger fault', 1));
   // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): stop() runs once.
   process.on('SIGINT', () => stop('SIGINT', 0));
   process.on('SIGTERM', () => stop('SIGTERM', 0));

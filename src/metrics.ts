@@ -140,6 +140,25 @@ export class NodeMetrics {
       },
     });
     new Gauge({
+      name: 'cairn_alarm',
+      help: 'Storage alarms raised (1) by kind and cause: writes are refused while any is raised (src/store/alarms.ts)',
+      labelNames: ['kind', 'cause'],
+      registers,
+      collect() {
+        this.reset();
+        for (const a of ledger.alarms.list()) this.set({ kind: a.kind, cause: a.cause }, 1);
+      },
+    });
+    const raised = new Counter({
+      name: 'cairn_alarms_raised_total',
+      help: 'Storage alarms raised since start, by kind',
+      labelNames: ['kind'],
+      registers,
+    });
+    ledger.alarms.onChange((up, a) => {
+      if (up) raised.inc({ kind: a.kind });
+    });
+    new Gauge({
       name: 'cairn_lmdb_map_size_bytes',
       help: 'LMDB map size (the most the file may grow to) of the ledger environment',
       labelNames: ['file'],

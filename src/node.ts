@@ -26,6 +26,10 @@ import { registerDataApi, type DataApi } from './data-api/index.js';
 import { startCircuits, type Circuits } from './circuits/index.js';
 import { NodeMetrics } from './metrics.js';
 import { checkPorts } from './startup.js';
+import { AlarmBoard, withinTime } from './store/alarms.js';
+import { nodeDbName } from './store/names.js';
+import { writeGate } from './http/write-gate.js';
+import { registerAlarmRoutes } from './node-api/alarm-routes.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -86,11 +90,31 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   // Metrics off: no registry, no hooks anywhere (each hook call site skips on undefined).
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;
+  // The node's storage alarms: any failed write turns every interface read-only until it clears.
+  const alarms = new AlarmBoard();
+  const stallMs = config.storageStallSec * 1000;
+  // The node API's and data API's writes go to the main environment from this thread: a
+  // recovery must see one of those succeed too.
+  const probeDb = db.openDB<number, string>(nodeDbName('meta'), {});
+  const probeMain = async (): Promise<void> => {
+    await withinTime(probeDb.put('storage_probe', Date.now()), stallMs, 'a node-store probe write');
+    await withinTime(db.flushed, stallMs, 'a node-store probe sync');
+  };
   try {
     const component = config.componentBind
       ? { bind: `${config.componentBind.host}:${config.componentBind.port}`, externalFamilies: config.externalFamilies }
       : undefined;
-    ledger = await Ledger.start({ config, db, nodeSigner, nodeKeyFile, description: NODE_LEDGER, metrics: metrics?.ingest, component });
+    ledger = await Ledger.start({
+      config,
+      db,
+      nodeSigner,
+      nodeKeyFile,
+      description: NODE_LEDGER,
+      metrics: metrics?.ingest,
+      component,
+      alarms,
+      probes: [probeMain],
+    });
   } catch (err) {
     await db.close();
     throw err;
@@ -107,6 +131,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     errorReply: ledgerErrorReplyFactory(),
     commonHeaders: config.cors ? { 'access-control-allow-origin': '*' } : undefined,
     observe: metrics?.http('ledger'),
+    ...writeGate(ledger, 'ledger'),
   });
   const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
   registerExplorer(ledgerServer);
@@ -118,6 +143,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     bodyBudget,
     errorReply: messageErrorReply,
     observe: metrics?.http('node'),
+    ...writeGate(ledger, 'node'),
   });
   const nodeApi: NodeApi = registerNodeApi(nodeServer, { config, db, nodeSigner, adminSigner, version: VERSION });
   let circuits: Circuits;
@@ -138,6 +164,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await db.close();
     throw err;
   }
+  registerAlarmRoutes(nodeApi.router, ledger);
   nodeApi.mountAdded();
   const { host: nh } = config.networkBind;
   const networkEndpoint = `tcp://${nh.includes(':') ? `[${nh}]` : nh}:${circuits.port}`;
@@ -149,6 +176,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     bodyBudget,
     errorReply: messageErrorReply,
     observe: metrics?.http('data'),
+    ...writeGate(ledger, 'data'),
   });
   const dataApi: DataApi = registerDataApi(dataServer, {
     config,

@@ -19,6 +19,7 @@ commands:
   circuit    propose, vote, list, show, disband…: circuits between nodes
   check      verify a stopped node's data directory: --data-dir DIR
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
+  alarm      list|clear: the node's storage alarms (a read-only node and why)
 common options: --url URL (the node to talk to), --json (JSON output and errors), --help
 exit status: 0 done, 1 failed (refused, invalid, unreachable), 2 usage error, 3 still pending
 `;
@@ -45,6 +46,7 @@ const COMMANDS: Record<string, () => Promise<Run>> = {
   circuit: async () => (await import('./circuit.js')).run,
   check: async () => (await import('./check.js')).run,
   prune: async () => (await import('./prune.js')).run,
+  alarm: async () => (await import('./alarm.js')).run,
 };
 
 /** The command names, for tests and the usage. */

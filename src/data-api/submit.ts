@@ -79,7 +79,7 @@ export interface Planned {
 /** Builds, signs (one batch), records and submits the request's actions (Sabre-wrapped for a circuit's service). */
 export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Answer> {
   // A node that stopped on a fault acknowledges nothing more, its own writes included.
-  if (be.ledger.fault !== null) throw new ApiError(503, `The node stopped accepting writes and is restarting: ${be.ledger.fault}`);
+  if (be.ledger.fault !== null) throw new ApiError(503, `The node is read-only until its storage alarm clears: ${be.ledger.fault}`);
   const timestamp = Math.floor(Date.now() / 1000);
   const txns = planned.map(({ action, path }) => {
     try {

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { log } from '../log.js';
 import { idFits } from './ids.js';
 import { ApiError } from './api-error.js';
+import { RETRY_AFTER_SEC } from '../store/alarms.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'options';
 
@@ -80,6 +81,16 @@ export interface ServerOptions {
   errorReply(status: number, message: string, code?: number): Reply;
   /** Extra headers on every reply (e.g. CORS when enabled). */
   commonHeaders?: Record<string, string>;
+  /**
+   * The write gate: called before a route's handler with its method and route pattern; a
+   * message refuses the request with 503 (a storage alarm makes the node read-only).
+   */
+  refuseWrite?: (method: string, route: string) => string | null;
+  /**
+   * An error a handler threw that is not an ApiError: a storage error (a failed write, a
+   * damaged record) is turned into an alarm and a 503 with this message; null: a 500.
+   */
+  storageError?: (err: unknown) => string | null;
   /**
    * Called once per answered route request with its route pattern (not the raw URL, so the
    * label set stays bounded), HTTP status and duration; absent, requests are not timed.
@@ -385,6 +396,11 @@ export class HttpServer {
   #run(res: HttpResponse, req: Req, handler: Handler, state: Exchange): void {
     let out: Reply | Promise<Reply>;
     try {
+      const refused = req.method !== 'GET' && req.method !== 'HEAD' ? this.#opts.refuseWrite?.(req.method, req.path) : null;
+      if (refused) {
+        this.#finishReply(res, state, this.#opts.errorReply(503, refused, 18));
+        return;
+      }
       out = handler(req);
     } catch (err) {
       this.#finishReply(res, state, this.#errorToReply(err, req.method, req.path, state.id));
@@ -406,6 +422,8 @@ export class HttpServer {
         const r = this.#opts.errorReply(err.status, err.message, err.code);
         return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
       }
+      const storage = this.#opts.storageError?.(err);
+      if (storage) return this.#opts.errorReply(503, storage, 18);
       log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}${id ? ` (request ${id})` : ''}`, err);
     } catch (e) {
       log.error(`${this.#opts.name}: error while building an error reply`, e);
@@ -502,6 +520,8 @@ export class HttpServer {
     };
     add(this.#opts.commonHeaders);
     add(reply.headers);
+    // Every 503 says when to try again (an alarm, a full body budget, a login flood).
+    if (reply.status === 503 && !headers.some(([k]) => k.toLowerCase() === 'retry-after')) headers.push(['retry-after', String(RETRY_AFTER_SEC)]);
     const body = reply.body;
     if (typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('reply body is neither a string nor bytes');
     if (typeof headers[0]![1] !== 'string') throw new TypeError('content type is not a string');

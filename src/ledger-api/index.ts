@@ -34,10 +34,11 @@ function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
       path: '/status',
       reply: replies.status,
       handler: ({ req }) => {
-        // A node that stopped on a fault is not a healthy validator: 503 code 18 with the reason,
-        // so that health checks and load balancers take it out until it has restarted.
+        // A node with a storage alarm raised is read-only, not a healthy validator: 503 code 18
+        // with the alarm's cause, so that health checks and load balancers take it out of the
+        // write rotation until the alarm clears (reads keep working).
         if (ledger.fault !== null)
-          throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator stopped and is restarting: ${ledger.fault}`, true);
+          throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator is read-only, storage alarm raised: ${ledger.fault}`, true);
         return answer({
           data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
           link: selfUrl(req),

@@ -19,6 +19,12 @@ import { readModelDbName } from '../store/names.js';
 import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
 import { migrateIdIndexes } from '../store/id-migration.js';
+import { withinTime } from '../store/alarms.js';
+
+/** Default of ChainWriterOptions.stallMs. */
+export const DEFAULT_STALL_MS = 15_000;
+/** Meta key of the record a recovery probe writes. */
+const PROBE_KEY = 'probe';
 
 /** Parent id of block 0. */
 export const NULL_BLOCK_ID = '0000000000000000';
@@ -35,6 +41,13 @@ export interface ChainWriterOptions {
   checkpointEvery?: number;
   /** Merkle records a block writes for a checkpoint at most (default DEFAULT_CHECKPOINT_CHUNK). */
   checkpointChunk?: number;
+  /**
+   * Longest a round's transaction may take to become durable (ms, default DEFAULT_STALL_MS):
+   * past it the write counts as failed ("storage stalled"), so that a device that hangs, or
+   * lmdb-js's writer wedged by an earlier failed commit, raises an alarm instead of
+   * stopping block production silently.
+   */
+  stallMs?: number;
 }
 
 /** More of a round written in the same transaction. */
@@ -52,6 +65,7 @@ export class ChainWriter {
   readonly #projectors: readonly ProjectorEntry[];
   readonly #readModel: ReadModelWriter;
   readonly #writeFault: FaultPoint | null;
+  readonly #stallMs: number;
   /** The state as of any stored or staged root: what blocks are built on. */
   readonly state: StateStore;
   /** Where committed batches and transactions are (as far as durable blocks go). */
@@ -77,6 +91,7 @@ export class ChainWriter {
     };
     this.#projectors = opts.projectors;
     this.#writeFault = opts.writeFault;
+    this.#stallMs = opts.stallMs ?? DEFAULT_STALL_MS;
     // Opened up front: never inside a write transaction.
     const dbs = new ReadModelDbs(s.root);
     const prefix = opts.readModelPrefix ?? '';
@@ -115,6 +130,17 @@ export class ChainWriter {
     await this.#s.root.transaction(() => {
       for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
     });
+  }
+
+  /** One small durable write: resolves when the ledger file takes writes again, else throws. */
+  async probe(): Promise<void> {
+    const s = this.#s;
+    await withinTime(
+      s.root.childTransaction(() => void s.meta.put(PROBE_KEY, Date.now())),
+      this.#stallMs,
+      'a ledger probe write',
+    );
+    await withinTime(s.root.flushed, this.#stallMs, 'a ledger probe sync');
   }
 
   /** Makes a built block's state readable to the builder before it is durable. */
@@ -172,16 +198,21 @@ export class ChainWriter {
     try {
       // A child transaction: if anything in here throws, none of this round's writes stay
       // in the (shared, batched) LMDB transaction.
-      await s.root.childTransaction(() => {
-        try {
-          writeRound();
-        } catch (err) {
-          this.#engine.writeFailed();
-          throw err;
-        }
-      });
+      const what = head ? `block ${head.blockNum}` : 'a verdict round';
+      await withinTime(
+        s.root.childTransaction(() => {
+          try {
+            writeRound();
+          } catch (err) {
+            this.#engine.writeFailed();
+            throw err;
+          }
+        }),
+        this.#stallMs,
+        `the transaction of ${what}`,
+      );
       // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
-      await s.root.flushed;
+      await withinTime(s.root.flushed, this.#stallMs, `the sync of ${what}`);
     } catch (err) {
       this.#engine.writeFailed();
       throw err;

@@ -70,12 +70,12 @@ export class CommitterClient {
     this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter, transfer);
   }
 
-  /** Asks the thread to finish the blocks in flight and stop; ends it after 10 s at the latest. */
-  close(): Promise<void> {
+  /** Asks the thread to finish the blocks in flight and stop; ends it after `ms` (10 s) at the latest. */
+  close(ms = 10_000): Promise<void> {
     this.#closed = true;
     const w = this.#worker;
     return new Promise<void>((resolve) => {
-      const t = setTimeout(() => void w.terminate().then(() => resolve()), 10_000);
+      const t = setTimeout(() => void w.terminate().then(() => resolve()), ms);
       w.on('message', (m: FromCommitter) => {
         if (m.type === 'closed') {
           clearTimeout(t);

@@ -90,9 +90,11 @@ export class Committer {
       stores: this.#s,
       leafEncoding: d.leafEncoding,
       projectors: projectorEntries(d.projectors),
-      writeFault: faultPoint('ledger.write'),
+      // A committer started by a recovery runs without the test hook's fault: the hook models one failure.
+      writeFault: opts.recovery ? null : faultPoint('ledger.write'),
       checkpointEvery: opts.stateCheckpointBlocks,
       checkpointChunk: opts.stateCheckpointChunk,
+      stallMs: opts.storageStallMs,
     });
     this.#component = opts.component ? new ComponentServer(opts.component) : null;
     this.#builder = new BlockBuilder(this.#writer.state, signer, familyLookup(d.families), this.#component ?? undefined);
@@ -121,6 +123,9 @@ export class Committer {
       const verdict = this.#s.invalid.get(id);
       return verdict?.seq !== undefined && verdict.seq >= seq;
     });
+    // A start is also how the ledger recovers from a storage alarm: it counts only once the
+    // ledger file takes a durable write again.
+    await this.#writer.probe();
     const componentEndpoint = this.#component ? await this.#component.start() : undefined;
     this.#post({
       type: 'ready',

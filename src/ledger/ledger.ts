@@ -1,13 +1,19 @@
 /**
  * A ledger as the HTTP thread sees it: one instance of the engine, built from a ledger
  * description. It puts together the ingest (verify pool, pending-pool writer), the
- * committer client, the status waiters and the query service, and owns the ledger's
- * fault: once set, no more batches are acknowledged.
+ * committer client, the status waiters and the query service. A storage fault (a failed or
+ * stalled write, a committer thread that died) raises an alarm on the node's board
+ * (src/store/alarms.ts): no more batches are acknowledged while it is raised, and the
+ * ledger recovers by itself with a bounded back-off: it restarts the committer from the
+ * last durable block (the same path as a start, which recovers every acknowledged batch
+ * from the pending pool), probes the pending pool, and clears the alarm once both take
+ * durable writes again. The process never exits for it.
  */
 import type { RootDatabase } from 'lmdb';
 import type { Config } from '../config.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
+import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { BlockEvent } from './protocol.js';
@@ -21,6 +27,20 @@ import { LedgerQuery, type StatusEntry } from './query.js';
 import { ANY_FAMILY } from './catalog.js';
 import type { ComponentOptions } from '../component/server.js';
 import type { VerifyResult } from './verify.js';
+import type { CommitterFaultCode, CommitterOptions } from './protocol.js';
+import { AlarmBoard, classifyInDir, type AlarmKind } from '../store/alarms.js';
+import { DEFAULT_STALL_MS } from './chain-writer.js';
+
+/** Back-off between recovery attempts: doubling from the first, capped at the last (ms). */
+const RECOVERY_FIRST_MS = 250;
+const RECOVERY_MAX_MS = 15_000;
+/**
+ * Restarts of a committer thread that died for a reason other than storage, in a row
+ * (without a block committed between): past it the COMMITTER alarm stays raised.
+ */
+const MAX_CRASH_RESTARTS = 5;
+/** The alarms a successful recovery clears (a corrupt record stays until an operator clears it). */
+const RECOVERABLE: readonly AlarmKind[] = ['NOSPACE', 'IO', 'STALLED', 'COMMITTER'];
 
 export { countBatches, type SubmitResult } from './ingest.js';
 export { LedgerUnavailable } from './pending-writer.js';
@@ -37,6 +57,10 @@ export interface LedgerStartOptions {
   metrics?: IngestMetrics;
   /** Serve the component endpoint for transaction processors (the node's own ledger only). */
   component?: ComponentOptions;
+  /** The node's alarm board (a board of its own when absent). */
+  alarms?: AlarmBoard;
+  /** Other durable writes a recovery must see succeed (e.g. the node API's stores). */
+  probes?: Array<() => Promise<void>>;
 }
 
 export class Ledger {
@@ -53,17 +77,36 @@ export class Ledger {
   readonly #waiters = new StatusWaiters();
   readonly #listeners = new Set<(e: BlockEvent) => void>();
   #committer!: CommitterClient;
-  #fault: string | null = null;
-  readonly #faultListeners = new Set<(reason: string) => void>();
+  /** The committer client is gone (its thread failed): a recovery starts a new one. */
+  #committerDown = false;
+  /** Generation of the committer client: events of an earlier one are ignored. */
+  #generation = 0;
+  readonly #committerOptions: CommitterOptions;
+  readonly alarms: AlarmBoard;
+  readonly #probes: Array<() => Promise<void>>;
+  #recovery: NodeJS.Timeout | null = null;
+  #recovering = false;
+  #attempt = 0;
+  /** Committer restarts in a row after a crash that was not a storage error. */
+  #crashRestarts = 0;
+  readonly #stallMs: number;
+  readonly #dataDir: string;
   #closed = false;
 
   private constructor(
     opts: LedgerStartOptions,
     description: LedgerDescription,
     ready: { head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number; componentEndpoint?: string | undefined },
+    committerOptions: CommitterOptions,
+    alarms: AlarmBoard,
   ) {
     const { config } = opts;
     this.description = description;
+    this.#committerOptions = committerOptions;
+    this.#dataDir = config.dataDir;
+    this.alarms = alarms;
+    this.#probes = opts.probes ?? [];
+    this.#stallMs = committerOptions.storageStallMs ?? DEFAULT_STALL_MS;
     this.nodePublicKey = opts.nodeSigner.publicKey;
     this.head = ready.head;
     this.queueLimit = ready.queueLimit;
@@ -75,7 +118,9 @@ export class Ledger {
       pendingIds: ready.pendingIds,
       committed: (id) => this.query.isBatchCommitted(id),
       enqueue: (seg, batches, transfer) => this.#committer.enqueue(seg, batches, transfer),
-      refusal: () => (this.#closed ? 'The node is shutting down' : this.#fault !== null ? this.#faultMessage() : null),
+      refusal: () => (this.#closed ? 'The node is shutting down' : this.fault !== null ? this.#faultMessage() : null),
+      onFault: (err) => this.storageFault(err, description.pendingFile ?? 'pending.mdb'),
+      stallMs: this.#stallMs,
     });
     this.query = new LedgerQuery({
       db: opts.db,
@@ -93,7 +138,7 @@ export class Ledger {
       writer: this.#writer,
       queueLimit: () => this.queueLimit,
       settled: (id) => this.query.isBatchCommitted(id) || this.query.hasVerdict(id),
-      faultMessage: () => (this.#fault === null ? null : this.#faultMessage()),
+      faultMessage: () => (this.fault === null ? null : this.#faultMessage()),
       metrics: opts.metrics,
     });
   }
@@ -102,49 +147,153 @@ export class Ledger {
     const { config } = opts;
     const description = opts.description ?? NODE_LEDGER;
     let ledger: Ledger | undefined;
-    const { client, ready } = await CommitterClient.start(
-      {
-        dataDir: config.dataDir,
-        description,
-        nodeKeyFile: opts.nodeKeyFile,
-        maxBatchesPerBlock: config.maxBatchesPerBlock,
-        minBlockIntervalMs: config.minBlockIntervalMs,
-        queueMultiplier: config.queueMultiplier,
-        queueInitialAverage: config.queueInitialAverage,
-        dependencyWaitMs: config.dependencyWaitSec * 1000,
-        component: opts.component,
-        stateCheckpointBlocks: config.stateCheckpointBlocks,
-        stateCheckpointChunk: config.stateCheckpointChunk,
+    const committerOptions: CommitterOptions = {
+      dataDir: config.dataDir,
+      description,
+      nodeKeyFile: opts.nodeKeyFile,
+      maxBatchesPerBlock: config.maxBatchesPerBlock,
+      minBlockIntervalMs: config.minBlockIntervalMs,
+      queueMultiplier: config.queueMultiplier,
+      queueInitialAverage: config.queueInitialAverage,
+      dependencyWaitMs: config.dependencyWaitSec * 1000,
+      component: opts.component,
+      stateCheckpointBlocks: config.stateCheckpointBlocks,
+      stateCheckpointChunk: config.stateCheckpointChunk,
+      storageStallMs: (config.storageStallSec ?? DEFAULT_STALL_MS / 1000) * 1000,
+    };
+    const { client, ready } = await CommitterClient.start(committerOptions, () => ({
+      onBlock: (e) => {
+        if (ledger) ledger.#onBlock(e, 0);
       },
-      () => ({
-        onBlock: (e) => ledger!.#onBlock(e),
-        onFault: (reason, code) => {
-          if (code !== 'THREAD_EXITED' || !ledger!.#closed) ledger!.markFaulty(reason);
-        },
-      }),
-    );
-    ledger = new Ledger(opts, description, ready);
+      onFault: (reason, code) => {
+        if (ledger) ledger.#onCommitterFault(reason, code, 0);
+      },
+    }));
+    ledger = new Ledger(opts, description, ready, committerOptions, opts.alarms ?? new AlarmBoard());
     ledger.#committer = client;
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
   }
 
-  /** Set once when the node can no longer guarantee its ledger: acknowledgements stop (503) and /status reports it. */
+  /** The raised alarms in one line, or null: while set, acknowledgements stop (503) and /status reports it. */
   get fault(): string | null {
-    return this.#fault;
+    return this.alarms.summary();
   }
 
-  /** Idempotent; the first reason wins; logs one error line and tells the onFault listeners. */
-  markFaulty(reason: string): void {
-    if (this.#fault !== null) return;
-    this.#fault = reason;
-    log.error(`ledger fault, no more batches are accepted: ${reason}`);
-    for (const l of this.#faultListeners) l(reason);
+  /**
+   * A fault found outside the storage layer's own paths (an unhandled error, a failed
+   * integrity check of a read): raises its alarm (a storage error by its cause, else
+   * COMMITTER) and starts a recovery.
+   */
+  markFaulty(reason: string, kind?: AlarmKind): void {
+    const s = kind ? { kind, cause: reason } : (this.#classify({ message: reason }, 'ledger.mdb') ?? { kind: 'COMMITTER' as const, cause: reason });
+    this.alarms.raise(s.kind, s.cause);
+    if (s.kind !== 'CORRUPT') this.#scheduleRecovery();
   }
 
-  /** Called once, on the fault (the process entry ends the process then). */
-  onFault(listener: (reason: string) => void): void {
-    this.#faultListeners.add(listener);
+  /** A storage operation of the HTTP thread failed: raises its alarm and starts a recovery. Returns the alarm's cause, or null for an error that is not a storage error. */
+  storageFault(err: unknown, file: string): string | null {
+    const s = this.#classify(err, file);
+    if (!s) return null;
+    this.alarms.raise(s.kind, s.cause);
+    if (s.kind !== 'CORRUPT') this.#scheduleRecovery();
+    return s.cause;
+  }
+
+  #onCommitterFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED', generation: number): void {
+    if (this.#closed || generation !== this.#generation || this.#committerDown) return;
+    this.#committerDown = true;
+    const file = code === 'PENDING_CLEANUP_FAILED' ? (this.description.pendingFile ?? 'pending.mdb') : 'ledger.mdb';
+    const s = this.#classify({ message: reason }, file);
+    if (s) this.alarms.raise(s.kind, s.cause);
+    else {
+      this.#crashRestarts++;
+      this.alarms.raise('COMMITTER', reason);
+    }
+    log.error(`committer stopped (${code}): ${reason}`);
+    this.#scheduleRecovery();
+  }
+
+  #classify(err: unknown, file: string): { kind: AlarmKind; cause: string } | null {
+    return classifyInDir(err, file, this.#dataDir);
+  }
+
+  #scheduleRecovery(delay = 0): void {
+    if (this.#closed || this.#recovery || this.#recovering) return;
+    this.#recovery = setTimeout(() => {
+      this.#recovery = null;
+      void this.#recover();
+    }, delay);
+  }
+
+  /** Operator's "clear": clears the given alarms (all when none) and tries a recovery at once. */
+  clearAlarms(kinds?: readonly AlarmKind[]): void {
+    this.alarms.clear(kinds);
+    this.#crashRestarts = 0;
+    this.#attempt = 0;
+    if (this.#committerDown || this.alarms.has()) this.#scheduleRecovery();
+  }
+
+  /**
+   * One recovery attempt: a new committer when the old one failed (it recovers from the
+   * last durable block and probes the ledger file), then the probes of the other stores.
+   * All good: the recoverable alarms clear. Else the next attempt waits twice as long.
+   */
+  async #recover(): Promise<void> {
+    if (this.#closed) return;
+    this.#recovering = true;
+    try {
+      if (this.#committerDown) {
+        if (this.#crashRestarts > MAX_CRASH_RESTARTS) {
+          log.error(
+            `the committer failed ${this.#crashRestarts} times in a row; the alarm stays raised until an operator clears it (cairn alarm clear)`,
+          );
+          return;
+        }
+        await this.#restartCommitter();
+      }
+      await this.#writer.probe();
+      for (const p of this.#probes) await p();
+      if (this.#committerDown) throw new Error('the committer failed again during the recovery');
+      this.#attempt = 0;
+      this.alarms.clear(RECOVERABLE);
+    } catch (err) {
+      const cause = (await writeFailure(err)).message;
+      if (this.#closed) return;
+      const s = this.#classify({ message: cause }, 'ledger.mdb');
+      if (s) this.alarms.raise(s.kind, s.cause);
+      this.#attempt++;
+      const delay = Math.min(RECOVERY_MAX_MS, RECOVERY_FIRST_MS * 2 ** Math.min(this.#attempt, 16));
+      log.warn(`recovery attempt ${this.#attempt} failed (${cause}); next in ${(delay / 1000).toFixed(1)} s`);
+      this.#recovering = false;
+      this.#scheduleRecovery(delay);
+      return;
+    } finally {
+      this.#recovering = false;
+    }
+  }
+
+  /** Ends the failed committer thread and starts a new one from the last durable block. */
+  async #restartCommitter(): Promise<void> {
+    const generation = ++this.#generation;
+    await this.#committer.close(2_000);
+    // Writes in progress settle first: the new committer reads the pool as they left it.
+    await this.#writer.drain(this.#stallMs);
+    const { client, ready } = await CommitterClient.start({ ...this.#committerOptions, recovery: true }, () => ({
+      onBlock: (e) => this.#onBlock(e, generation),
+      onFault: (reason, code) => this.#onCommitterFault(reason, code, generation),
+    }));
+    if (this.#closed) {
+      await client.close();
+      return;
+    }
+    this.#committer = client;
+    this.#committerDown = false;
+    this.#writer.reset(ready.pendingIds, ready.nextSeq);
+    this.head = ready.head;
+    this.queueLimit = ready.queueLimit;
+    this.query.refresh();
+    log.info(`committer restarted at block ${ready.head.blockNum}; ${ready.pendingIds.length} pending batches recovered`);
   }
 
   onBlock(listener: (e: BlockEvent) => void): () => void {
@@ -152,7 +301,9 @@ export class Ledger {
     return () => this.#listeners.delete(listener);
   }
 
-  #onBlock(m: BlockEvent): void {
+  #onBlock(m: BlockEvent, generation: number): void {
+    if (generation !== this.#generation) return;
+    if (m.head) this.#crashRestarts = 0;
     this.query.refresh();
     if (m.head) this.head = m.head;
     this.queueLimit = m.queueLimit;
@@ -167,7 +318,7 @@ export class Ledger {
   }
 
   #faultMessage(): string {
-    return `The node stopped accepting batches and is restarting: ${this.#fault}`;
+    return `The node is read-only until its storage alarm clears (it retries by itself): ${this.fault}`;
   }
 
   /** Batches acknowledged and not yet settled. */
@@ -226,6 +377,8 @@ export class Ledger {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#recovery) clearTimeout(this.#recovery);
+    this.#recovery = null;
     this.#waiters.close();
     await this.#ingest.close();
     await this.#writer.close();

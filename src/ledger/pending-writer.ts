@@ -9,6 +9,10 @@ import { log } from '../log.js';
 import { encodeSegment, segmentViews } from '../store/pending-pool.js';
 import { faultPoint } from '../store/test-faults.js';
 import { writeFailure } from '../store/errors.js';
+import { withinTime } from '../store/alarms.js';
+
+/** Key of the record a recovery probe writes (segments have keys >= 0, the pool identity -1). */
+const PROBE_KEY = -2;
 
 /** Thrown when the batches could not be made durable: nothing was acknowledged. */
 export class LedgerUnavailable extends Error {}
@@ -29,6 +33,10 @@ export interface PendingWriterOptions {
   enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>, transfer: ArrayBuffer[]): void;
   /** Null while batches may be stored; else the message of the 503 (shutting down, a fault). */
   refusal(): string | null;
+  /** A write failed or stalled: the storage error, for the ledger's alarm. */
+  onFault(err: unknown): void;
+  /** Longest a write may take to become durable before it counts as stalled (ms). */
+  stallMs: number;
 }
 
 export class PendingWriter {
@@ -109,12 +117,15 @@ export class PendingWriter {
           this.#fault.check();
         }
         record = encodeSegment(fresh);
-        await db.put(seg, record);
-        if (this.#o.ackDurability === 'flush') await db.flushed;
+        // A write that never settles (lmdb-js after a failed commit, a hung device) must
+        // still get its request an answer: past the limit it counts as failed (503).
+        await withinTime(db.put(seg, record), this.#o.stallMs, 'a pending-pool write');
+        if (this.#o.ackDurability === 'flush') await withinTime(db.flushed, this.#o.stallMs, 'a pending-pool sync');
       } catch (err) {
         for (const b of fresh) this.#pending.delete(b.id);
         const cause = await writeFailure(err);
         log.error(`pending pool write failed: ${cause.message}`);
+        this.#o.onFault(cause);
         throw new LedgerUnavailable(`The batches could not be stored in the pending pool: ${cause.message}`);
       } finally {
         for (const b of fresh) this.#writing.delete(b.id);
@@ -130,6 +141,30 @@ export class PendingWriter {
     })();
     for (const b of fresh) this.#writing.set(b.id, write);
     return write;
+  }
+
+  /** Resolves once every write in progress has settled (at most `ms`). */
+  async drain(ms: number): Promise<void> {
+    const writes = [...new Set(this.#writing.values())].map((w) => w.catch(() => undefined));
+    await withinTime(Promise.all(writes), ms, 'pending-pool writes in progress').catch(() => undefined);
+  }
+
+  /**
+   * A restarted committer recovered the pool from disk: these are the batches pending now
+   * (with those still being written) and the next free sequence number.
+   */
+  reset(pendingIds: readonly string[], nextSeq: number): void {
+    this.#pending.clear();
+    for (const id of pendingIds) this.#pending.add(id);
+    for (const id of this.#writing.keys()) this.#pending.add(id);
+    if (nextSeq > this.#nextSeq) this.#nextSeq = nextSeq;
+  }
+
+  /** One small durable write: resolves when the pool's file takes writes again, else throws. */
+  async probe(): Promise<void> {
+    const db = this.#o.db;
+    await withinTime(db.put(PROBE_KEY, Buffer.from(String(Date.now()))), this.#o.stallMs, 'a pending-pool probe write');
+    await withinTime(db.flushed, this.#o.stallMs, 'a pending-pool probe sync');
   }
 
   close(): Promise<void> {

@@ -29,6 +29,10 @@ export interface CommitterOptions {
   stateCheckpointBlocks?: number;
   /** Merkle records a block writes for a checkpoint at most (default 4096). */
   stateCheckpointChunk?: number;
+  /** Set on a committer started by a recovery (src/ledger/ledger.ts) rather than at the node's start. */
+  recovery?: boolean;
+  /** Longest a block's transaction may take to become durable before it counts as failed (ms; default 15 000). */
+  storageStallMs?: number;
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */

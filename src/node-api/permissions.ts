@@ -4,6 +4,7 @@
  */
 export const PERMISSIONS = {
   'status.read': ['Status read', 'Allows the client to get node status info'],
+  'alarm.write': ['Alarm write', "Allows the client to clear the node's storage alarms (the node retries its storage at once)"],
   'registry.read': ['Registry read', 'Allows the client to read the registry'],
   'registry.write': ['Registry write', 'Allows the client to modify the registry'],
   'circuit.read': ['Circuit read', 'Allows the client to read circuit state'],

@@ -59,4 +59,5 @@ export const nodeReplies = {
   registryNode: obj({ data: registryNode }),
   oauthUsers: page(obj({ subject: str, user_id: str })),
   status: obj({ version: str, node_id: str, display_name: str, service_endpoint: str, network_endpoints: strs, advertised_endpoints: strs }),
+  alarms: obj({ data: arr(obj({ kind: str, cause: str, since: str })) }),
 } satisfies Record<string, ReplySchema>;

@@ -1,0 +1,150 @@
+/**
+ * Storage alarms, modelled on etcd's NOSPACE alarm: a failed storage write (a full disk, an
+ * I/O error, a write that never became durable), a record that fails its checksum, or a
+ * committer that keeps dying puts the node in a read-only state. While an alarm is raised,
+ * every interface refuses writes with 503 (the cause and a Retry-After) and serves reads;
+ * `/status`, the node API's alarm route and the `cairn_alarm` metric show it. The ledger
+ * retries by itself (a bounded back-off, src/ledger/recovery.ts) and clears the storage
+ * alarms once writes succeed again; a corrupt record stays raised until an operator clears it.
+ *
+ * One board per process, on the HTTP thread: the committer threads report through their
+ * ledger's messages.
+ */
+import { statfsSync } from 'node:fs';
+import { log } from '../log.js';
+
+export type AlarmKind =
+  /** ENOSPC or the map is full. */
+  | 'NOSPACE'
+  /** EIO and other write errors. */
+  | 'IO'
+  /** A write did not become durable in time (the device hangs). */
+  | 'STALLED'
+  /** A stored record failed its checksum, or LMDB found a damaged page. */
+  | 'CORRUPT'
+  /** A committer thread died for another reason, more often than the restart bound. */
+  | 'COMMITTER';
+
+export interface Alarm {
+  kind: AlarmKind;
+  /** What an operator reads: `disk full (pending.mdb)`, `I/O error on ledger.mdb`, … */
+  cause: string;
+  /** When it was raised (ISO 8601). */
+  since: string;
+}
+
+/** Seconds a client is told to wait before it tries a write again. */
+export const RETRY_AFTER_SEC = 5;
+
+/** Message of an errno or an LMDB code, as lmdb-js and node report them. */
+const NOSPACE = /ENOSPC|No space left on device|MDB_MAP_FULL|map full|environment mapsize limit reached/i;
+const CORRUPT = /MDB_CORRUPTED|MDB_PAGE_NOTFOUND|MDB_PANIC|located page was wrong type|checksum mismatch/i;
+
+/** The storage alarm an error from a store stands for, or null when it is not a storage error. */
+export function classifyStorageError(err: unknown, file: string): { kind: AlarmKind; cause: string } | null {
+  if (err instanceof CorruptRecordError) return { kind: 'CORRUPT', cause: err.message };
+  if (err instanceof StorageStalled) return { kind: 'STALLED', cause: `${err.message} (${file})` };
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = e?.code;
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  const stalled = /storage stalled: .*/.exec(message);
+  if (stalled) return { kind: 'STALLED', cause: `${stalled[0]} (${file})` };
+  if (code === 'ENOSPC' || code === 28 || NOSPACE.test(message)) return { kind: 'NOSPACE', cause: `disk full (${file})` };
+  if (CORRUPT.test(message)) return { kind: 'CORRUPT', cause: `damaged page in ${file}: ${message.slice(0, 160)}` };
+  if (code === 'EIO' || code === 5 || /EIO|Input\/output error/.test(message)) return { kind: 'IO', cause: `I/O error on ${file}` };
+  if (/Commit failed|Write error|EROFS|EDQUOT|EBADF|Attempting to write page/.test(message) || (typeof code === 'string' && /^E[A-Z]+$/.test(code)))
+    return { kind: 'IO', cause: `write error on ${file}: ${message.slice(0, 160)}` };
+  return null;
+}
+
+/** Free space under which a write error counts as a full disk (LMDB reports a short write as EIO). */
+const FULL_BELOW_BYTES = 1024 * 1024;
+
+/**
+ * classifyStorageError, with LMDB's EIO for a short write told apart from a failing device:
+ * an I/O error while the data directory's file system has (almost) no room is a full disk.
+ */
+export function classifyInDir(err: unknown, file: string, dir: string): { kind: AlarmKind; cause: string } | null {
+  const s = classifyStorageError(err, file);
+  if (s?.kind !== 'IO') return s;
+  try {
+    const fs = statfsSync(dir);
+    if (fs.bavail * fs.bsize < FULL_BELOW_BYTES) return { kind: 'NOSPACE', cause: `disk full (${file})` };
+  } catch {
+    // no file system figures: keep the I/O error
+  }
+  return s;
+}
+
+/** A stored record whose checksum does not match its bytes: never served, never built on. */
+export class CorruptRecordError extends Error {
+  override name = 'CorruptRecordError';
+  constructor(
+    readonly file: string,
+    readonly record: string,
+  ) {
+    super(`corrupt record in ${file}: ${record} (checksum mismatch)`);
+  }
+}
+
+/** A write that did not become durable within its time limit. */
+export class StorageStalled extends Error {
+  override name = 'StorageStalled';
+}
+
+/** Rejects with StorageStalled when `p` has not settled after `ms`. */
+export function withinTime<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StorageStalled(`storage stalled: ${what} did not complete within ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
+
+export class AlarmBoard {
+  readonly #alarms = new Map<AlarmKind, Alarm>();
+  readonly #listeners = new Set<(raised: boolean, a: Alarm) => void>();
+
+  /** Raises (or keeps) the alarm of `kind`; the first cause of a kind stays until it clears. Logs once at error level. */
+  raise(kind: AlarmKind, cause: string): Alarm {
+    const had = this.#alarms.get(kind);
+    if (had) return had;
+    const a: Alarm = { kind, cause, since: new Date().toISOString() };
+    this.#alarms.set(kind, a);
+    log.error(`alarm raised: ${kind} (${cause}); writes are refused until it clears, reads are served`);
+    for (const l of this.#listeners) l(true, a);
+    return a;
+  }
+
+  /** Clears the given kinds (all when none given); logs one line per alarm cleared. */
+  clear(kinds?: readonly AlarmKind[]): Alarm[] {
+    const out: Alarm[] = [];
+    for (const [kind, a] of this.#alarms) {
+      if (kinds && !kinds.includes(kind)) continue;
+      this.#alarms.delete(kind);
+      out.push(a);
+      log.info(`alarm cleared: ${kind} (${a.cause}); writes are accepted again`);
+      for (const l of this.#listeners) l(false, a);
+    }
+    return out;
+  }
+
+  list(): Alarm[] {
+    return [...this.#alarms.values()];
+  }
+
+  has(kind?: AlarmKind): boolean {
+    return kind ? this.#alarms.has(kind) : this.#alarms.size > 0;
+  }
+
+  /** One line for error messages, or null when no alarm is raised. */
+  summary(): string | null {
+    if (this.#alarms.size === 0) return null;
+    return [...this.#alarms.values()].map((a) => `${a.kind}: ${a.cause}`).join('; ');
+  }
+
+  onChange(listener: (raised: boolean, a: Alarm) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+}
