@@ -145,6 +145,11 @@ t.test('circuit, check, prune: usage errors and refusals', async (t) => {
     [['circuit', 'show', 'circuit', '--key', key], /show needs circuit\|proposal and an id/, 2],
     [['circuit', 'list', '--key', join(tmp, 'none.priv')], /cannot use the key file .*none\.priv \(--key FILE\): ENOENT/, 1],
     [['circuit', 'list', '--key', key, '--url', 'http://127.0.0.1:1'], /cannot reach the node API at http:\/\/127\.0\.0\.1:1 .*CAIRN_NODE_URL/, 1],
+    [
+      ['circuit', 'sabre-setup', '--circuit-id', 'abcde-12345', '--service', 'sA00', '--key', key, '--url', 'http://127.0.0.1:1'],
+      /cannot reach the node API at http:\/\/127\.0\.0\.1:1 /,
+      1,
+    ],
     [['check', 'extra'], /unexpected argument extra/, 2],
     [['check', '--data-dir', join(tmp, 'none')], /no data directory at .*none \(--data-dir DIR\)/, 2],
     [['prune', '--data-dir', tmp], /--keep N is required/, 2],
