@@ -31,7 +31,13 @@ const familyOf = (address) => FAMILIES[address.slice(0, 6)] ?? '';
 
 /** GET a gateway route; resolves to the JSON body, or throws with the gateway's error message. */
 async function api(path) {
-  const r = await fetch(new URL(`../${path}`, location.href), { headers: { accept: 'application/json' } });
+  let r;
+  try {
+    r = await fetch(new URL(`../${path}`, location.href), { headers: { accept: 'application/json' } });
+  } catch {
+    // The browser says only "Failed to fetch" (or "NetworkError …"): say what it means here.
+    throw new Error(`no answer from the node at ${location.host}: it is stopped, restarting or unreachable`);
+  }
   let body;
   try {
     body = await r.json();
@@ -51,6 +57,64 @@ function decoded(b64) {
   } catch {
     return `${bytes.length} bytes`;
   }
+}
+
+/** The fields of a protobuf message as [field number, value] pairs: varints as numbers, length-delimited as bytes. */
+function protoFields(bytes) {
+  const out = [];
+  let pos = 0;
+  const varint = () => {
+    let v = 0;
+    for (let shift = 0; shift < 53; shift += 7) {
+      if (pos >= bytes.length) throw new Error('truncated');
+      const b = bytes[pos++];
+      v += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return v;
+    }
+    throw new Error('varint too long');
+  };
+  while (pos < bytes.length) {
+    const key = varint();
+    const wire = key % 8;
+    if (wire === 0) out.push([Math.floor(key / 8), varint()]);
+    else if (wire === 2) {
+      const n = varint();
+      if (pos + n > bytes.length) throw new Error('truncated');
+      out.push([Math.floor(key / 8), bytes.subarray(pos, pos + n)]);
+      pos += n;
+    } else throw new Error(`wire type ${wire}`);
+  }
+  return out;
+}
+
+/** A settings value (protobuf `Setting`: entries of key and value) as "key = value" lines. */
+function settingEntries(b64) {
+  const text = new TextDecoder('utf-8', { fatal: true });
+  try {
+    const lines = [];
+    for (const [field, entry] of protoFields(fromBase64(b64))) {
+      if (field !== 1 || typeof entry === 'number') continue;
+      let key = '';
+      let value = '';
+      for (const [f, v] of protoFields(entry)) {
+        if (f === 1 && typeof v !== 'number') key = text.decode(v);
+        if (f === 2 && typeof v !== 'number') value = text.decode(v);
+      }
+      lines.push(`${key} = ${value}`);
+    }
+    if (lines.length > 0) return lines;
+  } catch {
+    // not a Setting: shown as bytes below
+  }
+  return [decoded(b64)];
+}
+
+/** A state value as lines of text, decoded as its family stores it. */
+function stateEntries(address, b64) {
+  const family = familyOf(address);
+  if (family === 'intkey') return intkeyEntries(b64);
+  if (family === 'settings') return settingEntries(b64);
+  return [decoded(b64)];
 }
 
 /** An intkey state value as "name = value" lines (several names can share one address). */
@@ -195,6 +259,7 @@ function subscribe(delay = 1000) {
   ws.addEventListener('close', () => {
     live.textContent = 'reconnecting';
     live.className = 'pill off';
+    void loadNode(); // says at once whether the node itself is down
     // Back off while the node is away; start over once a socket opened.
     const next = opened ? 1000 : Math.min(delay * 2, 15_000);
     setTimeout(() => subscribe(next), delay);
@@ -327,11 +392,7 @@ function receiptView(receipt) {
             { dataset: { address: c.address } },
             h('td', { class: 'mono', title: c.address }, short(c.address, 12)),
             h('td', {}, c.type),
-            h(
-              'td',
-              { class: 'mono' },
-              c.type === 'DELETE' ? '' : c.address.startsWith(INTKEY_PREFIX) ? intkeyEntries(c.value).join(', ') : decoded(c.value),
-            ),
+            h('td', { class: 'mono' }, c.type === 'DELETE' ? '' : stateEntries(c.address, c.value).join(', ')),
           ),
         ),
       ),
@@ -419,7 +480,7 @@ async function browseState(prefix, start) {
     if (!start) tbody.replaceChildren();
     for (const leaf of body.data) {
       const family = familyOf(leaf.address);
-      const value = family === 'intkey' ? intkeyEntries(leaf.data) : [decoded(leaf.data)];
+      const value = stateEntries(leaf.address, leaf.data);
       tbody.append(
         h(
           'tr',

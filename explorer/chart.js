@@ -58,8 +58,8 @@ export class Throughput {
     const bar = css.getPropertyValue('--chart-bar').trim() || '#2a7';
     const grid = css.getPropertyValue('--chart-grid').trim() || '#ddd';
     const data = this.buckets(now);
-    const max = Math.max(1, ...data);
-    const top = niceCeil(max);
+    // At least 2, so that the axis reads 0, 1, 2 rather than 0, 1, 1 when nothing was committed.
+    const top = Math.max(2, niceCeil(Math.max(1, ...data)));
     const left = 40;
     const bottom = h - 18;
     const plotH = bottom - 8;
@@ -86,6 +86,10 @@ export class Throughput {
       g.fillRect(left + i * slot + 1, bottom - bh, Math.max(1, slot - 2), bh);
     });
     g.fillStyle = ink;
+    if (data.every((v) => v === 0)) {
+      g.textAlign = 'center';
+      g.fillText('no transactions committed since the page opened', left + plotW / 2, bottom - plotH / 2);
+    }
     g.textBaseline = 'alphabetic';
     g.textAlign = 'left';
     g.fillText('−5 min', left, h - 4);

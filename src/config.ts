@@ -402,7 +402,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
 
 export function usage(): string {
   const lines = Object.values(OPTIONS).map((o) => `  --${o.flag.padEnd(24)} ${o.env.padEnd(30)} ${o.help}`);
-  return `usage: cairn [options]\n  flag                       environment variable           meaning\n${lines.join('\n')}\n`;
+  return `usage: cairn start [options]      (also: npm start -- [options])\nRuns the node: the ledger gateway, the node API and the data API over one embedded validator.\nEvery option is a flag or an environment variable (flags win):\n  flag                       environment variable           meaning\n${lines.join('\n')}\n`;
 }
 
 /** Names of settings whose values are secrets: shown as set or not, never as themselves. */

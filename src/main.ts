@@ -1,25 +1,16 @@
 /** Process entry: `npm start`. Reads flags and CAIRN_* variables, starts the node, stops on SIGINT/SIGTERM. */
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig, usage, ConfigError, OPTIONS, describeConfig, type Config } from './config.js';
 import { startNode, type RunningNode } from './node.js';
 import { log } from './log.js';
 import { writeFailure } from './store/errors.js';
 import { StartupError } from './store/lock.js';
+import { reasons, tryBind } from './startup.js';
 
 /** What a fresh data directory lacks; read before start so the log can say what was created. */
 function missingFiles(dataDir: string): string[] {
   return ['ledger.mdb', join('keys', 'validator.priv'), join('keys', 'admin.priv')].filter((f) => !existsSync(join(dataDir, f)));
-}
-
-/** The reason a bind failed, found by trying it with node's own socket (uWS gives none). */
-function bindError(host: string, port: number): Promise<string | null> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-    s.listen({ host, port, exclusive: true }, () => s.close(() => resolve(null)));
-  });
 }
 
 const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTIONS }> = {
@@ -27,6 +18,7 @@ const BIND_OPTION: Record<string, { key: keyof Config; option: keyof typeof OPTI
   node: { key: 'nodeBind', option: 'nodeBind' },
   data: { key: 'dataBind', option: 'dataBind' },
   network: { key: 'networkBind', option: 'networkBind' },
+  component: { key: 'componentBind', option: 'componentBind' },
   metrics: { key: 'metrics', option: 'metrics' },
 };
 
@@ -36,7 +28,7 @@ async function explainStartFailure(err: unknown, config: Config): Promise<string
   const which = m ? BIND_OPTION[m[1]!] : undefined;
   if (!m || !which) return null;
   const o = OPTIONS[which.option]!;
-  const code = await bindError(m[2]!, Number(m[3]));
+  const code = await tryBind(m[2]!, Number(m[3]));
   const why =
     code === 'EADDRINUSE'
       ? 'the port is already in use (another node or program listens there)'
@@ -47,7 +39,9 @@ async function explainStartFailure(err: unknown, config: Config): Promise<string
           : code
             ? code
             : 'the address could not be bound';
-  return `cannot listen on ${m[2]}:${m[3]} for interface ${m[1]}: ${why}. Choose another address with --${o.flag} host:port or ${o.env}=host:port (0 as port picks a free one). Data directory: ${config.dataDir}`;
+  const interfaceName = m[1] === 'component' ? 'component (transaction processors)' : m[1];
+  const off = m[1] === 'component' ? ', or turn it off with off' : '';
+  return `cannot listen on ${m[2]}:${m[3]} for interface ${interfaceName}: ${why}. Choose another address with --${o.flag} host:port or ${o.env}=host:port (0 as port picks a free one)${off}. Nothing was written to the data directory ${config.dataDir}`;
 }
 
 let node: RunningNode | null = null;
@@ -103,7 +97,7 @@ async function main(): Promise<void> {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n\n${usage()}`);
+      process.stderr.write(`cairn start: ${err.message} (cairn start --help shows the options)\n`);
       process.exit(2);
     }
     throw err;
@@ -145,6 +139,6 @@ main().catch((err: unknown) => {
     log.error(err.message);
     process.exit(err.exitCode);
   }
-  log.error('failed to start', err);
+  log.error(`failed to start: ${reasons(err)}`);
   process.exit(1);
 });

@@ -26,6 +26,7 @@ import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
 import { startCircuits, type Circuits } from './circuits/index.js';
 import { NodeMetrics } from './metrics.js';
+import { checkPorts } from './startup.js';
 import { AlarmBoard, withinTime } from './store/alarms.js';
 import { nodeDbName } from './store/names.js';
 import { writeGate } from './http/write-gate.js';
@@ -79,6 +80,8 @@ export async function startNode(config: Config): Promise<RunningNode> {
 }
 
 async function startLocked(config: Config, lock: { release(): Promise<void> }): Promise<RunningNode> {
+  // Every fixed port is free before anything is written: a failed first start leaves no keys or genesis.
+  await checkPorts(config);
   const nodeKeyFile = join(config.dataDir, 'keys', 'validator.priv');
   const nodeSigner = loadOrCreateKey(nodeKeyFile);
   const adminSigner = loadOrCreateKey(join(config.dataDir, 'keys', 'admin.priv'));

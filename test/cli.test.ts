@@ -10,11 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { decode } from '../src/codec/cbor.js';
-import { intkeyAddress } from '../src/families/intkey.js';
+import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
 import { Signer } from '../src/crypto/secp256k1.js';
 import { startTestNode } from './helpers/node.js';
 import { TS_ARGS } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, getJson } from './helpers/batches.js';
+import { COMMAND_NAMES, run, runCommand, USAGE } from '../src/cli/cairn.js';
 
 const exec = promisify(execFile);
 
@@ -27,7 +28,9 @@ interface Out {
 /** Runs a process to its end with no CAIRN_ variables but `env`. */
 async function runProcess(args: string[], env: NodeJS.ProcessEnv = {}, strip = false): Promise<Out> {
   const clean = { ...process.env };
-  for (const k of Object.keys(clean)) if (k.startsWith('CAIRN_') || (strip && (k.startsWith('TAP') || k === 'NODE_OPTIONS'))) delete clean[k];
+  for (const k of Object.keys(clean))
+    if (k.startsWith('CAIRN_') || (strip && (k.startsWith('TAP') || k.startsWith('_TAPJS') || k === 'NODE_OPTIONS' || k === 'NODE_V8_COVERAGE')))
+      delete clean[k];
   try {
     const r = await exec(process.execPath, args, { env: { ...clean, ...env }, timeout: 120_000 });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
@@ -60,22 +63,128 @@ async function stateValue(name: string): Promise<number | undefined> {
   return (decode(Buffer.from(r.json.data, 'base64')) as Map<string, number>).get(name);
 }
 
+/** `cairn …` run in this process (fast; what a process would print and exit with). */
+async function inProcess(args: string[]): Promise<Out> {
+  let stdout = '';
+  let stderr = '';
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  const exitCode = process.exitCode;
+  process.stdout.write = ((c: string | Uint8Array) => {
+    stdout += String(c);
+    return true;
+  }) as typeof process.stdout.write;
+  process.stderr.write = ((c: string | Uint8Array) => {
+    stderr += String(c);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    const code = await runCommand('cairn', USAGE, () => run(args), args.includes('--json'));
+    return { code, stdout, stderr };
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+    process.exitCode = exitCode;
+  }
+}
+
 t.test('cairn: help, unknown and missing commands', async (t) => {
   const help = await cairn(['--help']);
   t.equal(help.code, 0);
-  for (const c of ['start', 'keygen', 'intkey', 'batch', 'token', 'circuit']) t.match(help.stdout, new RegExp(`^  ${c} `, 'm'));
+  for (const c of COMMAND_NAMES) t.match(help.stdout, new RegExp(`^  ${c} `, 'm'), `${c} is listed`);
   const none = await cairn([]);
   t.equal(none.code, 2);
-  t.match(none.stderr, /^cairn: missing command\nusage: cairn/);
-  const bad = await cairn(['frob']);
+  t.equal(none.stderr, 'cairn: missing command (cairn --help shows the usage)\n');
+  const bad = await inProcess(['frob']);
   t.equal(bad.code, 2);
-  t.match(bad.stderr, /^cairn: unknown command frob/);
-  noStack(t, bad);
-  for (const c of ['intkey', 'batch', 'token', 'keygen', 'circuit', 'start']) {
-    const r = await cairn([c, '--help']);
-    t.equal(r.code, 0, `${c} --help exits 0`);
-    t.match(r.stdout, /usage: /, `${c} --help prints its usage`);
+  t.equal(bad.stderr, 'cairn: unknown command frob (cairn --help shows the usage)\n');
+  t.same(JSON.parse((await inProcess(['frob', '--json'])).stderr), { error: 'unknown command frob', exit: 2 });
+});
+
+t.test('every command: --help says what it does; a bad invocation is one line naming the option, exit 2', async (t) => {
+  for (const c of COMMAND_NAMES) {
+    // start runs the node in this process: only its help here (its refusal is spawned below).
+    const help = await inProcess([c, '--help']);
+    t.equal(help.code, 0, `${c} --help exits 0`);
+    t.match(help.stdout, new RegExp(`^usage: cairn ${c} `), `${c} --help: usage: cairn ${c} …`);
+    t.match(help.stdout, /^[A-Z][a-z]+s[ ,][^\n]+/m, `${c} --help says what the command does`);
+    t.equal(help.stderr, '');
+    if (c === 'start') continue;
+    const bad = await inProcess([c, '--frob']);
+    t.equal(bad.code, 2, `${c} --frob exits 2`);
+    t.equal(bad.stderr, `cairn ${c}: unknown option --frob (cairn ${c} --help shows the usage)\n`);
+    t.equal(bad.stdout, '');
+    const json = await inProcess([c, '--frob', '--json']);
+    t.equal(json.code, 2);
+    t.same(JSON.parse(json.stderr), { error: 'unknown option --frob', exit: 2 }, `${c} --json: the error as JSON`);
   }
+  const start = await cairn(['start', '--frob']);
+  t.equal(start.code, 2);
+  t.equal(start.stderr, 'cairn start: unknown option --frob (cairn start --help shows the options)\n');
+  const url = await inProcess(['intkey', 'show', 'x', '--url', 'localhost:8008']);
+  t.equal(url.code, 2);
+  t.match(url.stderr, /^cairn intkey: --url: expected an http:\/\/ or https:\/\/ URL, got "localhost:8008"/);
+  const notUrl = await inProcess(['batch', 'list', '--url', 'http://']);
+  t.match(notUrl.stderr, /^cairn batch: --url: not a URL: "http:\/\/"/);
+  const long = await inProcess(['intkey', 'set', 'x'.repeat(21), '1', '--url', 'http://127.0.0.1:1']);
+  t.equal(long.code, 2, 'a name over 20 characters is refused before anything is sent');
+  t.match(long.stderr, /name "x{21}" has 21 characters; intkey takes at most 20/);
+});
+
+t.test('circuit, check, prune: usage errors and refusals', async (t) => {
+  const key = join(tn.dataDir, 'keys', 'admin.priv');
+  const cases: Array<[string[], RegExp, number]> = [
+    [['circuit'], /missing command \(propose, vote/, 2],
+    [['circuit', 'frob'], /unknown command circuit frob/, 2],
+    [['circuit', 'vote', '--circuit-id', 'x', '--accept', '--key', key], /--node-id is required/, 2],
+    [['circuit', 'vote', '--node-id', 'a', '--circuit-id', 'x', '--key', key], /exactly one of --accept and --reject/, 2],
+    [['circuit', 'propose', '--node-id', 'a', '--member', 'x', '--key', key], /--member takes ID=ENDPOINT/, 2],
+    [['circuit', 'propose', '--node-id', 'a', '--service', 'x', '--key', key], /--service takes SVC::NODE/, 2],
+    [['circuit', 'propose', '--node-id', 'a', '--service-arg', 'x', '--key', key], /--service-arg takes SVC::KEY=VALUE/, 2],
+    [['circuit', 'propose', '--auth-type', 'x', '--key', key], /--auth-type takes trust or challenge/, 2],
+    [['circuit', 'show', 'circuit', '--key', key], /show needs circuit\|proposal and an id/, 2],
+    [['circuit', 'list', '--key', join(tmp, 'none.priv')], /cannot use the key file .*none\.priv \(--key FILE\): ENOENT/, 1],
+    [['circuit', 'list', '--key', key, '--url', 'http://127.0.0.1:1'], /cannot reach the node API at http:\/\/127\.0\.0\.1:1 .*CAIRN_NODE_URL/, 1],
+    [
+      ['circuit', 'sabre-setup', '--circuit-id', 'abcde-12345', '--service', 'sA00', '--key', key, '--url', 'http://127.0.0.1:1'],
+      /cannot reach the node API at http:\/\/127\.0\.0\.1:1 /,
+      1,
+    ],
+    [['check', 'extra'], /unexpected argument extra/, 2],
+    [['check', '--data-dir', join(tmp, 'none')], /no data directory at .*none \(--data-dir DIR\)/, 2],
+    [['prune', '--data-dir', tmp], /--keep N is required/, 2],
+    [['prune', '--keep', '1', 'extra'], /unexpected argument extra/, 2],
+    [['keygen', 'extra', '--out', join(tmp, 'k')], /unexpected argument extra/, 2],
+    [['token', 'extra'], /unexpected argument extra/, 2],
+    [['token', '--wait', 'x'], /--wait takes whole seconds/, 2],
+  ];
+  for (const [args, message, code] of cases) {
+    const r = await inProcess(args);
+    t.equal(r.code, code, `${args.join(' ')}: exit ${code}`);
+    t.match(r.stderr, message, args.join(' '));
+    t.equal(r.stderr.split('\n').length, 2, 'one line');
+  }
+  // A vote sent to a node that does not know the voter's key: what to do instead.
+  const stranger = join(tmp, 'stranger.priv');
+  t.equal((await inProcess(['keygen', '--out', stranger])).code, 0);
+  const vote = await inProcess([
+    'circuit',
+    'vote',
+    '--node-id',
+    'beta',
+    '--circuit-id',
+    'abcde-12345',
+    '--accept',
+    '--key',
+    stranger,
+    '--url',
+    tn.nodeUrl,
+  ]);
+  t.equal(vote.code, 1);
+  t.match(vote.stderr, /does not let this key read proposals .*A vote goes to the voter's own node: --url of node beta's node API/);
+  const show = await inProcess(['circuit', 'show', 'proposal', 'abcde-12345', '--json', '--key', key, '--url', tn.nodeUrl]);
+  t.equal(show.code, 1);
+  t.match(JSON.parse(show.stdout), { status: 404, body: { message: /Unable to find proposal/ } });
 });
 
 t.test('cairn intkey set|inc|dec|show|list against the node', async (t) => {
@@ -133,7 +242,7 @@ t.test('cairn intkey: bad arguments and an unreachable node', async (t) => {
     const r = await cairn(args.includes('--url') ? args : [...args, ...url]);
     t.equal(r.code, 2, `${args.join(' ')}: exit 2`);
     t.match(r.stderr, message, args.join(' '));
-    t.match(r.stderr, /usage: cairn intkey/);
+    t.match(r.stderr, /\(cairn intkey --help shows the usage\)\n$/);
     noStack(t, r);
   }
   const down = await cairn(['intkey', 'show', 'x', '--url', 'http://127.0.0.1:1']);
@@ -180,7 +289,7 @@ t.test('cairn batch submit|status|list', async (t) => {
   t.match(refused.stderr, /^cairn batch: .*garbage\.batches: batch refused: /);
   noStack(t, refused);
   const cases: Array<[string[], RegExp, number]> = [
-    [['batch'], /missing command \(submit, status, list\)/, 2],
+    [['batch'], /missing command \(submit, status, list, build\)/, 2],
     [['batch', 'frob'], /unknown command batch frob/, 2],
     [['batch', 'submit'], /submit needs at least one BatchList file/, 2],
     [['batch', 'status'], /status needs at least one batch id/, 2],
@@ -193,6 +302,77 @@ t.test('cairn batch submit|status|list', async (t) => {
     t.equal(r.code, code, `${args.join(' ')}: exit ${code}`);
     t.match(r.stderr, message);
     noStack(t, r);
+  }
+});
+
+t.test('cairn batch build: signed BatchList files that submit and commit', async (t) => {
+  const key = join(tmp, 'builder.priv');
+  const file = join(tmp, 'built.batches');
+  const built = await inProcess([
+    ...'batch build intkey set cli-build 7 inc cli-build 2 set cli-build2 1 --per-batch 2 --json'.split(' '),
+    ...['--key', key, '--out', file],
+  ]);
+  t.equal(built.code, 0, built.stderr);
+  const meta = JSON.parse(built.stdout) as { file: string; signer: string; transactions: number; batches: string[] };
+  t.equal(meta.transactions, 3);
+  t.equal(meta.batches.length, 2, 'two per batch: two batches in one file');
+  t.equal(meta.signer, new Signer(readFileSync(key, 'utf8').trim()).publicKey, 'signed with the key file');
+  const sub = await inProcess(['batch', 'submit', file, '--json', ...url]);
+  t.equal(sub.code, 0, sub.stderr);
+  t.same(
+    JSON.parse(sub.stdout).map((s: { id: string; status: string }) => [s.id, s.status]),
+    meta.batches.map((id) => [id, 'COMMITTED']),
+  );
+  t.equal(await stateValue('cli-build'), 9);
+  t.equal(await stateValue('cli-build2'), 1);
+
+  // Raw payloads for a named family, version, inputs and outputs: here intkey's own CBOR.
+  const payload = join(tmp, 'payload.cbor');
+  writeFileSync(payload, intkeyPayload('inc', 'cli-build', 1));
+  const address = intkeyAddress('cli-build');
+  const raw = join(tmp, 'raw.batches');
+  const r = await inProcess([
+    ...`batch build raw --family intkey --version 1.0 --input ${address} --output ${address} --repeat 2`.split(' '),
+    ...['--payload-file', payload, '--payload', intkeyPayload('inc', 'cli-build', 10).toString('hex'), '--key', key, '--out', raw],
+  ]);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, new RegExp(`^wrote .*raw\\.batches: 4 batches, 4 transactions, signed by ${meta.signer}\\n$`));
+  t.equal((await inProcess(['batch', 'submit', raw, ...url])).code, 0);
+  t.equal(await stateValue('cli-build'), 9 + 2 * 11, 'each payload twice, each with its own nonce');
+
+  const cases: Array<[string[], RegExp, number]> = [
+    [['batch', 'build', 'intkey', 'set', 'x', '1'], /build needs --out FILE/, 2],
+    [['batch', 'build', '--out', file], /build needs a kind: intkey or raw/, 2],
+    [['batch', 'build', 'frob', '--out', file], /unknown kind frob/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '--out', file], /VERB NAME VALUE triples/, 2],
+    [['batch', 'build', 'intkey', 'mul', 'x', '1', '--out', file], /unknown verb mul/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x'.repeat(21), '1', '--out', file], /takes at most 20/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '-1', '--out', file], /whole number from 0 to 4294967295/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--per-batch', '0', '--out', file], /--per-batch takes a whole number from 1 to 1000/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--repeat', '100001', '--out', file], /--repeat takes a whole number/, 2],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', 'set', 'y', '1', '--repeat', '60000', '--out', file], /at most 100000 transactions per file/, 2],
+    [['batch', 'build', 'raw', '--version', '1', '--payload', 'aa', '--out', file], /build raw needs --family/, 2],
+    [['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--out', file], /at least one --payload HEX or --payload-file FILE/, 2],
+    [['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--payload', 'xyz', '--out', file], /--payload takes hex bytes, got "xyz"/, 2],
+    [
+      ['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--input', 'abc', '--payload', 'aa', '--out', file],
+      /--input: not an address or prefix/,
+      2,
+    ],
+    [['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--payload', 'aa', 'extra', '--out', file], /unexpected argument extra/, 2],
+    [
+      ['batch', 'build', 'raw', '--family', 'f', '--version', '1', '--payload-file', join(tmp, 'nope'), '--out', file],
+      /cannot read .*nope: ENOENT/,
+      1,
+    ],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--key', file, '--out', file], /cannot use the key file .*built\.batches/, 1],
+    [['batch', 'build', 'intkey', 'set', 'x', '1', '--key', key, '--out', join(tmp, 'no', 'dir', 'f')], /cannot write .*f: ENOENT/, 1],
+    [['batch', 'list', '--out', file], /--out is an option of batch build/, 2],
+  ];
+  for (const [args, message, code] of cases) {
+    const res = await inProcess(args);
+    t.equal(res.code, code, `${args.join(' ')}: exit ${code}`);
+    t.match(res.stderr, message, args.join(' '));
   }
 });
 

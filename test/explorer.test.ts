@@ -237,6 +237,11 @@ t.test('in a browser: a committed batch appears live, in the drill-down, in stat
     await page.click('#state-form button');
     await page.waitForSelector('#state-error:not([hidden])');
     t.match(await text(page, '#state-error'), /Invalid State Address/, 'a bad prefix: the gateway error shown');
+    // Settings: the Setting protobuf decoded into its key and value.
+    await page.fill('#state-prefix', '000000');
+    await page.click('#state-form button');
+    await page.waitForSelector('#state-rows tr[data-address^="000000"]');
+    t.match(await text(page, '#state-rows'), /settings\s+sawtooth\.consensus\.algorithm\.name = Devmode/, 'a setting decoded');
 
     // Batch status lookup: committed (with a link to the batch), invalid (with the reason), a bad id.
     await page.fill('#status-id', batchId);
@@ -303,6 +308,12 @@ t.test('in a browser: the live list reconnects by itself after the node restarts
     await own.stop({ keepData: true });
     await page.waitForSelector('#live.off');
     t.equal(await text(page, '#live'), 'reconnecting', 'the page says the feed is down');
+    await page.waitForSelector('#node-status.error');
+    t.match(
+      await text(page, '#node-status'),
+      /^no answer from the node at 127\.0\.0\.1:\d+: it is stopped, restarting or unreachable$/,
+      'the reason, not "Failed to fetch"',
+    );
     own = await startTestNode(env, dataDir);
     await page.waitForSelector('#live.on');
     const batchId = await commitTo(own.ledgerUrl, newSigner(), [['set', 'after-restart', 7]]);

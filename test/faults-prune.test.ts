@@ -49,7 +49,10 @@ for (const every of ['1', '256'])
     const before = await merkleCount(dir);
     const r = await runToExit(['src/cli/prune.ts', '--data-dir', dir, '--keep', '3'], process.env);
     t.equal(r.code, 0, r.log);
-    t.match(r.log, /pruned .*: state of blocks 6\.\.8 kept/);
+    t.match(
+      r.log,
+      /pruned .*: the state of blocks 6 to 8 stays readable \(\d+ Merkle records?\); (\d+ older records? removed|nothing older to remove)/,
+    );
     const after = await merkleCount(dir);
     t.ok(every === '1' ? after < before : after <= before, `merkle records ${before} -> ${after}`);
 
@@ -69,7 +72,9 @@ for (const every of ['1', '256'])
     }
     const pruned = await value('k', blocks[3]);
     t.equal(pruned.status, 404);
-    t.match(pruned.json, { error: { code: 50, message: /state root [0-9a-f]{64} is not available/ } });
+    t.match(pruned.json, {
+      error: { code: 50, message: /^The block exists, but its state root [0-9a-f]{64} is not available: pruned \(cairn prune\)/ },
+    });
     // The chain itself is intact: the pruned block still reads.
     t.equal((await getJson(`${n.ledgerUrl}/blocks/${blocks[3]}`)).status, 200);
     // And the node keeps committing on top of the pruned store.
@@ -81,5 +86,5 @@ for (const every of ['1', '256'])
 t.test('prune refuses bad arguments', async (t) => {
   const r = await runToExit(['src/cli/prune.ts', '--data-dir', tmpdir(), '--keep', '0'], process.env);
   t.equal(r.code, 2);
-  t.match(r.log, /usage: npm run -s prune/);
+  t.match(r.log, /^cairn prune: --keep takes a whole number of blocks, at least 1, got "0" \(cairn prune --help shows the usage\)$/m);
 });

@@ -15,7 +15,8 @@ import { log } from '../src/log.js';
 import { Signer } from '../src/crypto/secp256k1.js';
 import { usage } from '../src/config.js';
 import { captureStderr, startApiNode, type ApiNode } from './helpers/node-api.js';
-import { TS_ARGS } from './helpers/child.js';
+import { startChild, TS_ARGS } from './helpers/child.js';
+import { reasons } from '../src/startup.js';
 
 const run = promisify(execFile);
 interface Out {
@@ -121,7 +122,32 @@ t.test('node: --help lists the log level; a port in use names the flag; the log 
   const lvl = await tsx('src/main.ts', ['--log-level', 'loud']);
   t.equal(lvl.code, 2);
   t.match(lvl.stderr, /log level: expected one of debug, info, warn, error, silent/);
-  t.ok(existsSync(join(dir, 'keys', 'admin.priv')), 'keys were made before the bind failed');
+  t.notOk(existsSync(join(dir, 'keys', 'admin.priv')), 'no keys were made: every port is tried first');
+  t.notOk(existsSync(join(dir, 'ledger.mdb')), 'no genesis block either');
+  t.match(r.stderr, /Nothing was written to the data directory/);
+  // The component endpoint taken too: named, with the way to turn it off.
+  const comp = await tsx('src/main.ts', [], {
+    CAIRN_DATA_DIR: dir,
+    CAIRN_LEDGER_BIND: '127.0.0.1:0',
+    CAIRN_NODE_BIND: '127.0.0.1:0',
+    CAIRN_DATA_BIND: '127.0.0.1:0',
+    CAIRN_NETWORK_BIND: '127.0.0.1:0',
+    CAIRN_COMPONENT_BIND: ledgerBind,
+    CAIRN_POOL_THREADS: '1',
+  });
+  t.equal(comp.code, 1);
+  t.match(comp.stderr, /for interface component \(transaction processors\): the port is already in use.*--component-bind.*turn it off with off/);
+  t.notOk(existsSync(join(dir, 'keys', 'validator.priv')));
+  // The next start on free ports is the documented first start.
+  const next = await startChild(dir);
+  await next.stop();
+  t.match(next.log(), /data directory \S+: new; genesis block written, keys created/);
+});
+
+t.test('a wrapped start failure reads as one sentence', async (t) => {
+  t.equal(reasons(new Error('committer failed to start: Error: cannot open x')), 'committer failed to start: cannot open x');
+  t.equal(reasons(new Error('outer', { cause: new TypeError('inner') })), 'outer: inner');
+  t.equal(reasons('plain'), 'plain');
 });
 
 t.test('401 says what credentials are expected, logs a line, and leaks nothing', async (t) => {

@@ -1,6 +1,6 @@
 /**
- * The shell walk-throughs of README.md, docs/node-api.md and docs/data-api.md run as
- * written, and `npm start` stops when its npm process is killed.
+ * The shell walk-throughs of README.md and docs/*.md run as written, and `npm start` stops
+ * when its npm process is killed.
  *
  * Convention: a ```sh block directly preceded by the line `<!-- walkthrough -->` belongs to
  * its document's walk-through. A document's marked blocks run in order, unchanged, in one
@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json'];
+const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json', 'examples'];
 const MARK = '<!-- walkthrough -->';
 
 /** The marked ```sh blocks of a markdown file, in order. */
@@ -117,17 +117,54 @@ const HEADER = `set -Eeuo pipefail
 trap 'echo "WALKTHROUGH FAILED (exit $?) at: $BASH_COMMAND" >&2' ERR
 `;
 
-for (const doc of ['README.md', 'docs/node-api.md', 'docs/data-api.md']) {
+/**
+ * The documents whose marked blocks run. `fixedPorts`: ports a document names literally (it
+ * starts nodes of its own on them); the test gives each a free port instead, everywhere in
+ * the blocks, so it does not depend on them being free. `dataDir`: the walk-through keeps a
+ * node's data in ./data.
+ */
+const DOCS: { doc: string; fixedPorts?: number[]; dataDir: boolean }[] = [
+  { doc: 'README.md', dataDir: true },
+  { doc: 'docs/node-api.md', dataDir: true },
+  { doc: 'docs/data-api.md', dataDir: true },
+  { doc: 'docs/transaction-processors.md', fixedPorts: [4004], dataDir: true },
+  {
+    doc: 'docs/circuits.md',
+    fixedPorts: [8108, 8109, 8110, 8185, 8186, 8187, 8180, 8181, 8182, 8144, 8145, 8146, 4104, 4105, 4106],
+    dataDir: false,
+  },
+];
+
+/** `script` with each of `ports` (as a whole number) replaced by a free port; the ports given. */
+export async function substitutePorts(script: string, ports: readonly number[]): Promise<{ script: string; ports: number[] }> {
+  const map = new Map<string, string>();
+  const taken = new Set<number>();
+  for (const p of ports) {
+    let free = await freePort();
+    while (taken.has(free)) free = await freePort();
+    taken.add(free);
+    map.set(String(p), String(free));
+  }
+  if (map.size === 0) return { script, ports: [] };
+  const re = new RegExp(`(?<![\\d.])(${[...map.keys()].join('|')})(?!\\d)`, 'g');
+  return { script: script.replace(re, (m) => map.get(m)!), ports: [...map.values()].map(Number) };
+}
+
+for (const { doc, fixedPorts = [], dataDir } of DOCS) {
   t.test(`${doc}: the marked shell blocks run as written`, async (t) => {
     const blocks = walkthroughBlocks(readFileSync(join(ROOT, doc), 'utf8'));
     t.ok(blocks.length > 0, 'the document has marked blocks');
     const sb = await sandbox();
     t.teardown(() => rmSync(sb.dir, { recursive: true, force: true }));
-    const r = await runBash(HEADER + blocks.join('\n'), sb.dir, sb.env, 150_000);
+    const own = await substitutePorts(blocks.join('\n'), fixedPorts);
+    t.equal(own.ports.length, fixedPorts.length, 'each fixed port of the document is moved');
+    const r = await runBash(HEADER + own.script, sb.dir, sb.env, 150_000);
     const failed = /WALKTHROUGH FAILED[^\n]*/.exec(r.err)?.[0];
     t.equal(r.code, 0, failed ?? `exit ${r.code}`, { stderr: r.err.split('\n').slice(-25).join('\n') });
-    t.ok(existsSync(join(sb.dir, 'data', 'ledger.mdb')), 'the node kept its data in ./data');
-    for (const port of Object.values(sb.ports)) t.notOk(await portOpen(port), `port ${port} is free afterwards (the walk-through stopped the node)`);
+    if (dataDir) t.ok(existsSync(join(sb.dir, 'data', 'ledger.mdb')), 'the node kept its data in ./data');
+    else t.notOk(existsSync(join(sb.dir, 'data')), 'nothing was written to ./data');
+    for (const port of [...Object.values(sb.ports), ...own.ports])
+      t.notOk(await portOpen(port), `port ${port} is free afterwards (the walk-through stopped its nodes)`);
   });
 }
 

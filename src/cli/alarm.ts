@@ -8,13 +8,14 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Signer } from '../crypto/secp256k1.js';
 import { makeCylinderJwt } from '../node-api/cylinder.js';
-import { parseOrUsage, UsageError } from './args.js';
+import { checkedUrl, fetchOrExplain, NODE_API, parseOrUsage, UsageError } from './args.js';
 
-export const USAGE = `usage: cairn alarm list|clear [--node-url URL] [--data-dir DIR] [--kind KIND] [--json]
+export const USAGE = `usage: cairn alarm list|clear [--url URL] [--data-dir DIR] [--kind KIND] [--json]
 Shows (list) or clears (clear) the node's storage alarms. While an alarm is raised the node
 is read-only: writes answer 503, reads are served; it retries by itself and clears storage
 alarms once writes succeed again. A corrupt-record alarm stays until it is cleared here.
-  --node-url URL   the node API (default CAIRN_NODE_URL, else http://<CAIRN_NODE_BIND>, else http://127.0.0.1:8085)
+  --url URL        the node API (default CAIRN_NODE_URL, else http://<CAIRN_NODE_BIND>, else http://127.0.0.1:8085;
+                   --node-url is the same option)
   --data-dir DIR   the node's data directory, for its admin key (default CAIRN_DATA_DIR or ./data)
   --kind KIND      clear only this kind (NOSPACE, IO, STALLED, CORRUPT, COMMITTER)
   --json           print the node's answer as JSON
@@ -28,8 +29,8 @@ interface Alarm {
 }
 
 function nodeUrl(opt: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  if (opt) return opt.replace(/\/+$/, '');
-  if (env.CAIRN_NODE_URL) return env.CAIRN_NODE_URL.replace(/\/+$/, '');
+  if (opt) return checkedUrl(opt, '--url');
+  if (env.CAIRN_NODE_URL) return checkedUrl(env.CAIRN_NODE_URL, 'CAIRN_NODE_URL');
   const m = /^(.+):(\d+)$/.exec(env.CAIRN_NODE_BIND || '127.0.0.1:8085');
   let host = m?.[1]?.replace(/^\[(.*)\]$/, '$1') ?? '127.0.0.1';
   if (host === '0.0.0.0') host = '127.0.0.1';
@@ -38,7 +39,7 @@ function nodeUrl(opt: string | undefined, env: NodeJS.ProcessEnv = process.env):
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const args = parseOrUsage(argv, ['node-url', 'data-dir', 'kind'], ['json']);
+  const args = parseOrUsage(argv, ['url', 'node-url', 'data-dir', 'kind'], ['json']);
   if (args.help) {
     process.stdout.write(USAGE);
     return 0;
@@ -55,16 +56,10 @@ export async function run(argv: string[]): Promise<number> {
       `cannot read the admin key in ${join(dataDir, 'keys')} (${(err as NodeJS.ErrnoException).code ?? String(err)}): name the node's data directory with --data-dir`,
     );
   }
-  const base = nodeUrl(args.options.get('node-url'));
+  const base = nodeUrl(args.options.get('url') ?? args.options.get('node-url'));
   const kind = args.options.get('kind');
   const url = `${base}/admin/alarms${verb === 'clear' && kind ? `?kind=${encodeURIComponent(kind)}` : ''}`;
-  let res: Response;
-  try {
-    res = await fetch(url, { method: verb === 'list' ? 'GET' : 'DELETE', headers: { authorization: `Bearer ${token}` } });
-  } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? String(err);
-    throw new Error(`cannot reach the node API at ${base} (${cause}): is the node running? Point at it with --node-url or CAIRN_NODE_URL`);
-  }
+  const res = await fetchOrExplain(url, { method: verb === 'list' ? 'GET' : 'DELETE', headers: { authorization: `Bearer ${token}` } }, NODE_API);
   const body = (await res.json().catch(() => null)) as { data?: Alarm[]; message?: string } | null;
   if (!res.ok || !Array.isArray(body?.data)) throw new Error(`the node answered ${res.status}: ${body?.message ?? 'no alarm list'}`);
   const alarms = body.data;

@@ -4,7 +4,10 @@ import { pathToFileURL } from 'node:url';
 
 export interface Args {
   positional: string[];
+  /** The last value of each option given. */
   options: Map<string, string>;
+  /** Every value of each option, in order (for options that may repeat). */
+  lists: Map<string, string[]>;
   help: boolean;
 }
 
@@ -12,6 +15,7 @@ export interface Args {
 export function parseCliArgs(argv: string[], valued: readonly string[]): Args {
   const positional: string[] = [];
   const options = new Map<string, string>();
+  const lists = new Map<string, string[]>();
   let help = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -29,14 +33,15 @@ export function parseCliArgs(argv: string[], valued: readonly string[]): Args {
     const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
     if (value === undefined) throw new Error(`--${name} needs a value`);
     options.set(name, value);
+    lists.set(name, [...(lists.get(name) ?? []), value]);
   }
-  return { positional, options, help };
+  return { positional, options, lists, help };
 }
 
 /** The gateway URL: --url, then CAIRN_LEDGER_URL, then http://<CAIRN_LEDGER_BIND>, then the default bind. */
 export function ledgerUrl(opt: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  if (opt) return opt.replace(/\/+$/, '');
-  if (env.CAIRN_LEDGER_URL) return env.CAIRN_LEDGER_URL.replace(/\/+$/, '');
+  if (opt) return checkedUrl(opt, '--url');
+  if (env.CAIRN_LEDGER_URL) return checkedUrl(env.CAIRN_LEDGER_URL, 'CAIRN_LEDGER_URL');
   const bind = env.CAIRN_LEDGER_BIND || '127.0.0.1:8008';
   const m = /^(.+):(\d+)$/.exec(bind);
   let host = m ? m[1]!.replace(/^\[(.*)\]$/, '$1') : '127.0.0.1';
@@ -46,19 +51,42 @@ export function ledgerUrl(opt: string | undefined, env: NodeJS.ProcessEnv = proc
   return `http://${host.includes(':') ? `[${host}]` : host}:${m ? m[2] : '8008'}`;
 }
 
+/** `url` without trailing slashes, or a usage error naming where it came from. */
+export function checkedUrl(url: string, from: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`${from}: not a URL: "${url}" (expected http://host:port)`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`${from}: expected an http:// or https:// URL, got "${url}"`);
+  return url.replace(/\/+$/, '');
+}
+
 /** fetch, with a failure that names the URL and how to point the tool elsewhere. */
-export async function fetchOrExplain(url: string, init?: RequestInit): Promise<Response> {
+export async function fetchOrExplain(url: string, init?: RequestInit, what = LEDGER): Promise<Response> {
   try {
     return await fetch(url, init);
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     const why = cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
-    throw new Error(
-      `cannot reach the ledger gateway at ${new URL(url).origin} (${why}). Is the node running? ` +
-        'Point this tool at it with --url http://host:port, CAIRN_LEDGER_URL, or CAIRN_LEDGER_BIND=host:port (as the node uses).',
-    );
+    throw new Error(`cannot reach the ${what.name} at ${new URL(url).origin} (${why}). Is the node running? Point this tool at it with ${what.how}.`);
   }
 }
+
+/** What a tool talks to, for the message when it cannot reach it. */
+export interface Target {
+  name: string;
+  how: string;
+}
+export const LEDGER: Target = {
+  name: 'ledger gateway',
+  how: '--url http://host:port, CAIRN_LEDGER_URL, or CAIRN_LEDGER_BIND=host:port (as the node uses)',
+};
+export const NODE_API: Target = {
+  name: 'node API',
+  how: '--url http://host:port, CAIRN_NODE_URL, or CAIRN_NODE_BIND=host:port (as the node uses)',
+};
 
 /** A wrong command line: the command prints its usage and exits 2. */
 export class UsageError extends Error {}
@@ -75,22 +103,22 @@ export function isMain(url: string): boolean {
 }
 
 /**
- * Runs a command and sets the exit status: its return value; 2 with the message and the usage
- * for a UsageError; 1 with the message alone for any other error (never a stack trace).
+ * Runs a command and sets the exit status: its return value; 2 for a UsageError, an error's
+ * own `exitCode` (a data directory in use: 2), else 1. An error is one line on stderr, `<name>: <message>` (a usage error adds where
+ * the usage is), never a stack trace; with `json` it is `{"error": <message>, "exit": N}`.
  */
-export function runCommand(name: string, usage: string, run: () => Promise<number> | number): Promise<number> {
+export function runCommand(name: string, _usage: string, run: () => Promise<number> | number, json = false): Promise<number> {
   return Promise.resolve()
     .then(run)
     .then(
       (code) => code,
       (err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        if (err instanceof UsageError) {
-          process.stderr.write(`${name}: ${message}\n${usage}`);
-          return 2;
-        }
-        process.stderr.write(`${name}: ${message}\n`);
-        return 1;
+        const message = (err instanceof Error ? err.message : String(err)).replace(/\s*\n\s*/g, ' ');
+        const own = (err as { exitCode?: unknown } | null)?.exitCode;
+        const code = err instanceof UsageError ? 2 : typeof own === 'number' ? own : 1;
+        if (json) process.stderr.write(`${JSON.stringify({ error: message, exit: code })}\n`);
+        else process.stderr.write(`${name}: ${message}${err instanceof UsageError ? ` (${name} --help shows the usage)` : ''}\n`);
+        return code;
       },
     )
     .then((code) => {
@@ -104,7 +132,7 @@ export function parseOrUsage(argv: string[], valued: readonly string[], flags: r
   const set = new Set<string>();
   const rest = argv.filter((a) => {
     const name = a.startsWith('--') ? a.slice(2) : '';
-    if (flags.includes(name)) {
+    if (flags.includes(name) || name === 'json') {
       set.add(name);
       return false;
     }

@@ -1,5 +1,6 @@
 /**
- * `cairn batch submit|status|list`: batches on the ledger gateway, for any family.
+ * `cairn batch submit|status|list|build`: batches on the ledger gateway, for any family
+ * (`build` writes signed BatchList files offline: batch-build.ts).
  * `submit FILE…` posts serialized BatchLists (as the Sawtooth tools write them; `-` reads
  * stdin) and waits for their statuses; `status ID…` asks for statuses; `list` shows the
  * latest batches.
@@ -13,14 +14,29 @@ import { fetchOrExplain, getJson, isMain, ledgerUrl, parseOrUsage, print, runCom
 export const USAGE = `usage: cairn batch submit <file|-> ... [--wait SECONDS] [options]   post BatchList files, wait for their statuses
        cairn batch status <batch id> ... [--wait SECONDS] [options]   statuses of batches
        cairn batch list [--limit N] [options]                        the latest batches
+       cairn batch build intkey VERB NAME VALUE [VERB NAME VALUE ...] --out FILE [build options]
+       cairn batch build raw --family NAME --version V [--input ADDR ...] [--output ADDR ...]
+                             (--payload HEX | --payload-file FILE) ... --out FILE [build options]
+Builds signed BatchList files and submits, follows and lists batches of any family on the ledger gateway.
 options:
   --url URL        ledger gateway (default: CAIRN_LEDGER_URL, else http://<CAIRN_LEDGER_BIND>, else http://127.0.0.1:8008)
   --wait SECONDS   how long to wait for the batches to settle (submit default 10, status default 0)
   --json           print JSON instead of text
-exit status: 0 committed (list, status: answered), 1 invalid or failed, 2 usage, 3 still pending
+build options (offline: nothing is sent; submit the file with cairn batch submit FILE):
+  --out FILE       the BatchList file to write
+  --key FILE       signing key (default <data dir>/keys/client.priv, created when missing)
+  --data-dir DIR   data directory for the default key (default CAIRN_DATA_DIR or ./data)
+  --per-batch N    transactions per batch (default 1: one batch per transaction, many per file)
+  --repeat N       write the transactions N times, each with its own nonce (default 1)
+  --input/--output ADDR   state addresses or prefixes the raw transactions read/write (repeatable, or comma-separated)
+  --payload HEX, --payload-file FILE   one raw transaction per payload (repeatable)
+exit status: 0 committed (list, status: answered; build: written), 1 invalid or failed, 2 usage, 3 still pending
 `;
 
 const BATCH_ID = /^[0-9a-f]{128}$/;
+
+/** The options of `batch build` (batch-build.ts, loaded only for that command). */
+const BUILD_OPTIONS = ['out', 'key', 'data-dir', 'per-batch', 'repeat', 'family', 'version', 'input', 'output', 'payload', 'payload-file'];
 
 interface Status {
   id: string;
@@ -55,13 +71,16 @@ function outcome(data: Status[]): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const args = parseOrUsage(argv, ['url', 'wait', 'limit'], ['json']);
+  const args = parseOrUsage(argv, ['url', 'wait', 'limit', ...BUILD_OPTIONS], ['json']);
   if (args.help) {
     process.stdout.write(USAGE);
     return 0;
   }
   const json = args.flags.has('json');
   const [verb, ...rest] = args.positional;
+  if (verb === 'build') return (await import('./batch-build.js')).build(args, rest[0], rest.slice(1));
+  const misplaced = BUILD_OPTIONS.find((o) => args.options.has(o));
+  if (misplaced) throw new UsageError(`--${misplaced} is an option of batch build`);
   const url = ledgerUrl(args.options.get('url'));
   switch (verb) {
     case 'submit': {
@@ -113,8 +132,8 @@ export async function run(argv: string[]): Promise<number> {
       return 0;
     }
     default:
-      throw new UsageError(verb ? `unknown command batch ${verb}` : 'missing command (submit, status, list)');
+      throw new UsageError(verb ? `unknown command batch ${verb}` : 'missing command (submit, status, list, build)');
   }
 }
 
-if (isMain(import.meta.url)) void runCommand('batch', USAGE, () => run(process.argv.slice(2)));
+if (isMain(import.meta.url)) void runCommand('cairn batch', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

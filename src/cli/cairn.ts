@@ -4,6 +4,7 @@
  * (scripts/cairn.mjs) runs `cairn start` from the build, as `npm start` does, and every other
  * command from the sources.
  */
+import { usage } from '../config.js';
 import { isMain, runCommand, UsageError } from './args.js';
 
 export { runCommand };
@@ -19,63 +20,37 @@ commands:
   check      verify a stopped node's data directory: --data-dir DIR
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
   alarm      list|clear: the node's storage alarms (a read-only node and why)
-common options: --url URL (the node to talk to), --json (JSON output), --help
+common options: --url URL (the node to talk to), --json (JSON output and errors), --help
+exit status: 0 done, 1 failed (refused, invalid, unreachable), 2 usage error, 3 still pending
 `;
 
 type Run = (argv: string[]) => Promise<number> | number;
 
-/** Modules that run when imported (they read process.argv and exit themselves). */
-async function legacy(file: string, argv: string[]): Promise<number> {
-  process.argv = [process.argv[0] ?? process.execPath, file, ...argv];
-  await import(file);
-  return new Promise<number>(() => undefined); // the module ends the process
-}
-
-/**
- * `circuit` prints `<HTTP status> <body>` lines; with --json each becomes
- * {"status": N, "body": <JSON body or text>}.
- */
-async function circuit(argv: string[]): Promise<number> {
-  if (argv.includes('--json')) {
-    const write = process.stdout.write.bind(process.stdout);
-    process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]): boolean => {
-      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
-      const m = /^(\d{3})(?: ([\s\S]*?))?\n?$/.exec(text);
-      if (!m) return write(chunk, ...(rest as []));
-      let body: unknown = m[2] ?? null;
-      try {
-        body = m[2] ? JSON.parse(m[2]) : null;
-      } catch {
-        // not JSON: kept as text
-      }
-      return write(`${JSON.stringify({ status: Number(m[1]), body })}\n`);
-    }) as typeof process.stdout.write;
+/** `cairn start`: the node (src/main.ts runs when imported, reads process.argv and exits itself). */
+async function start(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage());
+    return 0;
   }
-  const rest = argv.filter((a) => a !== '--json');
-  // circuit.ts answers a bare --help with exit 2 (no command): give it one, so help exits 0.
-  if (rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')) rest.unshift('help');
-  return legacy('./circuit.js', rest);
+  process.argv = [process.argv[0] ?? process.execPath, '../main.js', ...argv];
+  await import('../main.js');
+  return new Promise<number>(() => undefined); // the node ends the process
 }
 
-interface Command {
-  run: Run;
-  /** The command's usage, printed with its usage errors. */
-  usage: string;
-}
-
-const module = (m: { run: Run; USAGE: string }): Command => ({ run: m.run, usage: m.USAGE });
-
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  start: async () => ({ run: (argv) => legacy('../main.js', argv), usage: '' }),
-  keygen: async () => module(await import('./keygen.js')),
-  intkey: async () => module(await import('./intkey.js')),
-  batch: async () => module(await import('./batch.js')),
-  token: async () => module(await import('./token.js')),
-  circuit: async () => ({ run: circuit, usage: '' }),
-  check: async () => ({ run: (argv) => legacy('./check.js', argv), usage: '' }),
-  prune: async () => ({ run: (argv) => legacy('./prune.js', argv), usage: '' }),
-  alarm: async () => module(await import('./alarm.js')),
+const COMMANDS: Record<string, () => Promise<Run>> = {
+  start: async () => start,
+  keygen: async () => (await import('./keygen.js')).run,
+  intkey: async () => (await import('./intkey.js')).run,
+  batch: async () => (await import('./batch.js')).run,
+  token: async () => (await import('./token.js')).run,
+  circuit: async () => (await import('./circuit.js')).run,
+  check: async () => (await import('./check.js')).run,
+  prune: async () => (await import('./prune.js')).run,
+  alarm: async () => (await import('./alarm.js')).run,
 };
+
+/** The command names, for tests and the usage. */
+export const COMMAND_NAMES: readonly string[] = Object.keys(COMMANDS);
 
 export async function run(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -87,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
   const load = COMMANDS[command];
   if (!load) throw new UsageError(`unknown command ${command}`);
   const c = await load();
-  return runCommand(`cairn ${command}`, c.usage, () => c.run(rest));
+  return runCommand(`cairn ${command}`, '', () => c(rest), rest.includes('--json'));
 }
 
-if (isMain(import.meta.url)) void runCommand('cairn', USAGE, () => run(process.argv.slice(2)));
+if (isMain(import.meta.url)) void runCommand('cairn', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

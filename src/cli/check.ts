@@ -1,34 +1,40 @@
 /**
- * Integrity check of a stopped data directory:
- *   npm run -s check -- --data-dir DIR
- * Prints one line per problem (naming the file and record) and a summary line; exits 0
- * when the directory is clean, 1 when it is not, 2 when a running node holds it (or usage).
+ * `cairn check --data-dir DIR`: integrity check of a stopped data directory. Prints one
+ * line per problem (naming the file and record) and a summary line; exits 0 when the
+ * directory is clean, 1 when it is not, 2 when a running node holds it (or usage).
  * It takes the directory's lock for its whole run, so a node cannot start meanwhile.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { openEnv, openPendingEnv } from '../store/db.js';
-import { lockDataDir, StartupError } from '../store/lock.js';
+import { lockDataDir } from '../store/lock.js';
 import { fileProblems } from '../store/preflight.js';
 import { checkLedger } from '../store/integrity.js';
 import { sealExisting } from '../store/checksum.js';
+import { isMain, parseOrUsage, runCommand, UsageError } from './args.js';
 
-function dataDirArg(): string | undefined {
-  const i = process.argv.indexOf('--data-dir');
-  const v = i > 0 ? process.argv[i + 1] : process.env.CAIRN_DATA_DIR;
-  return v ? resolve(v) : undefined;
+export const USAGE = `usage: cairn check [--data-dir DIR]
+Verifies a stopped node's data directory: its files, every block, batch and transaction,
+the pending records and the state at the head. Prints each problem and a summary.
+  --data-dir DIR   the data directory (default CAIRN_DATA_DIR or ./data)
+exit status: 0 clean, 1 problems found, 2 usage or the directory is in use by a running node
+`;
+
+/** The data directory of check and prune: --data-dir, CAIRN_DATA_DIR, ./data; it must exist. */
+export function existingDataDir(opt: string | undefined): string {
+  const dir = resolve(opt ?? (process.env.CAIRN_DATA_DIR || './data'));
+  if (!existsSync(dir)) throw new UsageError(`no data directory at ${dir} (--data-dir DIR)`);
+  return dir;
 }
 
-async function main(): Promise<number> {
-  const dir = dataDirArg();
-  if (!dir) {
-    process.stderr.write('usage: npm run -s check -- --data-dir DIR\n');
-    return 2;
+export async function run(argv: string[]): Promise<number> {
+  const args = parseOrUsage(argv, ['data-dir']);
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return 0;
   }
-  if (!existsSync(dir)) {
-    process.stderr.write(`no data directory at ${dir}\n`);
-    return 2;
-  }
+  if (args.positional.length > 0) throw new UsageError(`unexpected argument ${args.positional[0]}`);
+  const dir = existingDataDir(args.options.get('data-dir'));
   const lock = await lockDataDir(dir);
   try {
     const files = fileProblems(dir);
@@ -58,14 +64,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    if (err instanceof StartupError) {
-      process.stderr.write(`${err.message}\n`);
-      process.exit(err.exitCode);
-    }
-    process.stderr.write(`check failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(1);
-  },
-);
+if (isMain(import.meta.url)) void runCommand('cairn check', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

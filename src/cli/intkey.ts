@@ -18,6 +18,8 @@ import { fetchOrExplain, getJson, isMain, ledgerUrl, parseOrUsage, print, runCom
 export const USAGE = `usage: cairn intkey set|inc|dec <name> <value> [options]
        cairn intkey show <name> [options]      (also: get)
        cairn intkey list [options]
+Signs an intkey transaction, submits it to the ledger gateway and waits for its commit, or
+reads intkey values from state. A name has at most 20 characters; a value is 0 to 4294967295.
 options:
   --url URL        ledger gateway (default: CAIRN_LEDGER_URL, else http://<CAIRN_LEDGER_BIND>, else http://127.0.0.1:8008)
   --key FILE       client private key, created when missing (default <data dir>/keys/client.priv)
@@ -77,6 +79,7 @@ export async function run(argv: string[]): Promise<number> {
   if (value === undefined || !/^\d+$/.test(value))
     throw new UsageError(`${verb} needs a whole number value, got ${value === undefined ? 'none' : `"${value}"`}`);
   if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
+  if (name.length > 20) throw new UsageError(`name "${name}" has ${name.length} characters; intkey takes at most 20`);
   if (Number(value) > 2 ** 32 - 1) throw new UsageError(`value ${value} is over intkey's limit (4294967295)`);
   const dataDir = args.options.get('data-dir') ?? process.env.CAIRN_DATA_DIR ?? './data';
   const signer = loadOrCreateKey(args.options.get('key') ?? join(dataDir, 'keys', 'client.priv'));
@@ -115,4 +118,4 @@ export async function run(argv: string[]): Promise<number> {
   return 1;
 }
 
-if (isMain(import.meta.url)) void runCommand('intkey', USAGE, () => run(process.argv.slice(2)));
+if (isMain(import.meta.url)) void runCommand('cairn intkey', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

@@ -1,49 +1,56 @@
 /**
- * Offline pruning of old state roots:
- *   npm run -s prune -- --data-dir DIR --keep N
- * Keeps the state of the last N blocks readable (N >= 1) and deletes the Merkle records no
- * kept root reaches. The node must be stopped (the command takes the directory's lock).
+ * `cairn prune --data-dir DIR --keep N`: offline pruning of old state roots. Keeps the state
+ * of the last N blocks readable (N >= 1) and deletes the Merkle records no kept root
+ * reaches. The node must be stopped (the command takes the directory's lock).
  */
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { openEnv } from '../store/db.js';
-import { lockDataDir, StartupError } from '../store/lock.js';
 import { fileProblems } from '../store/preflight.js';
-import { pruneStateRoots } from '../store/prune.js';
 import { sealExisting } from '../store/checksum.js';
+import { pruneStateRoots, type PruneResult } from '../store/prune.js';
+import { isMain, parseOrUsage, runCommand, UsageError } from './args.js';
+import { existingDataDir } from './check.js';
+import { lockDataDir } from '../store/lock.js';
 
-function arg(name: string): string | undefined {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : undefined;
+export const USAGE = `usage: cairn prune [--data-dir DIR] --keep N
+Drops the state of old blocks from a stopped node's data directory: the state as of the last
+N blocks stays readable (GET /state?head=…); Merkle records no kept root reaches are deleted.
+Blocks, batches and receipts are kept.
+  --data-dir DIR   the data directory (default CAIRN_DATA_DIR or ./data)
+  --keep N         how many of the latest blocks keep their state (N >= 1)
+exit status: 0 pruned, 1 failed, 2 usage or the directory is in use by a running node
+`;
+
+const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+/** The one line that says what a prune kept and removed. */
+export function pruneSummary(dir: string, r: PruneResult): string {
+  const blocks = r.keptFrom === r.head ? `block ${r.head}` : `blocks ${r.keptFrom} to ${r.head}`;
+  const removed =
+    r.removedRecords === 0
+      ? 'nothing older to remove'
+      : `${plural(r.removedRecords, 'older record')} removed (${plural(r.removedBytes, 'byte')}, reused by LMDB for new data)`;
+  return `pruned ${dir}: the state of ${blocks} stays readable (${plural(r.keptRecords, 'Merkle record')}); ${removed}`;
 }
 
-async function main(): Promise<number> {
-  const d = arg('data-dir') ?? process.env.CAIRN_DATA_DIR;
-  const keep = Number(arg('keep'));
-  if (!d || !/^[1-9]\d*$/.test(arg('keep') ?? '')) {
-    process.stderr.write('usage: npm run -s prune -- --data-dir DIR --keep N   (N >= 1: state roots of the last N blocks stay readable)\n');
-    return 2;
+export async function run(argv: string[]): Promise<number> {
+  const args = parseOrUsage(argv, ['data-dir', 'keep']);
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return 0;
   }
-  const dir = resolve(d);
-  if (!existsSync(dir)) {
-    process.stderr.write(`no data directory at ${dir}\n`);
-    return 2;
-  }
+  if (args.positional.length > 0) throw new UsageError(`unexpected argument ${args.positional[0]}`);
+  const keep = args.options.get('keep');
+  if (keep === undefined) throw new UsageError('--keep N is required (N >= 1: the state of the last N blocks stays readable)');
+  if (!/^[1-9]\d*$/.test(keep)) throw new UsageError(`--keep takes a whole number of blocks, at least 1, got "${keep}"`);
+  const dir = existingDataDir(args.options.get('data-dir'));
   const lock = await lockDataDir(dir);
   try {
     const files = fileProblems(dir);
-    if (files.length) {
-      process.stderr.write(`not pruning a damaged directory:\n  ${files.join('\n  ')}\n`);
-      return 1;
-    }
+    if (files.length) throw new Error(`not pruning a damaged directory: ${files.join('; ')}`);
     const db = openEnv(dir);
     sealExisting(db);
     try {
-      const r = await pruneStateRoots(db, keep);
-      process.stdout.write(
-        `pruned ${dir}: state of blocks ${r.keptFrom}..${r.head} kept (${r.keptRecords} records), ` +
-          `${r.removedRecords} records removed (${r.removedBytes} bytes, reused by LMDB for new data)\n`,
-      );
+      process.stdout.write(`${pruneSummary(dir, await pruneStateRoots(db, Number(keep)))}\n`);
       return 0;
     } finally {
       await db.close();
@@ -53,10 +60,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`${err instanceof StartupError ? '' : 'prune failed: '}${err instanceof Error ? err.message : String(err)}\n`);
-    process.exit(err instanceof StartupError ? err.exitCode : 1);
-  },
-);
+if (isMain(import.meta.url)) void runCommand('cairn prune', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

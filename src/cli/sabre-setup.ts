@@ -12,6 +12,7 @@ import { buildBatch, buildBatchList, type BuiltTxn } from '../ledger/build.js';
 import { CARRIED_NAMESPACES, createContractRegistryTxn, createNamespaceRegistryTxn, namespacePermissionTxn } from '../scabbard/payloads.js';
 import { ContractRegistryList, NamespaceRegistryList, decode, type NamespaceRegistryMsg, type RegistryMsg } from '../scabbard/proto.js';
 import { contractRegistryAddress, namespaceRegistryAddress } from '../scabbard/sabre.js';
+import { fetchOrExplain, NODE_API } from './args.js';
 
 export interface SetupOptions {
   /** Node API base URL. */
@@ -43,7 +44,7 @@ export async function sabreSetup(o: SetupOptions): Promise<SetupResult> {
 
   /** The value at `address`, or undefined when it is not set. */
   const state = async (address: string): Promise<Buffer | undefined | Response> => {
-    const res = await fetch(`${base}/state/${address}`, { headers });
+    const res = await fetchOrExplain(`${base}/state/${address}`, { headers }, NODE_API);
     if (res.status === 404) {
       const text = await res.text();
       // 404 is also the answer for a service this node does not run: tell them apart.
@@ -80,13 +81,13 @@ export async function sabreSetup(o: SetupOptions): Promise<SetupResult> {
   if (txns.length === 0) return { ok: true, message: 'nothing to do: every registry and permission is there', submitted: 0 };
 
   const batch = buildBatch(o.signer, txns);
-  const res = await fetch(`${base}/batches`, {
-    method: 'POST',
-    headers: { ...headers, 'content-type': 'application/octet-stream' },
-    body: Buffer.from(buildBatchList([batch])),
-  });
+  const res = await fetchOrExplain(
+    `${base}/batches`,
+    { method: 'POST', headers: { ...headers, 'content-type': 'application/octet-stream' }, body: Buffer.from(buildBatchList([batch])) },
+    NODE_API,
+  );
   if (res.status !== 202) return fail('submitting the setup batch', res);
-  const st = await fetch(`${base}/batch_statuses?ids=${batch.id}&wait=${o.waitSeconds ?? 60}`, { headers });
+  const st = await fetchOrExplain(`${base}/batch_statuses?ids=${batch.id}&wait=${o.waitSeconds ?? 60}`, { headers }, NODE_API);
   if (!st.ok) return fail('reading the setup batch status', st);
   const [entry] = (await st.json()) as Array<{ status: { statusType: string; message: Array<{ error_message?: string }> } }>;
   const type = entry?.status.statusType ?? 'Unknown';

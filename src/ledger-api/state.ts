@@ -22,7 +22,12 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
   try {
     return f();
   } catch (err) {
-    if (err instanceof UnknownRootError) throw ledgerError(LedgerErrorCode.HeadNotFound, `: state root ${err.root} is not available`);
+    if (err instanceof UnknownRootError)
+      throw ledgerError(
+        LedgerErrorCode.HeadNotFound,
+        `The block exists, but its state root ${err.root} is not available: pruned (cairn prune) or older than --state-history-blocks`,
+        true,
+      );
     if (err instanceof CorruptStateError) {
       chain.ledger.markFaulty(`state read failed its integrity check: ${err.message}`, 'CORRUPT');
       throw new ApiError(
