@@ -18,6 +18,7 @@ commands:
   circuit    propose, vote, list, show, disband…: circuits between nodes
   check      verify a stopped node's data directory: --data-dir DIR
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
+  bench      load-test a Sawtooth-compatible ledger: --url URL | --spawn; bench compare A.json B.json
 common options: --url URL (the node to talk to), --json (JSON output), --help
 `;
 
@@ -73,6 +74,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   circuit: async () => ({ run: circuit, usage: '' }),
   check: async () => ({ run: (argv) => legacy('./check.js', argv), usage: '' }),
   prune: async () => ({ run: (argv) => legacy('./prune.js', argv), usage: '' }),
+  bench: async () => module(await import('./bench.js')),
 };
 
 export async function run(argv: string[]): Promise<number> {
