@@ -292,4 +292,24 @@ t.test('bad input: one line, a non-zero exit, no stack trace, no figures', async
   t.equal(usage.code, 2);
   t.match(usage.stderr, /^cairn bench: --batches takes a whole number, got "abc"\nusage: cairn bench/);
   t.equal((await cairn(['--help'])).code, 0, '--help exits 0');
+
+  // The same checks in the bench/ scripts (before any node starts).
+  const script = async (env: NodeJS.ProcessEnv): Promise<{ code: number; stderr: string; stdout: string }> => {
+    try {
+      const r = await exec(process.execPath, [...TS_ARGS, 'bench/submit.ts'], { env: { ...process.env, ...env }, timeout: 60_000 });
+      return { code: 0, stderr: r.stderr, stdout: r.stdout };
+    } catch (e) {
+      return e as { code: number; stderr: string; stdout: string };
+    }
+  };
+  const bad = await Promise.all([script({ CONNECTIONS: '0' }), script({ BATCHES: 'abc' }), script({ TXNS: '-1' })]);
+  for (const [r, re] of [
+    [bad[0], /^submit\.ts: CONNECTIONS must be a whole number from 1 to 4096, got "0"\n$/],
+    [bad[1], /^submit\.ts: BATCHES must be a whole number from 1 to 100000000, got "abc"\n$/],
+    [bad[2], /^submit\.ts: TXNS must be a whole number from 1 to 1000, got "-1"\n$/],
+  ] as const) {
+    t.equal(r?.code, 2, 'bench/submit.ts: exit 2');
+    t.match(r?.stderr, re, 'one line naming the setting');
+    t.equal(r?.stdout, '', 'no figures');
+  }
 });

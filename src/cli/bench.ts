@@ -49,12 +49,9 @@ function compare(argv: string[]): number {
   const [a, b, extra] = args.positional;
   if (a === undefined || b === undefined) throw new UsageError('compare needs two reports: cairn bench compare A.json B.json');
   if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
-  const c = compareRuns(
-    runsOf(a),
-    runsOf(b),
-    numOption(args.options.get('min-effect'), 'min-effect', 5, 0, 100),
-    numOption(args.options.get('alpha'), 'alpha', 0.05, 0.0001, 0.5),
-  );
+  const minEffect = numOption(args.options.get('min-effect'), 'min-effect', 5, 0, 100);
+  const alpha = numOption(args.options.get('alpha'), 'alpha', 0.05, 0.0001, 0.5);
+  const c = compareRuns(runsOf(a), runsOf(b), minEffect, alpha);
   process.stdout.write(args.flags.has('json') ? `${JSON.stringify(c)}\n` : `${describe(c, a, b)}\n`);
   return c.verdict === 'slower' ? 1 : 0;
 }
