@@ -19,6 +19,9 @@ import { runBench, type BenchResult } from '../src/bench/bench.js';
 import { run as benchCli, USAGE } from '../src/cli/bench.js';
 import { runCommand } from '../src/cli/args.js';
 import { compareRuns, welch } from '../src/bench/compare.js';
+import { opOf, signRange } from '../src/bench/workload.js';
+import { BatchList } from '../src/proto/index.js';
+import { randomPrivateKey } from '../src/crypto/secp256k1.js';
 
 const exec = promisify(execFile);
 const tmp = mkdtempSync(join(tmpdir(), 'cairn-bench-test-'));
@@ -197,6 +200,35 @@ t.test('compare: no difference for two runs of one build, slower with a delay on
   t.match(faster.out, /a\.json is faster/);
 });
 
+t.test('the workload: names, incs after the key space, invalid batches, one BatchList per batch', async (t) => {
+  const spec = { prefix: 'w_', txns: 2, signerKeys: [randomPrivateKey(), randomPrivateKey()], keyspace: 4, incGap: 2, invalidEvery: 3 };
+  t.same(
+    [0, 1, 3, 4, 5, 9].map((op) => opOf(spec, op)),
+    [
+      { verb: 'set', name: 'w_0' },
+      { verb: 'set', name: 'w_1' },
+      { verb: 'set', name: 'w_3' },
+      { verb: 'inc', name: `w_${(4 * 7919) % 2}` },
+      { verb: 'inc', name: `w_${(5 * 7919) % 3}` },
+      { verb: 'inc', name: `w_${(9 * 7919) % 4}` },
+    ],
+  );
+  const chunk = signRange(spec, 0, 6);
+  t.equal(new Set(chunk.ids).size, 6, 'six batches');
+  t.equal(chunk.offsets.length, 7);
+  const lists = chunk.ids.map(
+    (_, k) =>
+      BatchList.decode(chunk.bytes.subarray(chunk.offsets[k], chunk.offsets[k + 1])) as unknown as {
+        batches: Array<{ headerSignature: string; transactions: unknown[] }>;
+      },
+  );
+  t.same(
+    lists.map((l) => [l.batches[0]?.headerSignature, l.batches[0]?.transactions.length]),
+    chunk.ids.map((id) => [id, 2]),
+    'each body is a BatchList of that batch, with 2 transactions',
+  );
+});
+
 t.test("Welch's t-test against reference values (scipy.stats.ttest_ind, equal_var=False)", async (t) => {
   const w1 = welch([100, 102, 98, 101, 99], [90, 93, 91, 89, 92]);
   t.equal(Math.round(-w1.t * 1000) / 1000, 9, 't');
@@ -213,9 +245,11 @@ t.test("Welch's t-test against reference values (scipy.stats.ttest_ind, equal_va
 t.test('bad input: one line, a non-zero exit, no stack trace, no figures', async (t) => {
   const fakeHtml = await startFakeLedger({ notSawtooth: true });
   const fakeInvalid = await startFakeLedger({ status: 'INVALID' });
+  const fakeBroken = await startFakeLedger({ statusFails: true });
   t.teardown(async () => {
     await fakeHtml.close();
     await fakeInvalid.close();
+    await fakeBroken.close();
   });
   writeFileSync(file('bad.txt'), 'this is not a batch list!\n');
   writeFileSync(file('bad2.txt'), `${Buffer.from('not protobuf at all').toString('hex')}\n`);
@@ -251,6 +285,11 @@ t.test('bad input: one line, a non-zero exit, no stack trace, no figures', async
     [[...u, '--repeat', '2', '--baseline', file('notjson.json')], /cannot read the report/, 1],
     [['--url', fakeHtml.url], /is not a Sawtooth REST API: GET \/blocks\?limit=1 answered HTTP 200/, 1],
     [[...u, '--batches', '5', '--quiet'], /no batch was committed: 5 sent, 5 accepted, 5 invalid/, 1],
+    [
+      ['--url', fakeBroken.url, '--batches', '2', '--commit-timeout', '1', '--quiet'],
+      /no batch was committed: 2 sent, 2 accepted, 0 invalid, 0 answered 429, 2 errors; first error: commit tracking at .*: POST \/batch_statuses answered HTTP 500/,
+      1,
+    ],
     [['compare', file('a.json')], /compare needs two reports/, 2],
     [['compare', file('a.json'), file('b.json'), file('c.json')], /unexpected argument/, 2],
     [['compare', file('missing.json'), file('a.json')], /cannot read the report .*ENOENT/, 1],

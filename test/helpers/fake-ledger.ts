@@ -14,6 +14,8 @@ export interface FakeOptions {
   first429RetryAfter?: number;
   /** Status every batch id gets from /batch_statuses. */
   status?: 'COMMITTED' | 'INVALID';
+  /** Answer /batch_statuses with 500. */
+  statusFails?: boolean;
   /** Serve an HTML page for everything (not a Sawtooth API). */
   notSawtooth?: boolean;
 }
@@ -48,6 +50,7 @@ export async function startFakeLedger(o: FakeOptions = {}): Promise<FakeLedger> 
       const path = (req.url ?? '').split('?')[0];
       if (req.method === 'GET' && path === '/blocks') return json(200, { data: [], head: '00', link: '' });
       if (req.method === 'POST' && path === '/batch_statuses') {
+        if (o.statusFails) return json(500, { error: { code: 10, title: 'Unknown', message: 'broken' } });
         const ids = JSON.parse(Buffer.concat(chunks).toString()) as string[];
         return json(200, { data: ids.map((id) => ({ id, status: o.status ?? 'COMMITTED', invalid_transactions: [] })), link: '' });
       }
