@@ -146,6 +146,7 @@ t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --rep
   const p = await bench(['--url', a.ledgerUrl, '--payloads', file('p.txt'), '--json', file('p.json'), '--quiet']);
   t.equal(p.code, 0, p.err);
   t.equal(readJson(file('p.json')).committed, 3, 'every payload batch committed');
+  t.match(p.out, /generator: +pre-built batch lists/);
 });
 
 t.test('open loop: latency counts from the intended send time (a slow server)', async (t) => {
@@ -246,7 +247,9 @@ t.test('bad input: one line, a non-zero exit, no stack trace, no figures', async
   const fakeHtml = await startFakeLedger({ notSawtooth: true });
   const fakeInvalid = await startFakeLedger({ status: 'INVALID' });
   const fakeBroken = await startFakeLedger({ statusFails: true });
+  const fakeFull = await startFakeLedger({ always429: true });
   t.teardown(async () => {
+    await fakeFull.close();
     await fakeHtml.close();
     await fakeInvalid.close();
     await fakeBroken.close();
@@ -285,6 +288,11 @@ t.test('bad input: one line, a non-zero exit, no stack trace, no figures', async
     [[...u, '--repeat', '2', '--baseline', file('notjson.json')], /cannot read the report/, 1],
     [['--url', fakeHtml.url], /is not a Sawtooth REST API: GET \/blocks\?limit=1 answered HTTP 200/, 1],
     [[...u, '--batches', '5', '--quiet'], /no batch was committed: 5 sent, 5 accepted, 5 invalid/, 1],
+    [
+      ['--url', fakeFull.url, '--batches', '1', '--commit-timeout', '1', '--quiet'],
+      /no batch was committed: 1 sent, 0 accepted, 0 invalid, \d+ answered 429, 1 errors; first error: POST .*\/batches: still 429 after \d+ tries/,
+      1,
+    ],
     [
       ['--url', fakeBroken.url, '--batches', '2', '--commit-timeout', '1', '--quiet'],
       /no batch was committed: 2 sent, 2 accepted, 0 invalid, 0 answered 429, 2 errors; first error: commit tracking at .*: POST \/batch_statuses answered HTTP 500/,

@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { randomPrivateKey } from '../crypto/secp256k1.js';
 import type { BenchOptions } from './options.js';
-import { Generator, ListSource, type Batch, type BatchSource } from './generator.js';
+import { Generator, ListSource, SignerPool, type Batch, type BatchSource } from './generator.js';
 import { loadPayloads } from './payloads.js';
 import { checkSawtooth, spawnNode, Target, type Spawned } from './target.js';
 import { runLoad, type RunStats } from './run.js';
@@ -35,13 +35,21 @@ export class BenchError extends Error {}
 
 const AHEAD_MAX = 200_000;
 
-async function oneRun(o: BenchOptions, targets: Target[], payloads: Batch[] | undefined, io: Io, index: number): Promise<BenchResult> {
+async function oneRun(
+  o: BenchOptions,
+  targets: Target[],
+  payloads: Batch[] | undefined,
+  pool: SignerPool | undefined,
+  io: Io,
+  index: number,
+): Promise<BenchResult> {
   const startedAt = new Date().toISOString();
   let source: BatchSource;
   let capacity: number;
   let workers = 0;
-  if (payloads) {
-    source = new ListSource(o.batches > 0 ? payloads.slice(0, o.batches) : payloads);
+  if (payloads || !pool) {
+    const list = payloads ?? [];
+    source = new ListSource(o.batches > 0 ? list.slice(0, o.batches) : list);
     capacity = Number.POSITIVE_INFINITY;
   } else {
     const maxRate = Math.max(0, ...o.rates);
@@ -57,7 +65,7 @@ async function oneRun(o: BenchOptions, targets: Target[], payloads: Batch[] | un
     // A timed open-loop run offers a known number of batches; a timed closed loop takes what the ledger can.
     const stepSecs = (o.stepMs || o.durationMs) / 1000;
     const total = o.batches > 0 ? o.batches : o.rates.length ? o.rates.reduce((n, r) => n + Math.ceil(r * stepSecs), 0) : Number.POSITIVE_INFINITY;
-    const gen = new Generator(spec, total, 0, o.workers);
+    const gen = new Generator(spec, total, 0, pool);
     workers = gen.workers;
     try {
       capacity = await gen.measure(2000);
@@ -135,6 +143,7 @@ export async function runBench(o: BenchOptions, io: Io): Promise<number> {
   const payloads = o.payloads !== undefined ? loadPayloads(o.payloads) : undefined;
   const baseline = o.baseline !== undefined ? runsOf(o.baseline) : undefined;
   let spawned: Spawned | undefined;
+  let pool: SignerPool | undefined;
   const targets: Target[] = [];
   try {
     if (o.spawn) {
@@ -143,10 +152,11 @@ export async function runBench(o: BenchOptions, io: Io): Promise<number> {
     }
     for (const u of spawned ? [spawned.url] : o.urls) targets.push(new Target(u, o.connections));
     for (const t of targets) await checkSawtooth(t);
+    if (!payloads) pool = new SignerPool(o.workers);
     const runs: BenchResult[] = [];
     for (let i = 0; i < o.repeat; i++) {
       if (o.repeat > 1) io.err(`run ${i + 1} of ${o.repeat}\n`);
-      runs.push(await oneRun(o, targets, payloads, io, i));
+      runs.push(await oneRun(o, targets, payloads, pool, io, i));
     }
     // With --repeat, the top-level figures are the median run's (by committed rate); every run is in `runs`.
     const median = [...runs].sort((a, b) => a.committedBatchesPerSec - b.committedBatchesPerSec)[Math.floor((runs.length - 1) / 2)] as BenchResult;
@@ -169,6 +179,7 @@ export async function runBench(o: BenchOptions, io: Io): Promise<number> {
     return 0;
   } finally {
     for (const t of targets) t.close();
+    await pool?.close();
     await spawned?.stop();
   }
 }

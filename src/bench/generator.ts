@@ -29,6 +29,20 @@ export interface BatchSource {
 
 const CHUNK = 250;
 
+let generators = 0;
+
+/** The signing threads, started once for all the runs of a `cairn bench` (each start loads the code). */
+export class SignerPool {
+  readonly workers: Worker[];
+  constructor(n = 0) {
+    const count = n > 0 ? n : Math.max(1, availableParallelism());
+    this.workers = Array.from({ length: count }, () => new Worker(workerFile('bench-sign')));
+  }
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+}
+
 export class Generator implements BatchSource {
   readonly #spec: WorkloadSpec;
   readonly total: number;
@@ -45,17 +59,28 @@ export class Generator implements BatchSource {
   #waiters: Array<() => void> = [];
   #failure: Error | undefined;
   #closed = false;
+  readonly #id = ++generators;
+  readonly #detach: Array<() => void> = [];
 
-  /** `total` batches (Infinity: as many as asked), with up to `ahead` signed before they are taken. */
-  constructor(spec: WorkloadSpec, total: number, ahead: number, workers = 0) {
+  /** `total` batches (Infinity: as many as asked), with up to `ahead` signed before they are taken, by the pool's threads. */
+  constructor(spec: WorkloadSpec, total: number, ahead: number, pool: SignerPool) {
     this.#spec = spec;
     this.total = total;
     this.#ahead = Math.max(CHUNK, ahead);
-    const n = workers > 0 ? workers : Math.max(1, availableParallelism());
-    for (let i = 0; i < n; i++) {
-      const w = new Worker(workerFile('bench-sign'));
-      w.on('message', (chunk: SignedChunk & { tag?: string }) => (chunk.tag === 'measure' ? this.#onMeasured(w) : this.#onChunk(w, chunk)));
-      w.on('error', (err) => this.#fail(err));
+    for (const w of pool.workers) {
+      const onMessage = (m: SignedChunk & { tag?: string; gen?: number }): void => {
+        // A reply for an earlier generator of the pool (a chunk it no longer wanted) is dropped.
+        if (m.gen !== this.#id) return;
+        if (m.tag === 'measure') this.#onMeasured(w);
+        else this.#onChunk(w, m);
+      };
+      const onError = (err: Error): void => this.#fail(err);
+      w.on('message', onMessage);
+      w.on('error', onError);
+      this.#detach.push(() => {
+        w.off('message', onMessage);
+        w.off('error', onError);
+      });
       this.#workers.push(w);
       this.#idle.push(w);
     }
@@ -111,7 +136,7 @@ export class Generator implements BatchSource {
           while (this.#idle.length > 0 && given < count) {
             const w = this.#idle.pop() as Worker;
             const c = Math.min(CHUNK, count - given);
-            w.postMessage({ spec, start: given, count: c, tag: 'measure' });
+            w.postMessage({ spec, start: given, count: c, tag: 'measure', gen: this.#id });
             given += c;
             chunks++;
           }
@@ -157,7 +182,7 @@ export class Generator implements BatchSource {
       const w = this.#idle.pop() as Worker;
       const count = Math.min(CHUNK, this.total - this.#nextStart);
       this.#starts.set(w, this.#nextStart);
-      w.postMessage({ spec: this.#spec, start: this.#nextStart, count });
+      w.postMessage({ spec: this.#spec, start: this.#nextStart, count, gen: this.#id });
       this.#nextStart += count;
     }
   }
@@ -196,7 +221,7 @@ export class Generator implements BatchSource {
   async close(): Promise<void> {
     this.#closed = true;
     this.#wake();
-    await Promise.all(this.#workers.map((w) => w.terminate()));
+    for (const d of this.#detach) d();
   }
 }
 

@@ -34,8 +34,10 @@ export function describeSchedule(r: BenchResult): string {
 export function summary(r: BenchResult): string {
   const lines = [
     `cairn bench: ${describeSchedule(r)}`,
-    `  generator:   ${n0(r.generatorCapacityBatchesPerSec)} batches/s signed ahead of the clock (${r.generatorWorkers} worker threads), ` +
-      `${n1(r.generatorCapacityBatchesPerSec / Math.max(r.committedBatchesPerSec, 1e-9))}× the committed rate`,
+    r.generatorWorkers === 0
+      ? '  generator:   pre-built batch lists, read before the clock (no signing)'
+      : `  generator:   ${n0(r.generatorCapacityBatchesPerSec)} batches/s signed ahead of the clock (${r.generatorWorkers} worker threads), ` +
+        `${n1(r.generatorCapacityBatchesPerSec / Math.max(r.committedBatchesPerSec, 1e-9))}× the committed rate`,
     `  rate:        offered ${n1(r.offeredRate)}/s, achieved ${n1(r.achievedRate)}/s (accepted with 202)`,
     `  committed:   ${n0(r.committed)} batches, ${n1(r.committedBatchesPerSec)} batches/s, ${n1(r.committedTxnsPerSec)} txns/s over ${n1(r.elapsedSeconds)} s`,
     `  submit ms:   ${lat(r.submitLatencyMs)}`,

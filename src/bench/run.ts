@@ -182,7 +182,8 @@ export async function runLoad(targets: Target[], source: BatchSource, s: Schedul
         c.http429++;
         // As the server asks; without Retry-After, an exponential back-off from 10 ms to 1 s.
         await sleep(retryAfterMs(r.retryAfter) ?? Math.min(1000, 10 * 2 ** Math.min(attempt, 7)));
-        if (!sending && s.durationMs > 0 && attempt > 100) {
+        // Bounded: a batch refused for longer than the commit timeout is given up as an error.
+        if (performance.now() - from > s.commitTimeoutMs) {
           noteError(`POST ${target.url}/batches: still 429 after ${attempt + 1} tries`);
           return;
         }

@@ -14,6 +14,8 @@ export interface FakeOptions {
   first429RetryAfter?: number;
   /** Status every batch id gets from /batch_statuses. */
   status?: 'COMMITTED' | 'INVALID';
+  /** Answer every POST /batches with 429, without Retry-After. */
+  always429?: boolean;
   /** Answer /batch_statuses with 500. */
   statusFails?: boolean;
   /** Serve an HTML page for everything (not a Sawtooth API). */
@@ -56,6 +58,10 @@ export async function startFakeLedger(o: FakeOptions = {}): Promise<FakeLedger> 
       }
       if (req.method === 'POST' && path === '/batches') {
         const at = performance.now();
+        if (o.always429) {
+          submits.push({ at, status: 429 });
+          return json(429, { error: { code: 31, title: 'Unable to Accept Batches', message: 'busy' } });
+        }
         if (o.first429RetryAfter !== undefined && !answered429) {
           answered429 = true;
           submits.push({ at, status: 429 });
