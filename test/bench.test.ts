@@ -175,6 +175,12 @@ t.test('429 with Retry-After: counted, and the batch sent again no sooner than a
   const [first, second] = fake.submits;
   t.equal(first?.status, 429);
   t.ok((second?.at ?? 0) - (first?.at ?? 0) >= 950, `sent again after ${((second?.at ?? 0) - (first?.at ?? 0)).toFixed(0)} ms (Retry-After: 1)`);
+
+  // The command as a process: the summary on stdout, the generator's line and progress on stderr.
+  const proc = await cairn(['--url', fake.url, '--batches', '3', '--connections', '1']);
+  t.equal(proc.code, 0, proc.stderr);
+  t.match(proc.stdout, /^cairn bench: 3 intkey batches of 1 txn to .*\n[\s\S]*committed: +3 batches/);
+  t.match(proc.stderr, /^generator: [\d,]+ batches\/s of 1 txn/m);
 });
 
 t.test('compare: no difference for two runs of one build, slower with a delay on every submit', async (t) => {
