@@ -58,8 +58,9 @@ async function oneRun(
       txns: o.txns,
       signerKeys: Array.from({ length: o.signers }, () => randomPrivateKey()),
       keyspace: o.keyspace,
-      // Incs reach back far enough that the names they touch are committed by then.
-      incGap: Math.max(4 * o.connections, 2000, Math.ceil(maxRate * 3)) * o.txns,
+      // Incs reach back past every batch that can be in flight with them, so the set of the
+      // name they touch was accepted first (a ledger runs accepted batches in order).
+      incGap: Math.max(4 * o.connections, 64, Math.ceil(maxRate / 2)) * o.txns,
       invalidEvery: o.invalid > 0 ? Math.max(1, Math.round(1 / o.invalid)) : 0,
     };
     // A timed open-loop run offers a known number of batches; a timed closed loop takes what the ledger can.
