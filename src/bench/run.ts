@@ -342,26 +342,27 @@ export async function runLoad(targets: Target[], source: BatchSource, s: Schedul
         acc.start = stepStart;
         const interval = 1000 / rate;
         const stepEnd = s.durationMs > 0 ? stepStart + s.durationMs : Number.POSITIVE_INFINITY;
-        const queue: Array<{ due: number }> = [];
-        let inFlight = 0;
-        const running: Array<Promise<void>> = [];
+        /** Batches offered (due) so far in this step, and how many of them were sent: the rest wait, in order. */
         let k = 0;
+        let sentK = 0;
+        let inFlight = 0;
+        /** The submits in flight (at most `connections`). */
+        const running = new Set<Promise<void>>();
         let freed: (() => void) | undefined;
         for (;;) {
           const now = performance.now();
-          // Every batch due by now joins the queue with its intended time.
+          // Every batch due by now is offered; batch j of the step is due at stepStart + j × interval.
           while (stepStart + k * interval <= now && stepStart + k * interval < stepEnd) {
             if (s.durationMs === 0 && c.offered >= source.total) break;
-            queue.push({ due: stepStart + k * interval });
             k++;
             c.offered++;
             acc.offered++;
           }
-          while (queue.length > 0 && inFlight < s.connections) {
+          while (sentK < k && inFlight < s.connections) {
             let b = source.take();
             if (!b) {
               if (source.done) {
-                queue.length = 0;
+                sentK = k;
                 break;
               }
               c.stalls++;
@@ -369,25 +370,26 @@ export async function runLoad(targets: Target[], source: BatchSource, s: Schedul
               b = source.take();
               if (!b) continue;
             }
-            const job = queue.shift() as { due: number };
+            const due = stepStart + sentK * interval;
+            sentK++;
             inFlight++;
-            const p = submit(b.body, b.ids, job.due, si).finally(() => {
+            const p: Promise<void> = submit(b.body, b.ids, due, si).finally(() => {
               inFlight--;
+              running.delete(p);
               freed?.();
             });
-            running.push(p);
+            running.add(p);
           }
           const nextDue = stepStart + k * interval;
           const over = nextDue >= stepEnd || (s.durationMs === 0 && (c.offered >= source.total || source.done));
-          if (over && queue.length === 0) break;
+          if (over && sentK === k) break;
           await new Promise<void>((r) => {
             freed = r;
             setTimeout(r, Math.max(0, Math.min(nextDue - performance.now(), 50)));
           });
           freed = undefined;
-          if (running.length > 10_000) running.splice(0, running.length - s.connections);
         }
-        await Promise.all(running);
+        await Promise.all([...running]);
         acc.end = performance.now();
         acc.offerSeconds = (k * interval) / 1000;
         offerSeconds += acc.offerSeconds;
