@@ -144,7 +144,7 @@ t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --rep
   const signer = newSigner();
   const lists = [1, 2, 3].map((i) => batchList(intkeyBatch(signer, [['set', `pl${i}`, i]])));
   writeFileSync(file('p.txt'), `# three lists\n${lists[0]?.toString('base64')}\n\n${lists[1]?.toString('hex')}\n${lists[2]?.toString('base64')}\n`);
-  const p = await bench(['--url', a.ledgerUrl, '--payloads', file('p.txt'), '--json', file('p.json'), '--quiet']);
+  const p = await bench(['--url', a.ledgerUrl, '--payloads', file('p.txt'), '--rate', '20', '--json', file('p.json'), '--quiet']);
   t.equal(p.code, 0, p.err);
   t.equal(readJson(file('p.json')).committed, 3, 'every payload batch committed');
   t.match(p.out, /generator: +pre-built batch lists/);
