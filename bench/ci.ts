@@ -1,8 +1,8 @@
 /**
  * `npm run bench:ci`: the performance regression check CI runs. An interleaved A/B of this
  * checkout against the build of its parent commit (BENCH_BASE_REF to pick another), on this
- * machine in this job (bench/ab.ts): ABBA rounds of `cairn bench` on a fresh node of each
- * build, then Welch's t-test on the per-run committed rates; it fails when this checkout is
+ * machine in this job (bench/ab.ts): a warm-up run that is not counted, then ABBA rounds of
+ * `cairn bench` on a fresh node of each build, then Welch's t-test on the per-run committed rates; it fails when this checkout is
  * slower by at least AB_MIN_EFFECT percent (10) at p < AB_ALPHA (0.05). A verdict of "slower"
  * gets one more round before it stands, as a shared machine can have a bad minute.
  *
@@ -56,6 +56,11 @@ async function abCheck(): Promise<boolean | undefined> {
         log(`${which === 'a' ? 'base' : 'head'}: ${r.committedBatchesPerSec} batches/s`);
       }
     };
+    // A run that is not counted first: this process's own warm-up (JIT, sockets) would
+    // otherwise weigh on the first run, always the base's. It also shows the base runs at all.
+    await benchBuild(base.dir, ['--batches', '2000', '--connections', process.env.CONNECTIONS ?? '64']).catch((err: Error) => {
+      throw new BaseFailed(err.message);
+    });
     for (let i = 0; i < rounds; i++) await round();
     let c = compareRuns(a, b, minEffect, alpha);
     if (c.verdict === 'slower') {
