@@ -1,45 +1,125 @@
 /**
- * `npm run bench:ci`: a one-minute regression check for CI. Runs the submit benchmark and
- * compares its throughput as a fraction of this machine's signature bound (a ratio, so it
- * holds on a slower machine) with bench/baseline.json; fails when it drops by more than
- * 20%. Prints one JSON line.
+ * `npm run bench:ci`: the performance regression check CI runs. An interleaved A/B of this
+ * checkout against the build of its parent commit (BENCH_BASE_REF to pick another), on this
+ * machine in this job (bench/ab.ts): a warm-up run that is not counted, then ABBA rounds of
+ * `cairn bench` on a fresh node of each build, then Welch's t-test on the per-run committed rates; it fails when this checkout is
+ * slower by at least AB_MIN_EFFECT percent (10) at p < AB_ALPHA (0.05). A verdict of "slower"
+ * gets one more round before it stands, as a shared machine can have a bad minute.
+ *
+ * Where the base cannot be had (a clone without the parent commit, no network for `npm ci`
+ * when the lockfile changed, a base that does not build), it falls back to the former check:
+ * throughput as a fraction of this machine's signature bound against bench/baseline.json,
+ * failing below 80% of it. Prints one JSON line either way.
  */
 import { readFileSync } from 'node:fs';
+import { envInt } from './lib/env.js';
 
-// A run of about a minute on two cores, whatever the caller's environment says.
+// A run of a few minutes on two cores, whatever the caller's environment says.
 process.env.BATCHES ??= '20000';
 process.env.CONNECTIONS ??= '64';
 process.env.TXNS ??= '1';
 process.env.BENCH_QUIET ??= '1';
-const { runSubmit } = await import('./submit.js');
 
-const baseline = JSON.parse(readFileSync(new URL('./baseline.json', import.meta.url), 'utf8')) as {
-  signatureBoundFraction: number;
+const log = (m: string): void => {
+  if (process.env.BENCH_QUIET !== '1' || process.env.BENCH_CI_VERBOSE === '1') process.stderr.write(`[ci] ${m}\n`);
 };
-const ALLOWED_DROP = 0.2;
 
-const floor = baseline.signatureBoundFraction * (1 - ALLOWED_DROP);
-// Shared two-core machines are noisy: a run under the floor gets one more try, best counts.
-let r = await runSubmit();
-const runs = [r.signatureBoundFraction];
-if (r.signatureBoundFraction < floor) {
-  const again = await runSubmit();
-  runs.push(again.signatureBoundFraction);
-  if (again.signatureBoundFraction > r.signatureBoundFraction) r = again;
+class BaseFailed extends Error {}
+
+async function abCheck(): Promise<boolean | undefined> {
+  if (process.env.BENCH_CI_MODE === 'baseline') return undefined;
+  const { prepareBase, benchBuild } = await import('./ab.js');
+  const { compareRuns } = await import('../src/bench/compare.js');
+  const base = prepareBase(process.env.BENCH_BASE_REF ?? 'HEAD^', log);
+  if ('reason' in base) {
+    process.stderr.write(`bench:ci: no A/B (${base.reason}); the baseline-ratio check instead\n`);
+    return undefined;
+  }
+  try {
+    const rounds = envInt('AB_ROUNDS', 2, 1, 20);
+    const minEffect = envInt('AB_MIN_EFFECT', 10, 1, 100);
+    const alpha = Number(process.env.AB_ALPHA ?? 0.05);
+    const args = ['--batches', String(envInt('AB_BATCHES', 10000, 100)), '--connections', process.env.CONNECTIONS ?? '64'];
+    const a: number[] = [];
+    const b: number[] = [];
+    const head = process.cwd();
+    const round = async (): Promise<void> => {
+      // ABBA: a drift during the round weighs on both builds alike.
+      for (const which of ['a', 'b', 'b', 'a'] as const) {
+        const r = await benchBuild(which === 'a' ? base.dir : head, args).catch((err: Error) => {
+          // The base failing to run is no verdict on this checkout.
+          throw which === 'a' ? new BaseFailed(err.message) : err;
+        });
+        if (r.invalid > 0 || r.errors > 0)
+          throw new Error(`a ${which === 'a' ? 'base' : 'head'} run had ${r.invalid} invalid batches and ${r.errors} errors`);
+        (which === 'a' ? a : b).push(r.committedBatchesPerSec);
+        log(`${which === 'a' ? 'base' : 'head'}: ${r.committedBatchesPerSec} batches/s`);
+      }
+    };
+    // A run that is not counted first: this process's own warm-up (JIT, sockets) would
+    // otherwise weigh on the first run, always the base's. It also shows the base runs at all.
+    await benchBuild(base.dir, ['--batches', '2000', '--connections', process.env.CONNECTIONS ?? '64']).catch((err: Error) => {
+      throw new BaseFailed(err.message);
+    });
+    for (let i = 0; i < rounds; i++) await round();
+    let c = compareRuns(a, b, minEffect, alpha);
+    if (c.verdict === 'slower') {
+      log('slower: one more round before the verdict stands');
+      await round();
+      c = compareRuns(a, b, minEffect, alpha);
+    }
+    const ok = c.verdict !== 'slower';
+    process.stdout.write(
+      `${JSON.stringify({ bench: 'ci', mode: 'ab', ok, base: base.sha, verdict: c.verdict, changePct: c.changePct, p: c.p, minEffectPct: minEffect, alpha, base_runs: a, head_runs: b })}\n`,
+    );
+    return ok;
+  } catch (err) {
+    if (!(err instanceof BaseFailed)) throw err;
+    process.stderr.write(`bench:ci: no A/B (the base failed: ${err.message}); the baseline-ratio check instead\n`);
+    return undefined;
+  } finally {
+    base.cleanup();
+  }
 }
-const ok = r.signatureBoundFraction >= floor && r.invalid === 0;
-process.stdout.write(
-  `${JSON.stringify({
-    bench: 'ci',
-    ok,
-    signatureBoundFraction: r.signatureBoundFraction,
-    runs,
-    baseline: baseline.signatureBoundFraction,
-    floor: Math.round(floor * 1000) / 1000,
-    committedBatchesPerSec: r.committedBatchesPerSec,
-    submitP99Ms: r.submitP99Ms,
-    commitP99Ms: r.commitP99Ms,
-    peakRssMiB: r.peakRssMiB,
-  })}\n`,
-);
-if (!ok) process.exit(1);
+
+async function baselineCheck(): Promise<boolean> {
+  const { runSubmit } = await import('./submit.js');
+  const baseline = JSON.parse(readFileSync(new URL('./baseline.json', import.meta.url), 'utf8')) as {
+    signatureBoundFraction: number;
+  };
+  const allowedDrop = 0.2;
+  const floor = baseline.signatureBoundFraction * (1 - allowedDrop);
+  // Shared two-core machines are noisy: a run under the floor gets one more try, best counts.
+  let r = await runSubmit();
+  const runs = [r.signatureBoundFraction];
+  if (r.signatureBoundFraction < floor) {
+    const again = await runSubmit();
+    runs.push(again.signatureBoundFraction);
+    if (again.signatureBoundFraction > r.signatureBoundFraction) r = again;
+  }
+  const ok = r.signatureBoundFraction >= floor && r.invalid === 0;
+  process.stdout.write(
+    `${JSON.stringify({
+      bench: 'ci',
+      mode: 'baseline',
+      ok,
+      signatureBoundFraction: r.signatureBoundFraction,
+      runs,
+      baseline: baseline.signatureBoundFraction,
+      floor: Math.round(floor * 1000) / 1000,
+      committedBatchesPerSec: r.committedBatchesPerSec,
+      submitP99Ms: r.submitP99Ms,
+      commitP99Ms: r.commitP99Ms,
+      peakRssMiB: r.peakRssMiB,
+    })}\n`,
+  );
+  return ok;
+}
+
+try {
+  const ok = (await abCheck()) ?? (await baselineCheck());
+  if (!ok) process.exit(1);
+} catch (err) {
+  process.stderr.write(`bench:ci: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}

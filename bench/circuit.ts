@@ -30,12 +30,13 @@ import { sabreSetup } from '../src/cli/sabre-setup.js';
 import { startBenchNode, type BenchNode } from './lib/node.js';
 import { percentile } from './lib/http.js';
 import { RawConnection } from './lib/raw.js';
+import { envInt } from './lib/env.js';
 
-const CIRCUITS = Number(process.env.CIRCUITS ?? 20);
-const SCABBARD_BATCHES = Number(process.env.SCABBARD_BATCHES ?? 12000);
-const SCABBARD_WARMUP = Number(process.env.SCABBARD_WARMUP ?? 3000);
-const SCABBARD_CONNECTIONS = Number(process.env.SCABBARD_CONNECTIONS ?? 32);
-const SCABBARD_SAMPLE = Number(process.env.SCABBARD_SAMPLE ?? 20);
+const CIRCUITS = envInt('CIRCUITS', 20, 1);
+const SCABBARD_BATCHES = envInt('SCABBARD_BATCHES', 12000, 1);
+const SCABBARD_WARMUP = envInt('SCABBARD_WARMUP', 3000, 0);
+const SCABBARD_CONNECTIONS = envInt('SCABBARD_CONNECTIONS', 32, 1);
+const SCABBARD_SAMPLE = envInt('SCABBARD_SAMPLE', 20, 1);
 
 function progress(msg: string): void {
   if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[circuit] ${msg}\n`);

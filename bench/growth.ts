@@ -17,8 +17,9 @@ import { Client } from './lib/http.js';
 import { generateBatches } from './lib/batches.js';
 import { submitAll, waitAll } from './lib/load.js';
 import { fileWriteBytes } from './lib/proc.js';
+import { envInt } from './lib/env.js';
 
-const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const env = (k: string, d: number): number => envInt(k, d, 1);
 const TOTAL = env('TOTAL', 1_000_000);
 const SEGMENT = env('SEGMENT', 50_000);
 const CONNECTIONS = env('CONNECTIONS', 64);

@@ -1,7 +1,8 @@
 /** Idle footprint: starts a node on a fresh data directory, lets it settle, prints its RSS. */
 import { startBenchNode } from './lib/node.js';
+import { envInt } from './lib/env.js';
 
-const SETTLE_MS = Number(process.env.SETTLE_MS ?? 5000);
+const SETTLE_MS = envInt('SETTLE_MS', 5000, 0);
 
 export async function runIdle(): Promise<object> {
   const node = await startBenchNode();

@@ -12,8 +12,9 @@ import { startBenchNode } from './lib/node.js';
 import { Client } from './lib/http.js';
 import { generateBatches } from './lib/batches.js';
 import { submitAll, waitAll } from './lib/load.js';
+import { envInt } from './lib/env.js';
 
-const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
+const env = (k: string, d: number): number => envInt(k, d, 1);
 const CHAIN = env('CHAIN', 20000);
 const DURATION = env('DURATION', 10);
 const CONNECTIONS = env('CONNECTIONS', 64);

@@ -22,16 +22,17 @@ import { cpuSeconds, dirtiedBytes, fileWriteBytes, ioField } from './lib/proc.js
 import { measureBounds } from './lib/bounds.js';
 import { generateBatches } from './lib/batches.js';
 import { submitAll, waitAll } from './lib/load.js';
+import { envInt } from './lib/env.js';
 
-const env = (k: string, d: number): number => (process.env[k] ? Number(process.env[k]) : d);
-const N = env('BATCHES', 20000);
-const K = env('TXNS', 1);
-const S = env('SIGNERS', 8);
-const KEYSPACE = env('KEYSPACE', 0);
-const C = env('CONNECTIONS', 32);
+const N = envInt('BATCHES', 20000, 1);
+const K = envInt('TXNS', 1, 1, 1000);
+const S = envInt('SIGNERS', 8, 1, 100_000);
+const KEYSPACE = envInt('KEYSPACE', 0, 0);
+const C = envInt('CONNECTIONS', 32, 1, 4096);
 const RATE_MODE = process.env.RATE ?? '0';
-const SAMPLE = env('SAMPLE', 50);
-const WARMUP = env('WARMUP', 2000);
+if (RATE_MODE !== 'half') envInt('RATE', 0, 0, 1_000_000);
+const SAMPLE = envInt('SAMPLE', 50, 1);
+const WARMUP = envInt('WARMUP', 2000, 0);
 
 function progress(msg: string): void {
   if (process.env.BENCH_QUIET !== '1') process.stderr.write(`[submit] ${msg}\n`);
@@ -185,6 +186,7 @@ export async function runSubmit(nodeEnv: Record<string, string> = {}, rate = RAT
           batches.map((b) => b.id),
         );
     const tEnd = performance.now();
+    if (!submitOnly && invalid >= N) throw new Error(`no batch was committed: all ${N} were invalid`);
     // Page cache write-back can lag the commits by a few seconds: sync the data directory's
     // file system before reading the counter so the figure holds what the run wrote.
     spawnSync('sync', ['-f', node.dataDir]);
@@ -260,7 +262,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   run().then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (err: unknown) => {
-      process.stderr.write(`${String(err)}\n`);
+      process.stderr.write(`submit: ${err instanceof Error ? err.message : String(err)}\n`);
       process.exit(1);
     },
   );

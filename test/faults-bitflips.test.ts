@@ -84,22 +84,43 @@ async function probe(t: Test, dir: string, label: string): Promise<void> {
     t.match(message, /ledger\.mdb|damaged|corrupt|truncated/i, `${label}: refused, naming the damage`);
     return;
   }
+  const died = async (): Promise<string> => {
+    await new Promise((r) => setTimeout(r, 200));
+    return `the node ended (exit ${child.child.exitCode}, signal ${child.child.signalCode}): ${child
+      .log()
+      .split('\n')
+      .filter((l) => /error|warn|fatal|signal|Error/i.test(l))
+      .slice(-8)
+      .join('\n')}`;
+  };
   try {
     const seen: Record<number, number> = {};
     const wrong: string[] = [];
     for (const [path, body] of reference) {
-      const r = await fetch(`${child.ledgerUrl}${path}`);
+      const r = await fetch(`${child.ledgerUrl}${path}`).catch(() => null);
+      if (r === null) {
+        t.fail(await died());
+        return;
+      }
       const text = (await r.text()).replaceAll(child.ledgerUrl, 'ORIGIN');
       seen[r.status] = (seen[r.status] ?? 0) + 1;
       if (r.status === 200 && text !== body) wrong.push(`${path}: 200 with other bytes`);
       else if (r.status !== 200 && r.status !== 404 && r.status !== 503) wrong.push(`${path}: ${r.status} ${text.slice(0, 200)}`);
     }
     // A write on top: acknowledged, refused or read-only; never built on a damaged record.
-    const w = await postBatches(child.ledgerUrl, batchList(intkeyBatch(newSigner(), [['set', 'after', 1]])));
+    const w = await postBatches(child.ledgerUrl, batchList(intkeyBatch(newSigner(), [['set', 'after', 1]]))).catch(() => null);
+    if (w === null) {
+      t.fail(await died());
+      return;
+    }
     if (![202, 429, 503].includes(w.status)) wrong.push(`POST /batches: ${w.status}`);
     await new Promise((r) => setTimeout(r, 500));
     for (const path of ['/blocks?limit=100', '/state?limit=100']) {
-      const r = await fetch(`${child.ledgerUrl}${path}`);
+      const r = await fetch(`${child.ledgerUrl}${path}`).catch(() => null);
+      if (r === null) {
+        t.fail(await died());
+        return;
+      }
       if (r.status !== 200 && r.status !== 404 && r.status !== 503) wrong.push(`${path} after a write: ${r.status}`);
     }
     t.same(wrong, [], `${label}: answers ${JSON.stringify(seen)}`);

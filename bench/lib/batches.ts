@@ -1,7 +1,7 @@
-/** Pre-signed intkey batch lists for the benchmarks (made before any clock starts). */
-import { Signer, randomPrivateKey } from '../../src/crypto/secp256k1.js';
-import { buildBatch, buildBatchList, buildTransaction } from '../../src/ledger/build.js';
-import { intkeyAddress, intkeyPayload } from '../../src/families/intkey.js';
+/** Pre-signed intkey batch lists for the benchmarks (made before any clock starts): `cairn bench`'s workload (src/bench/workload.ts). */
+import { randomPrivateKey } from '../../src/crypto/secp256k1.js';
+import { intkeyAddress } from '../../src/families/intkey.js';
+import { opOf, signRange, type WorkloadSpec } from '../../src/bench/workload.js';
 
 export interface GenOptions {
   batches: number;
@@ -22,35 +22,19 @@ export interface GenBatch {
 }
 
 export function generateBatches(o: GenOptions): GenBatch[] {
-  const signers = Array.from({ length: o.signers }, () => new Signer(randomPrivateKey()));
-  const out: GenBatch[] = [];
-  const p = o.prefix ?? 'k';
-  let op = 0;
-  for (let i = 0; i < o.batches; i++) {
-    const signer = signers[i % o.signers]!;
-    const txns = [];
-    const addresses: string[] = [];
-    for (let j = 0; j < o.txnsPerBatch; j++, op++) {
-      let name = `${p}${op}`;
-      let verb = 'set';
-      if (o.keyspace > 0 && op >= o.keyspace && op - o.incGap > 0) {
-        verb = 'inc';
-        name = `${p}${(op * 7919) % Math.min(o.keyspace, op - o.incGap)}`;
-      }
-      const address = intkeyAddress(name);
-      addresses.push(address);
-      txns.push(
-        buildTransaction(signer, {
-          familyName: 'intkey',
-          familyVersion: '1.0',
-          inputs: [address],
-          outputs: [address],
-          payload: intkeyPayload(verb, name, 1),
-        }),
-      );
-    }
-    const b = buildBatch(signer, txns);
-    out.push({ id: b.id, body: Buffer.from(buildBatchList([b])), addresses });
-  }
-  return out;
+  const spec: WorkloadSpec = {
+    prefix: o.prefix ?? 'k',
+    txns: o.txnsPerBatch,
+    signerKeys: Array.from({ length: o.signers }, () => randomPrivateKey()),
+    keyspace: o.keyspace,
+    incGap: o.incGap,
+    invalidEvery: 0,
+  };
+  const chunk = signRange(spec, 0, o.batches);
+  return chunk.ids.map((id, i) => {
+    const start = chunk.offsets[i] as number;
+    const end = chunk.offsets[i + 1] as number;
+    const addresses = Array.from({ length: o.txnsPerBatch }, (_, j) => intkeyAddress(opOf(spec, i * o.txnsPerBatch + j).name));
+    return { id, body: Buffer.from(chunk.bytes.buffer, chunk.bytes.byteOffset + start, end - start), addresses };
+  });
 }

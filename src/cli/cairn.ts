@@ -20,6 +20,7 @@ commands:
   check      verify a stopped node's data directory: --data-dir DIR
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
   alarm      list|clear: the node's storage alarms (a read-only node and why)
+  bench      load-test a Sawtooth-compatible ledger: --url URL | --spawn; bench compare A.json B.json
 common options: --url URL (the node to talk to), --json (JSON output and errors), --help
 exit status: 0 done, 1 failed (refused, invalid, unreachable), 2 usage error, 3 still pending
 `;
@@ -47,6 +48,7 @@ const COMMANDS: Record<string, () => Promise<Run>> = {
   check: async () => (await import('./check.js')).run,
   prune: async () => (await import('./prune.js')).run,
   alarm: async () => (await import('./alarm.js')).run,
+  bench: async () => (await import('./bench.js')).run,
 };
 
 /** The command names, for tests and the usage. */

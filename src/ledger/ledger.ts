@@ -32,6 +32,9 @@ import type { CommitterFaultCode, CommitterOptions } from './protocol.js';
 import { AlarmBoard, classifyInDir, type AlarmKind } from '../store/alarms.js';
 import { DEFAULT_STALL_MS } from './chain-writer.js';
 
+/** A start failure that means the stored data is damaged (a checksum, a state record, an LMDB page). */
+const DAMAGED = /(?:Corrupt\w*Error): (.*)|corrupt record in .*|damaged page in .*|MDB_(?:CORRUPTED|PAGE_NOTFOUND|BAD_TXN|INVALID).*/;
+
 /** Back-off between recovery attempts: doubling from the first, capped at the last (ms). */
 const RECOVERY_FIRST_MS = 250;
 const RECOVERY_MAX_MS = 15_000;
@@ -183,11 +186,11 @@ export class Ledger {
       }));
     } catch (err) {
       // A record the start needs failed its checksum: refuse, naming it and what to do.
-      const m =
-        err instanceof Error ? /corrupt record in .*|damaged page in .*|MDB_(?:CORRUPTED|PAGE_NOTFOUND|BAD_TXN|INVALID).*/.exec(err.message) : null;
+      // (The committer names the error's class: the state it rebuilds failed its checks too.)
+      const m = err instanceof Error ? DAMAGED.exec(err.message) : null;
       if (m) {
         throw new StartupError(
-          `the data directory ${config.dataDir} is damaged; the node will not start on it: ${m[0]}\n` +
+          `the data directory ${config.dataDir} is damaged; the node will not start on it: ${m[1] ?? m[0]}\n` +
             `Stop here: restore the directory from a backup (ledger.mdb and pending.mdb together), and run \`cairn check --data-dir ${config.dataDir}\` to list every problem.`,
         );
       }

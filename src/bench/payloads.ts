@@ -1,0 +1,39 @@
+/**
+ * `--payloads FILE`: pre-built batch lists, so a user's own transaction family can be driven.
+ * One BatchList per line, base64 or hex (blank lines and lines starting with # are skipped);
+ * the ids of its batches are read from the list itself for commit tracking.
+ */
+import { readFileSync } from 'node:fs';
+import { BatchList } from '../proto/index.js';
+import type { Batch } from './generator.js';
+
+export function loadPayloads(file: string): Batch[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read the payload file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const out: Batch[] = [];
+  const lines = text.split('\n');
+  for (let n = 0; n < lines.length; n++) {
+    const line = (lines[n] as string).trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const where = `${file} line ${n + 1}`;
+    const hex = /^[0-9a-fA-F]+$/.test(line) && line.length % 2 === 0;
+    if (!hex && !/^[A-Za-z0-9+/]+={0,2}$/.test(line)) throw new Error(`${where}: not a base64 or hex BatchList`);
+    const body = Buffer.from(line, hex ? 'hex' : 'base64');
+    let ids: string[];
+    try {
+      const list = BatchList.decode(body) as unknown as { batches?: Array<{ headerSignature?: string }> };
+      ids = (list.batches ?? []).map((b) => b.headerSignature ?? '');
+    } catch (err) {
+      throw new Error(`${where}: not a BatchList (${(err as Error).message})`);
+    }
+    if (ids.length === 0 || ids.some((id) => !/^[0-9a-f]{128}$/.test(id)))
+      throw new Error(`${where}: a BatchList needs batches with 128-hex header signatures`);
+    out.push({ ids, body });
+  }
+  if (out.length === 0) throw new Error(`${file} holds no batch list`);
+  return out;
+}

@@ -1,0 +1,73 @@
+/**
+ * `cairn bench --html`: the page opens in headless Chromium with no network and no script,
+ * shows the figures and three charts over time, and logs no error.
+ *
+ * CAIRN_BENCH_SCREENSHOT=docs/bench-report.png loads a spawned node in steps for about half a
+ * minute instead and saves a screenshot of the page (how docs/bench-report.png is made).
+ */
+import t from 'tap';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Browser } from 'playwright-core';
+import { launchBrowser } from './helpers/browser.js';
+import { startFakeLedger } from './helpers/fake-ledger.js';
+import { parseBenchArgs } from '../src/bench/options.js';
+import { runBench } from '../src/bench/bench.js';
+
+t.test('the HTML report in a browser', async (t) => {
+  const tmp = mkdtempSync(join(tmpdir(), 'cairn-bench-html-'));
+  t.teardown(() => rmSync(tmp, { recursive: true, force: true }));
+
+  const shot = process.env.CAIRN_BENCH_SCREENSHOT;
+  const page = join(tmp, 'report.html');
+  const fake = shot ? undefined : await startFakeLedger({ submitDelayMs: 2 });
+  const target = fake ? ['--url', fake.url, '--rate', '40,80', '--step', '1500ms'] : ['--spawn', '--rate', '300,600,900,1200', '--step', '8s'];
+  const io = { out: (): void => undefined, err: (): void => undefined, tty: false };
+  t.equal(
+    await runBench(parseBenchArgs([...target, '--connections', '32', '--html', page, '--json', join(tmp, 'r.json')]).options, io),
+    0,
+    'the run',
+  );
+  await fake?.close();
+
+  const browser: Browser = await launchBrowser();
+  t.teardown(() => browser.close());
+  const p = await browser.newPage({ viewport: { width: 1340, height: 900 } });
+  const problems: string[] = [];
+  p.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
+  });
+  p.on('pageerror', (e) => problems.push(e.message));
+  const requests: string[] = [];
+  p.on('request', (r) => requests.push(r.url()));
+  // Served over loopback HTTP (this Chromium does not open files from the temp directory).
+  const server = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(readFileSync(page));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  const pageUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/report.html`;
+  await p.goto(pageUrl);
+
+  const report = JSON.parse(readFileSync(join(tmp, 'r.json'), 'utf8'));
+  t.equal(await p.locator('figure svg').count(), 3, 'three charts');
+  const lines = await p.locator('figure svg polyline').evaluateAll((els) => els.map((e) => (e.getAttribute('points') ?? '').split(' ').length));
+  t.equal(lines.length, 10, 'ten series');
+  t.ok(
+    lines.every((n) => n === report.timeline.length),
+    `each series has one point per second of the timeline (${report.timeline.length})`,
+  );
+  const text = await p.locator('table').innerText();
+  t.match(text, new RegExp(`committed batches/s\\s+${String(report.committedBatchesPerSec).replace('.', '\\.')}`), 'the committed rate in the table');
+  t.match(text, /generator capacity\s+[\d,]+ batches\/s/);
+  t.same(requests, [pageUrl], 'the page loads nothing else');
+  t.same(problems, [], 'no error or warning in the console');
+  if (shot) {
+    await p.screenshot({ path: resolve(shot), fullPage: true });
+    t.pass(`screenshot saved to ${shot}`);
+  }
+});
