@@ -132,7 +132,7 @@ export function parseOrUsage(argv: string[], valued: readonly string[], flags: r
   const set = new Set<string>();
   const rest = argv.filter((a) => {
     const name = a.startsWith('--') ? a.slice(2) : '';
-    if (flags.includes(name) || name === 'json') {
+    if (flags.includes(name) || (name === 'json' && !valued.includes('json'))) {
       set.add(name);
       return false;
     }

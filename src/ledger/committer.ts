@@ -117,7 +117,7 @@ export class Committer {
   async init(): Promise<void> {
     this.#writer.loadState();
     // Built from the id records now rather than on the first lookup (~0.5 s at a million batches).
-    this.#writer.ids.sync();
+    this.#writer.ids.syncComplete(this.#writer.storedHead()?.blockNum, `${this.#s.prefix}.block_ids`);
     this.#head = this.#writer.storedHead() ?? (await makeGenesis(this.#signer, this.#description.genesis, this.#builder, this.#writer));
     this.#tip = this.#head;
     // The minimum block interval counts from start-up (genesis or restart) too.

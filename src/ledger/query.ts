@@ -51,7 +51,7 @@ export class LedgerQuery {
     this.#s = openLedgerStores(opts.db, opts.storePrefix);
     this.#ids = new IdIndex(this.#s);
     // At start, not on the first status asked for.
-    this.#ids.sync();
+    this.#ids.syncComplete((this.#s.meta.get(HEAD_KEY) as ChainHead | undefined)?.blockNum, `${this.#s.prefix}.block_ids`);
     this.state = new StateReader(this.#s, {
       verify: true,
       leafEncoding: opts.leafEncoding,

@@ -21,6 +21,7 @@ import type { Database } from 'lmdb';
 import { TransactionReceipt, encode } from '../proto/index.js';
 import { hexBytesInto } from '../codec/hex.js';
 import { unseal } from './checksum.js';
+import { CorruptRecordError } from './alarms.js';
 
 /** Batch position: [block number, index of the batch in the block]. */
 export type BatchPos = [number, number];
@@ -97,6 +98,8 @@ export class IdIndex {
   #count = 0;
   /** The highest block whose ids are in the table (-1: none). */
   #through = -1;
+  /** The first block with an id record (0 for the node's ledger, 1 for a circuit's). */
+  #first = -1;
 
   constructor(private readonly s: IdStores) {}
 
@@ -110,6 +113,19 @@ export class IdIndex {
     return this.#through;
   }
 
+  /**
+   * Syncs, then checks that the id records run without a gap up to the head block: a record
+   * missing below the head (its key damaged on disk) would make committed batches UNKNOWN.
+   * Run at start; throws CorruptRecordError.
+   */
+  syncComplete(head: number | undefined, store: string): void {
+    this.sync();
+    // A circuit ledger's initial head (block 0) has no block and so no record.
+    if (head === undefined || (this.#through < 0 && head <= 0)) return;
+    const gap = this.#first > 1 ? 0 : this.#through < head ? this.#through + 1 : -1;
+    if (gap >= 0) throw new CorruptRecordError('ledger.mdb', `${store} key ${gap}`, `missing below the head block ${head}`);
+  }
+
   /** Takes in the blocks stored after the last one indexed (as this thread's snapshot sees them). */
   sync(): void {
     if (this.#through < 0) {
@@ -117,6 +133,7 @@ export class IdIndex {
       for (const { key, value } of this.s.blockIds.getRange({ limit: 1 })) {
         this.#add(key, value);
         this.#through = key;
+        this.#first = key;
       }
       if (this.#through < 0) return;
     }
