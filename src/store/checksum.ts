@@ -9,8 +9,9 @@
  *
  * Every sub-database is opened through `openStore` (never `openDB`), with a value encoder
  * that seals and checks: msgpack values as lmdb-js encodes them by default, binary values
- * as they are. Readers that take a record's raw bytes (`getBinary`, `getBinaryFast`, for
- * zero-copy reads) check it with `unseal`. Not sealed: the Merkle records (content
+ * as they are. Readers that take a record's raw bytes (`getBinaryFast`, for zero-copy
+ * reads) check it with `unseal`; the id index checks an id record in full when it indexes
+ * it, and its lookups then compare the id bytes they answer with (src/store/id-index.ts). Not sealed: the Merkle records (content
  * addressed: the state engine checks them against their hashes) and the pending pool
  * (a checksum of its own, src/store/pending-pool.ts).
  *
