@@ -36,6 +36,9 @@ export interface Alarm {
 /** Seconds a client is told to wait before it tries a write again. */
 export const RETRY_AFTER_SEC = 5;
 
+/** errno codes of a failing file system (besides EIO and ENOSPC, classified on their own). */
+const STORAGE_CODES = new Set(['EROFS', 'EDQUOT', 'EFBIG', 'EBADF', 'ENXIO', 'EMFILE', 'ENFILE']);
+
 /** Message of an errno or an LMDB code, as lmdb-js and node report them. */
 const NOSPACE = /ENOSPC|No space left on device|MDB_MAP_FULL|map full|environment mapsize limit reached/i;
 const CORRUPT = /MDB_CORRUPTED|MDB_PAGE_NOTFOUND|MDB_PANIC|located page was wrong type|checksum mismatch/i;
@@ -52,7 +55,9 @@ export function classifyStorageError(err: unknown, file: string): { kind: AlarmK
   if (code === 'ENOSPC' || code === 28 || NOSPACE.test(message)) return { kind: 'NOSPACE', cause: `disk full (${file})` };
   if (CORRUPT.test(message)) return { kind: 'CORRUPT', cause: `damaged page in ${file}: ${message.slice(0, 160)}` };
   if (code === 'EIO' || code === 5 || /EIO|Input\/output error/.test(message)) return { kind: 'IO', cause: `I/O error on ${file}` };
-  if (/Commit failed|Write error|EROFS|EDQUOT|EBADF|Attempting to write page/.test(message) || (typeof code === 'string' && /^E[A-Z]+$/.test(code)))
+  // Only a file system's errors: a network error a handler met (ECONNREFUSED from an OAuth
+  // provider, say) is not a storage fault.
+  if (/Commit failed|Write error|Attempting to write page/.test(message) || (typeof code === 'string' && STORAGE_CODES.has(code)))
     return { kind: 'IO', cause: `write error on ${file}: ${message.slice(0, 160)}` };
   return null;
 }
