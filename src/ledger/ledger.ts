@@ -29,7 +29,7 @@ import { ANY_FAMILY } from './catalog.js';
 import type { ComponentOptions } from '../component/server.js';
 import type { VerifyResult } from './verify.js';
 import type { CommitterFaultCode, CommitterOptions } from './protocol.js';
-import { AlarmBoard, classifyInDir, type AlarmKind } from '../store/alarms.js';
+import { AlarmBoard, ROOM_TO_CLEAR_BYTES, classifyInDir, freeBytes, type AlarmKind } from '../store/alarms.js';
 import { DEFAULT_STALL_MS } from './chain-writer.js';
 
 /** A start failure that means the stored data is damaged (a checksum, a state record, an LMDB page). */
@@ -282,6 +282,11 @@ export class Ledger {
       }
       await this.#writer.probe();
       for (const p of this.#probes) await p();
+      // A full disk clears with room to work in, not as soon as a few probe bytes fit in it
+      // (else the node would flap between read-only and refusing its next real write).
+      const free = freeBytes(this.#dataDir);
+      if (this.alarms.has('NOSPACE') && free < ROOM_TO_CLEAR_BYTES)
+        throw new Error(`the disk is still full: ${free} bytes free, ${ROOM_TO_CLEAR_BYTES} needed to clear`);
       if (this.#committerDown) throw new Error('the committer failed again during the recovery');
       this.#attempt = 0;
       this.alarms.clear(RECOVERABLE);

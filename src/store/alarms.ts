@@ -72,13 +72,20 @@ const FULL_BELOW_BYTES = 1024 * 1024;
 export function classifyInDir(err: unknown, file: string, dir: string): { kind: AlarmKind; cause: string } | null {
   const s = classifyStorageError(err, file);
   if (s?.kind !== 'IO') return s;
+  return freeBytes(dir) < FULL_BELOW_BYTES ? { kind: 'NOSPACE', cause: `disk full (${file})` } : s;
+}
+
+/** Free space a NOSPACE alarm needs before it clears (a probe write of a few bytes fits in far less). */
+export const ROOM_TO_CLEAR_BYTES = 4 * FULL_BELOW_BYTES;
+
+/** Bytes free for this process on the file system of `dir`, or Infinity when unknown. */
+export function freeBytes(dir: string): number {
   try {
     const fs = statfsSync(dir);
-    if (fs.bavail * fs.bsize < FULL_BELOW_BYTES) return { kind: 'NOSPACE', cause: `disk full (${file})` };
+    return fs.bavail * fs.bsize;
   } catch {
-    // no file system figures: keep the I/O error
+    return Number.POSITIVE_INFINITY;
   }
-  return s;
 }
 
 /** A stored record whose checksum does not match its bytes: never served, never built on. */
