@@ -105,15 +105,11 @@ export async function spawnNode(): Promise<Spawned> {
   const fromSource = import.meta.url.endsWith('.ts');
   const root = fileURLToPath(new URL(fromSource ? '../..' : '../../..', import.meta.url));
   const args = fromSource ? ['--import', 'tsx', join(root, 'src/main.ts')] : [join(root, 'dist/src/main.js')];
-  // From the sources the node is compiled by tsx: under a coverage run (NODE_V8_COVERAGE) its
-  // figures would be of other offsets than its parent's loader gives the same files, and
-  // merged with them they garble the report. Such a node is not measured.
-  const { NODE_V8_COVERAGE: _coverage, ...inherited } = process.env;
   const child = spawn(process.execPath, args, {
     cwd: root,
     // The user's CAIRN_* settings reach the node, but not its addresses or data directory.
     env: {
-      ...(fromSource ? inherited : process.env),
+      ...process.env,
       CAIRN_DATA_DIR: dir,
       CAIRN_LEDGER_BIND: '127.0.0.1:0',
       CAIRN_NODE_BIND: '127.0.0.1:0',
