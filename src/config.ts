@@ -162,7 +162,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
   storageStallSec: {
     flag: 'storage-stall',
     env: 'CAIRN_STORAGE_STALL',
-    help: 's a storage write may take to become durable before it raises the STALLED alarm (default 15)',
+    help: 's a storage write may take to become durable before it raises the STALLED alarm (default 60)',
   },
   stateHistoryBlocks: {
     flag: 'state-history-blocks',
@@ -342,7 +342,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     stateCheckpointBlocks: int(get('stateCheckpointBlocks') ?? '256', 'state checkpoint blocks', 1),
     stateCheckpointChunk: int(get('stateCheckpointChunk') ?? '4096', 'state checkpoint chunk', 1),
     stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
-    storageStallSec: int(get('storageStallSec') ?? '15', 'storage stall', 1),
+    storageStallSec: int(get('storageStallSec') ?? '60', 'storage stall', 1),
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
     maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),

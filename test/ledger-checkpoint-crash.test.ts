@@ -54,7 +54,19 @@ for (const [name, SMALL_BLOCKS] of [
 
     // Enough blocks for a checkpoint or two, all committed.
     const first = Array.from({ length: 24 }, (_, i) => intkeyBatch(signer, [['set', `a${i}`, i]]));
-    for (const b of first) t.equal((await postBatches(child.ledgerUrl, batchList(b))).status, 202);
+    for (const b of first) {
+      const r = await postBatches(child.ledgerUrl, batchList(b));
+      if (!t.equal(r.status, 202))
+        t.comment(
+          JSON.stringify(r.json),
+          child
+            .log()
+            .split('\n')
+            .filter((l) => /error|warn|alarm/i.test(l))
+            .slice(-6)
+            .join('\n'),
+        );
+    }
     for (let i = 0; i < first.length; i += 12) {
       const st = await waitCommitted(
         child.ledgerUrl,

@@ -89,7 +89,17 @@ t.test('ENOSPC on the data directory: read-only, then recovered by the same proc
     });
     statuses.push(...((await r.json()) as { data: Array<{ status: string }> }).data.map((s) => s.status));
   }
-  t.equal(statuses.filter((s) => s === 'COMMITTED').length, acked.length, 'every acknowledged batch committed');
+  const counts: Record<string, number> = {};
+  for (const s of statuses) counts[s] = (counts[s] ?? 0) + 1;
+  if (!t.equal(statuses.filter((s) => s === 'COMMITTED').length, acked.length, `every acknowledged batch committed: ${JSON.stringify(counts)}`))
+    t.comment(
+      child
+        .log()
+        .split('\n')
+        .filter((l) => /error|warn|alarm|committer|recovery/i.test(l))
+        .slice(-25)
+        .join('\n'),
+    );
   t.equal(child.child.exitCode, null, 'the same process');
   const lines = child.log().split('\n');
   t.equal(lines.filter((l) => l.includes('alarm raised: NOSPACE')).length, 1, 'one line when raised');

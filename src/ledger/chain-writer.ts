@@ -22,7 +22,7 @@ import { migrateIdIndexes } from '../store/id-migration.js';
 import { withinTime } from '../store/alarms.js';
 
 /** Default of ChainWriterOptions.stallMs. */
-export const DEFAULT_STALL_MS = 15_000;
+export const DEFAULT_STALL_MS = 60_000;
 /** Meta key of the record a recovery probe writes. */
 const PROBE_KEY = 'probe';
 
