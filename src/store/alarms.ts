@@ -1,5 +1,5 @@
 /**
- * Storage alarms, modelled on etcd's NOSPACE alarm: a failed storage write (a full disk, an
+ * Storage alarms, modelled on the NOSPACE alarm of Raft key-value stores: a failed storage write (a full disk, an
  * I/O error, a write that never became durable), a record that fails its checksum, or a
  * committer that keeps dying puts the node in a read-only state. While an alarm is raised,
  * every interface refuses writes with 503 (the cause and a Retry-After) and serves reads;
