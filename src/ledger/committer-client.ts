@@ -30,6 +30,7 @@ export class CommitterStartError extends Error {
 export class CommitterClient {
   readonly #worker: Worker;
   #closed = false;
+  #exited = false;
 
   private constructor(worker: Worker, h: CommitterHandlers) {
     this.#worker = worker;
@@ -40,6 +41,7 @@ export class CommitterClient {
     });
     worker.on('error', (err) => h.onFault(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`, 'THREAD_FAILED'));
     worker.on('exit', (code) => {
+      this.#exited = true;
       if (!this.#closed) h.onFault(`committer thread exited (code ${code})`, 'THREAD_EXITED');
     });
   }
@@ -81,6 +83,8 @@ export class CommitterClient {
   /** Asks the thread to finish the blocks in flight and stop; ends it after `ms` (10 s) at the latest. */
   close(ms = 10_000): Promise<void> {
     this.#closed = true;
+    // A thread already gone (a recovery ends a failed one): nothing to wait for.
+    if (this.#exited) return Promise.resolve();
     const w = this.#worker;
     return new Promise<void>((resolve) => {
       const t = setTimeout(() => void w.terminate().then(() => resolve()), ms);
