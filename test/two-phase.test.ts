@@ -82,10 +82,12 @@ interface Prop {
 /** One member's machine with recording collaborators; the test is every other member. */
 function member(
   self: string,
-  o: { verifyMs?: number; applyTs?: number; applyFails?: boolean; authentic?: TwoPhaseDeps<Prop, string>['authentic'] } = {},
+  o: { verifyMs?: number; applyTs?: number; applyFails?: boolean; earlyRequests?: number; authentic?: TwoPhaseDeps<Prop, string>['authentic'] } = {},
 ) {
   const clock = new FakeClock();
   const sent: Sent[] = [];
+  /** The proposal each message was sent for (its name), in the order sent. */
+  const about: Array<string | undefined> = [];
   const verified: string[] = [];
   const applied: Array<{ name: string; role: string; ts: number }> = [];
   const rejected: Array<{ name: string; why: string }> = [];
@@ -97,7 +99,11 @@ function member(
     clock,
     coordinatorTimeoutMs: 1000,
     participantTimeoutMs: 2000,
-    send: (to, m) => sent.push(describe(to, wire(self, m))),
+    earlyRequests: o.earlyRequests,
+    send: (to, m, p) => {
+      sent.push(describe(to, wire(self, m)));
+      about.push(p?.name);
+    },
     verify: async (p) => {
       verified.push(p.name);
       if (o.verifyMs) await new Promise<void>((r) => setTimeout(r, o.verifyMs));
@@ -117,7 +123,7 @@ function member(
   /** A message from member `from` (via: the connection it came on, by default `from`'s own). */
   const from = (who: string, m: TwoPhaseOut, via = who): void => engine.receive(who, wire(who, m), via);
   const take = (): Sent[] => sent.splice(0);
-  return { engine, clock, sent, take, verified, applied, rejected, settled, behind, ignored, from };
+  return { engine, clock, sent, about, take, verified, applied, rejected, settled, behind, ignored, from };
 }
 
 const id = (s: string): Buffer => Buffer.from(s, 'ascii');
@@ -261,6 +267,19 @@ t.test('out of order: a request before the proposal is held; RESULT before REQUE
   t.same(c.applied, [{ name: 'two', role: 'participant', ts: 99 }]);
   t.same(c.take(), [], 'no answer to a request never made');
   t.same(c.behind, []);
+});
+
+t.test('with no early requests held, a request for an unknown proposal is answered FAILED at once', async (t) => {
+  const b = member('b', { earlyRequests: 0 });
+  b.from('a', request('p1'));
+  await settle();
+  t.same(b.take(), [{ to: 'a', type: 'response', id: 'p1', ok: false }]);
+  t.same(b.about, [undefined], 'sent for no known proposal');
+  b.engine.add('p2', { name: 'two' }, MEMBERS);
+  b.from('a', request('p2'));
+  await settle();
+  t.same(b.take(), [{ to: 'a', type: 'response', id: 'p2', ok: true }]);
+  t.same(b.about, [undefined, 'two'], 'each message goes with the proposal it is about');
 });
 
 t.test('a member behind: APPLY for an unknown proposal, or one that does not verify here', async (t) => {

@@ -66,8 +66,8 @@ export const realClock: Clock = {
 export interface TwoPhaseDeps<P, V = undefined> {
   /** This member's id (as the verifier lists name it). */
   self: string;
-  /** Sends a message to a member (the caller wraps it, e.g. with encodeConsensus). */
-  send(to: string, msg: TwoPhaseOut): void;
+  /** Sends a message of a round to a member (the caller wraps it, e.g. with encodeConsensus). */
+  send(to: string, msg: TwoPhaseOut, proposal: P | undefined): void;
   /** Whether the proposal holds here; the coordinator checks its own too before asking. */
   verify(proposal: P, round: { id: string; role: Role }): Promise<boolean>;
   /**
@@ -204,7 +204,7 @@ export class TwoPhaseCommit<P, V = undefined> {
   #onRequest(from: string, id: string, r: Round<P> | undefined, via: V): void {
     if (!r) {
       const max = this.#d.earlyRequests ?? 256;
-      if (max === 0) return this.#answer(from, id, false);
+      if (max === 0) return this.#answer(from, id, false, undefined);
       if (!this.#early.has(id) && this.#early.size >= max) {
         // Requests for rounds that never come are not kept without bound.
         const oldest = this.#early.keys().next();
@@ -303,7 +303,8 @@ export class TwoPhaseCommit<P, V = undefined> {
         if (this.#current !== cur || cur.phase !== 'verifying') return;
         if (!ok) return this.#decide(cur, false, 'it does not verify at the coordinator');
         cur.phase = 'asking';
-        for (const n of r.verifiers) if (n !== this.#d.self) this.#d.send(n, { messageType: Wire.VERIFICATION_REQUEST, proposalId: idBytes(r.id) });
+        for (const n of r.verifiers)
+          if (n !== this.#d.self) this.#d.send(n, { messageType: Wire.VERIFICATION_REQUEST, proposalId: idBytes(r.id) }, r.proposal);
         this.#maybeApply(cur);
       },
       (err: unknown) => this.#current === cur && this.#decide(cur, false, `verification failed: ${(err as Error).message}`),
@@ -342,7 +343,8 @@ export class TwoPhaseCommit<P, V = undefined> {
 
   #result(r: Round<P>, result: number, commitTimeMs: number): void {
     for (const n of r.verifiers)
-      if (n !== this.#d.self) this.#d.send(n, { messageType: Wire.RESULT, proposalId: idBytes(r.id), proposalResult: result, commitTimeMs });
+      if (n !== this.#d.self)
+        this.#d.send(n, { messageType: Wire.RESULT, proposalId: idBytes(r.id), proposalResult: result, commitTimeMs }, r.proposal);
   }
 
   #participate(r: Round<P>): void {
@@ -353,7 +355,7 @@ export class TwoPhaseCommit<P, V = undefined> {
     void cur.check.then((ok) => {
       // A RESULT (or close) while verifying: not answered.
       if (this.#closed || this.#current !== cur || cur.gen !== gen) return;
-      this.#answer(r.coordinator, r.id, ok);
+      this.#answer(r.coordinator, r.id, ok, r.proposal);
       if (!ok) return this.#end(r, 'participant', false, 'it does not verify here');
       cur.phase = 'voted';
       cur.timer = this.#clock.setTimeout(
@@ -363,12 +365,12 @@ export class TwoPhaseCommit<P, V = undefined> {
     });
   }
 
-  #answer(to: string, id: string, ok: boolean): void {
-    this.#d.send(to, {
-      messageType: Wire.VERIFICATION_RESPONSE,
-      proposalId: idBytes(id),
-      proposalVerificationResponse: ok ? Wire.VERIFIED : Wire.FAILED,
-    });
+  #answer(to: string, id: string, ok: boolean, proposal: P | undefined): void {
+    this.#d.send(
+      to,
+      { messageType: Wire.VERIFICATION_RESPONSE, proposalId: idBytes(id), proposalVerificationResponse: ok ? Wire.VERIFIED : Wire.FAILED },
+      proposal,
+    );
   }
 
   /** A round's end here: forgotten, reported, and the next one started. */
