@@ -84,8 +84,11 @@ export interface TwoPhaseDeps<P, V = undefined> {
   behind?(id: string, coordinator: string, proposal: P | undefined): void;
   /** Whether a message that names member `from` of this round's proposal really came from it (default: yes). */
   authentic?(from: string, proposal: P, via: V): boolean;
-  /** A message dropped as not authentic, or from a node that is not the round's coordinator / a member. */
-  ignored?(from: string, why: string, via: V): void;
+  /**
+   * A message dropped: `forged`, `authentic` said no; `not-coordinator`, a request or result
+   * from a member that is not the round's coordinator.
+   */
+  ignored?(from: string, why: 'forged' | 'not-coordinator', round: { id: string; coordinator: string }, via: V): void;
   clock?: Clock;
   coordinatorTimeoutMs: number;
   participantTimeoutMs: number;
@@ -177,8 +180,7 @@ export class TwoPhaseCommit<P, V = undefined> {
     if (this.#closed) return;
     const id = m.proposalId.toString('ascii');
     const r = this.#rounds.get(id);
-    if (r && this.#d.authentic && !this.#d.authentic(from, r.proposal, via))
-      return this.#d.ignored?.(from, `it is not member ${from} of the round ${id.slice(0, 12)}…`, via);
+    if (r && this.#d.authentic && !this.#d.authentic(from, r.proposal, via)) return this.#d.ignored?.(from, 'forged', r, via);
     switch (m.messageType) {
       case Wire.VERIFICATION_REQUEST:
         return this.#onRequest(from, id, r, via);
@@ -213,7 +215,7 @@ export class TwoPhaseCommit<P, V = undefined> {
       this.#early.set(id, { from, via });
       return;
     }
-    if (r.coordinator !== from) return this.#d.ignored?.(from, `it is not the coordinator of round ${id.slice(0, 12)}…`, via);
+    if (r.coordinator !== from) return this.#d.ignored?.(from, 'not-coordinator', r, via);
     if (this.#applying.has(id)) return;
     const cur = this.#current;
     if (cur?.round === r && cur.role === 'participant') {
@@ -238,7 +240,7 @@ export class TwoPhaseCommit<P, V = undefined> {
   }
 
   #onResult(from: string, id: string, r: Round<P> | undefined, m: TwoPhaseMsg, via: V): void {
-    if (r && r.coordinator !== from) return this.#d.ignored?.(from, `it is not the coordinator of round ${id.slice(0, 12)}…`, via);
+    if (r && r.coordinator !== from) return this.#d.ignored?.(from, 'not-coordinator', r, via);
     const apply = m.proposalResult === Wire.APPLY;
     if (!r) {
       if (apply && !this.#recent.has(id)) this.#d.behind?.(id, from, undefined);
@@ -287,7 +289,7 @@ export class TwoPhaseCommit<P, V = undefined> {
       if (!q || this.#applying.has(r.id)) continue;
       this.#early.delete(r.id);
       if (q.from !== r.coordinator || (this.#d.authentic && !this.#d.authentic(q.from, r.proposal, q.via))) {
-        this.#d.ignored?.(q.from, `it is not the coordinator ${r.coordinator} of round ${r.id.slice(0, 12)}…`, q.via);
+        this.#d.ignored?.(q.from, q.from === r.coordinator ? 'forged' : 'not-coordinator', r, q.via);
         continue;
       }
       return this.#participate(r);
