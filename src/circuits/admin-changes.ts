@@ -44,6 +44,19 @@ export function registered(o: AdminOptions, nodeId: string, keyHex: string): boo
   return o.keysOf(nodeId)?.includes(keyHex) ?? false;
 }
 
+/** A new proposal of `circuit` by the payload's requester, with no votes yet. */
+function proposalOf(proposalType: number, circuit: CircuitMsg, env: Envelope): ProposalMsg {
+  return {
+    proposalType,
+    circuitId: circuit.circuitId,
+    circuitHash: sha256Hex(encode(Circuit, circuit)),
+    circuitProposal: circuit,
+    votes: [],
+    requester: env.header.requester,
+    requesterNodeId: env.header.requesterNodeId,
+  };
+}
+
 /** Validates a change against this node's store and registry, and builds the resulting proposal (throws ValidationError). */
 export function proposeChange(env: Envelope, store: AdminStore, o: AdminOptions): Change {
   const h = env.header;
@@ -58,16 +71,7 @@ export function proposeChange(env: Envelope, store: AdminStore, o: AdminOptions)
       if (!registered(o, h.requesterNodeId, env.requesterHex))
         fail(`${env.requesterHex} is not registered for the requester node ${h.requesterNodeId}`);
       const circuit = checkCircuit(c, me);
-      const proposal: ProposalMsg = {
-        proposalType: ProposalType.CREATE,
-        circuitId: circuit.circuitId,
-        circuitHash: sha256Hex(encode(Circuit, circuit)),
-        circuitProposal: circuit,
-        votes: [],
-        requester: h.requester,
-        requesterNodeId: h.requesterNodeId,
-      };
-      return { env, proposal, kind: 'create', members: circuit.members.map((m) => m.nodeId) };
+      return { env, proposal: proposalOf(ProposalType.CREATE, circuit, env), kind: 'create', members: circuit.members.map((m) => m.nodeId) };
     }
     case Action.VOTE: {
       const v = p.circuitProposalVote;
@@ -98,16 +102,7 @@ export function proposeChange(env: Envelope, store: AdminStore, o: AdminOptions)
       if (!c.members.some((m) => m.nodeId === h.requesterNodeId)) fail(`Node ${h.requesterNodeId} is not a member of circuit ${id}`);
       // Rebuilt from the stored circuit: members, roster, enums, type, version, name; no metadata or comments.
       const circuit: CircuitMsg = { ...c, applicationMetadata: new Uint8Array(0), comments: '', circuitStatus: Status.DISBANDED };
-      const proposal: ProposalMsg = {
-        proposalType: ProposalType.DISBAND,
-        circuitId: id,
-        circuitHash: sha256Hex(encode(Circuit, circuit)),
-        circuitProposal: circuit,
-        votes: [],
-        requester: h.requester,
-        requesterNodeId: h.requesterNodeId,
-      };
-      return { env, proposal, kind: 'disband', members: c.members.map((m) => m.nodeId) };
+      return { env, proposal: proposalOf(ProposalType.DISBAND, circuit, env), kind: 'disband', members: c.members.map((m) => m.nodeId) };
     }
     default:
       return fail(`Unable to handle action ${h.action}`);

@@ -54,6 +54,12 @@ interface AdminMsg {
   protocolResponse: { protocol: number } | null;
 }
 
+/** A field the message type requires (a message without it is dropped as not handled). */
+function need<T>(v: T | null | undefined, what: string): T {
+  if (v === null || v === undefined) throw new Error(`the message carries no ${what}`);
+  return v;
+}
+
 export class AdminService {
   readonly store: AdminStore;
   readonly #o: AdminOptions;
@@ -230,24 +236,24 @@ export class AdminService {
   #onAdmin(remote: Token, local: Token, m: AdminMsg): void {
     switch (m.messageType) {
       case AdminType.PROTOCOL_REQUEST: {
-        const r = m.protocolRequest!;
+        const r = need(m.protocolRequest, 'protocol request');
         const ok = r.protocolMin <= 2 && 2 <= r.protocolMax;
         this.#links.sendTo(remote, local, { messageType: AdminType.PROTOCOL_RESPONSE, protocolResponse: { protocol: ok ? 2 : 0 } });
         if (ok) this.#agree(remote, local);
         return;
       }
       case AdminType.PROTOCOL_RESPONSE:
-        if (m.protocolResponse!.protocol === 2) this.#agree(remote, local);
-        else log.warn(`circuits: peer ${remote} has no admin protocol in common (answered ${m.protocolResponse!.protocol})`);
+        if (need(m.protocolResponse, 'protocol response').protocol === 2) this.#agree(remote, local);
+        else log.warn(`circuits: peer ${remote} has no admin protocol in common (answered ${m.protocolResponse?.protocol})`);
         return;
       case AdminType.PROPOSED_CIRCUIT:
-        return this.#rounds.onProposed(remote, m.proposedCircuit!);
+        return this.#rounds.onProposed(remote, need(m.proposedCircuit, 'proposed circuit'));
       case AdminType.CONSENSUS:
         return this.#rounds.onConsensus(remote, m.consensusMessage);
       case AdminType.MEMBER_READY:
-        return this.#effects.onMemberReady(remote, m.memberReady!);
+        return this.#effects.onMemberReady(remote, need(m.memberReady, 'member ready'));
       case AdminType.ABANDONED_CIRCUIT: {
-        const a = m.abandonedCircuit!;
+        const a = need(m.abandonedCircuit, 'abandoned circuit');
         const c = this.#links.knownCircuit(a.circuitId);
         if (!c || !this.#links.speaksFor(remote, a.memberNodeId, c))
           return this.#links.drop(remote, 'abandon notice', `it is not member ${shown(a.memberNodeId)} of circuit ${shown(a.circuitId)} here`);
@@ -255,7 +261,7 @@ export class AdminService {
         return;
       }
       case AdminType.REMOVED_PROPOSAL: {
-        const id = m.removedProposal!.circuitId;
+        const id = need(m.removedProposal, 'removed proposal').circuitId;
         const c = this.#links.knownCircuit(id);
         if (!c || !this.#links.others(c).some((n) => this.#links.speaksFor(remote, n, c)))
           return this.#links.drop(remote, 'proposal removal notice', `it is not a member of circuit ${shown(id)} here`);
