@@ -93,6 +93,18 @@ export const DATA_DB = {
   batchEvents: 'data.batch_events',
 } as const;
 
+/** The circuit admin service's stores (src/circuits/store.ts), written from the HTTP thread. */
+export const CIRCUITS_DB = {
+  /** Pending circuit proposals by circuit id (canonical CircuitProposal bytes). */
+  proposals: 'circuits.proposals',
+  /** Circuits by id (canonical Circuit bytes). */
+  circuits: 'circuits.circuits',
+  /** The admin event log by sequence number. */
+  events: 'circuits.events',
+  /** Accepted circuits whose members have not all reported ready. */
+  ready: 'circuits.ready',
+} as const;
+
 /** The node API's stores (users, keys, sessions, roles, registry…): `node.<name>`. */
 export function nodeDbName(name: string): string {
   return `node.${name}`;
