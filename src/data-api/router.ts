@@ -4,7 +4,7 @@
  */
 import type { Req } from '../http/server.js';
 import { answer, type Answer, type ApiBinding, type Request, type RouteSpec } from '../http/route.js';
-import type { Identity } from '../node-api/identity.js';
+import type { Identity } from '../auth/identity.js';
 import type { Backends, DataBackend } from './backend.js';
 import type { DataAuth } from './auth.js';
 
