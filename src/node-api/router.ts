@@ -43,10 +43,8 @@ export interface SecuredRoute extends RouteSpec<Caller, Exclude<Guard, 'public'>
 
 export type NodeRoute = PublicRoute | SecuredRoute;
 
-/** A JSON answer (written by the route's reply schema). */
-export function json<T>(body: T, status = 200, headers?: Record<string, string>): Answer<T> {
-  return answer(body, status, headers);
-}
+/** A JSON answer (written by the route's reply schema): the one answer helper, src/http/route.ts's `answer`, by the node API's name. */
+export const json = answer;
 
 export function protocolVersion(req: Req): Version {
   const a = req.headers.nodeprotocolversion;
