@@ -49,11 +49,6 @@ export function parseCredential(req: Req): Credential | { problem: string } {
   return { kind, token: bearer.slice(colon + 1) };
 }
 
-export function readCredential(req: Req): Credential | null {
-  const c = parseCredential(req);
-  return 'problem' in c ? null : c;
-}
-
 const REJECTED: Record<Credential['kind'], string> = {
   Biome: 'the Biome token is invalid, expired or logged out; log in again (/biome/login) or refresh it (/biome/token)',
   Cylinder: 'the Cylinder token is not a valid JWT signed by the key it names, or it has expired',
