@@ -11,7 +11,7 @@ import WebSocket from 'ws';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { rawRequest, chunked, rawJson } from './helpers/raw.js';
 import { HttpServer, HttpError, MAX_HEADER_BYTES, MAX_URL_BYTES, type Reply } from '../src/http/server.js';
-import { messageErrorReply } from '../src/node.js';
+import { messageErrorReply } from '../src/http/message-error.js';
 import { captureStderr } from './helpers/node-api.js';
 
 const LIMIT = 64 * 1024;

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, generateKeyPair } from 'jose';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 import { startApiNode, registerAndLogin, grant, type ApiNode } from './helpers/node-api.js';
 
 const n: ApiNode = await startApiNode();

@@ -20,7 +20,7 @@ import { startChild, TS_ARGS, type ChildNode } from './helpers/child.js';
 import { faultShim } from './helpers/fault-shim.js';
 import { newSigner, intkeyBatch, batchList, postBatches, getJson } from './helpers/batches.js';
 import { Signer } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 
 const shim = faultShim();
 const skip = typeof shim === 'string' ? shim : false;

@@ -7,8 +7,8 @@ import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from '
 import { HttpError, type HttpServer, type Req } from '../http/server.js';
 import { log } from '../log.js';
 import { authorize, json, protocolVersion, type Router } from '../node-api/router.js';
-import type { Authenticator } from '../node-api/identity.js';
-import type { Access } from '../node-api/access.js';
+import type { Authenticator } from '../auth/identity.js';
+import type { Access } from '../auth/access.js';
 import { pageOf, parsePageQuery } from '../node-api/paging.js';
 import type { AdminService } from './admin-service.js';
 import { circuitJson, eventJson, proposalJson, type Version } from './json.js';

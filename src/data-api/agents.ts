@@ -5,8 +5,8 @@
  * Role objects. An update that leaves out `active` keeps the agent's current state
  * (Pike itself would read a missing flag as "deactivate").
  */
-import { agentRoleKey, gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { AgentRecord, RoleRecord } from './read-model/records.js';
+import { agentRoleKey, gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { AgentRecord, RoleRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';

@@ -6,9 +6,9 @@
  * stores and reads return the organization id.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
 import { isValidGln } from '../families/grid/gs1.js';
-import type { AgentRecord, LocationRecord } from './read-model/records.js';
+import type { AgentRecord, LocationRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';

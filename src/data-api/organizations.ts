@@ -4,8 +4,8 @@
  * one organization only: one organization per create call, by a signer that is not an
  * agent yet (the node's key, or an agent key chosen with `signer`).
  */
-import { gridKeys } from './read-model/keys.js';
-import type { AgentRecord, OrganizationRecord } from './read-model/records.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
+import type { AgentRecord, OrganizationRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';

@@ -5,8 +5,8 @@
  * [versions]}` or one version object), `.../revision` (list) and
  * `.../revision/{revision_number}` (one Revision; `latest` names the newest).
  */
-import { gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from './read-model/records.js';
+import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
 import { ApiError, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';

@@ -4,9 +4,9 @@
  * check digit is verified before anything is submitted.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
 import { gtinError } from '../families/grid/gs1.js';
-import type { ProductRecord } from './read-model/records.js';
+import type { ProductRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';

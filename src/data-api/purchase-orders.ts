@@ -7,14 +7,14 @@
  * required.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
-import type { PurchaseOrderRecord } from './read-model/records.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
+import type { PurchaseOrderRecord } from '../ledger/read-model/records.js';
 import { COLLABORATIVE } from '../families/grid/workflow.js';
 import type { Req } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { checkWorkflowId, requirePo, versionCreate, versionUpdate } from './po-common.js';
 import { knownOrg, purchaseOrderJson, sameService } from './records.js';
-import type { Slice } from './read-model/reader.js';
+import type { Slice } from '../ledger/read-model/reader.js';
 import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';

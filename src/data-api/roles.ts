@@ -4,8 +4,8 @@
  * `/role/{org_id}/{role_name}`. Pike's update is an upsert, so PUT may create a role.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { RoleRecord } from './read-model/records.js';
+import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { RoleRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';

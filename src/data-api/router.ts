@@ -3,8 +3,8 @@
  * authorization is on) and the backend (ledger, read model) the request names.
  */
 import type { Req } from '../http/server.js';
-import { answer, type Answer, type ApiBinding, type Request, type RouteSpec } from '../http/route.js';
-import type { Identity } from '../node-api/identity.js';
+import { answer, type ApiBinding, type Request, type RouteSpec } from '../http/route.js';
+import type { Identity } from '../auth/identity.js';
 import type { Backends, DataBackend } from './backend.js';
 import type { DataAuth } from './auth.js';
 
@@ -40,6 +40,5 @@ export class DataRouter {
   }
 }
 
-export function ok<T>(body: T, status = 200): Answer<T> {
-  return answer(body, status);
-}
+/** An answer (written by the route's reply schema): the one answer helper, src/http/route.ts's `answer`, by the data API's name. */
+export const ok = answer;

@@ -4,8 +4,8 @@
  * definitions the schema already has unchanged are left out of the transaction.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
-import type { SchemaRecord } from './read-model/records.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
+import type { SchemaRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';

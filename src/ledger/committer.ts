@@ -12,7 +12,7 @@
 import type { RootDatabase } from 'lmdb';
 import { sha256, type Signer } from '../crypto/secp256k1.js';
 import { openLedgerStores, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
-import { faultPoint } from '../store/test-faults.js';
+import { faultPoint } from '../testing/faults.js';
 import { writeFailure } from '../store/errors.js';
 import { log } from '../log.js';
 import type { CommitterFaultCode, CommitterOptions, FromCommitter } from './protocol.js';

@@ -6,10 +6,10 @@
 import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
-import { isPermission, permissionList } from './permissions.js';
+import { isPermission, permissionList } from '../auth/permissions.js';
 import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
-import type { Rbac } from './rbac.js';
+import type { Rbac } from '../auth/rbac.js';
 import type { IdentityType } from './stores.js';
 
 const ID_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };

@@ -9,7 +9,8 @@ import { objectBody, optString, PRINTABLE, reqString, type JsonObject } from './
 import { json, requireUser, type AuthedCall, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
-import type { TokenService } from './tokens.js';
+import { Denied } from '../store/record-errors.js';
+import type { TokenService } from '../auth/tokens.js';
 
 export const USERNAME_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
 export const PASSWORD_RULE = { max: 1024 };
@@ -40,7 +41,7 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     handler: async ({ req }) => {
       const { username, password } = credentialsBody(objectBody(req));
       const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
+        if (err instanceof Denied) log.info(`failed login attempt from ${req.remoteAddress}`);
         if (err instanceof ApiError && (err.status === 429 || err.status === 503))
           log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
         throw err;

@@ -66,9 +66,6 @@ export function readModelDbName(prefix: string, name: string): string {
   return prefix ? `${prefix}.${name}` : name;
 }
 
-/** The node's own ledger. */
-export const LEDGER_DBS: LedgerDbNames = ledgerDbNames(NODE_LEDGER_PREFIX);
-
 /** Supply-chain read model the grid projector keeps in step with each block (msgpack values). */
 export const GRID_DB = {
   organization: 'grid.organization',
