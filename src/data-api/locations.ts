@@ -64,7 +64,7 @@ export function registerLocations(r: DataRouter): void {
     method: 'get',
     path: '/location/:location_id',
     reply: dataReplies.location,
-    handler: ({ req, be }) => ok(withService(be, stored(be, req.params[0]!))),
+    handler: ({ be, params }) => ok(withService(be, stored(be, params.location_id))),
   });
 
   r.route({
@@ -89,8 +89,8 @@ export function registerLocations(r: DataRouter): void {
     method: 'put',
     path: '/location/:location_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.location_id;
       const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'location_id', id, '');
       sameService(be, o.service_id, 'service_id');
@@ -110,8 +110,8 @@ export function registerLocations(r: DataRouter): void {
     method: 'del',
     path: '/location/:location_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.location_id;
       stored(be, id);
       const signer = be.signers.pick(req);
       return submitActions(req, be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }]);

@@ -40,9 +40,9 @@ export function registerOrganizations(r: DataRouter): void {
     method: 'get',
     path: '/organization/:id',
     reply: dataReplies.organization,
-    handler: ({ req, be }) => {
-      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(req.params[0]!));
-      if (org === undefined) throw new ApiError(404, `Organization ${req.params[0]} not found`);
+    handler: ({ be, params }) => {
+      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(params.id));
+      if (org === undefined) throw new ApiError(404, `Organization ${params.id} not found`);
       return ok(withService(be, org));
     },
   });
@@ -81,8 +81,8 @@ export function registerOrganizations(r: DataRouter): void {
     method: 'put',
     path: '/organization/:id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.id;
       const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'id', id, '');
       sameService(be, o.service_id, 'service_id');

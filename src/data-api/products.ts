@@ -49,7 +49,7 @@ export function registerProducts(r: DataRouter): void {
     method: 'get',
     path: '/product/:product_id',
     reply: dataReplies.product,
-    handler: ({ req, be }) => ok(withService(be, stored(be, req.params[0]!))),
+    handler: ({ be, params }) => ok(withService(be, stored(be, params.product_id))),
   });
 
   r.route({
@@ -74,8 +74,8 @@ export function registerProducts(r: DataRouter): void {
     method: 'put',
     path: '/product/:product_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.product_id;
       const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'product_id', id, '');
       sameService(be, o.service_id, 'service_id');
@@ -93,8 +93,8 @@ export function registerProducts(r: DataRouter): void {
     method: 'del',
     path: '/product/:product_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.product_id;
       stored(be, id);
       const signer = be.signers.pick(req);
       return submitActions(req, be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }]);

@@ -86,7 +86,7 @@ export function registerPurchaseOrders(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid',
     reply: dataReplies.purchaseOrder,
-    handler: ({ req, be }) => ok(purchaseOrderJson(be, requirePo(be, req.params[0]!))),
+    handler: ({ be, params }) => ok(purchaseOrderJson(be, requirePo(be, params.uid))),
   });
 
   r.route({
@@ -124,9 +124,9 @@ export function registerPurchaseOrders(r: DataRouter): void {
     method: 'put',
     path: '/purchase_order/:uid',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
+    handler: ({ req, be, params }) => {
       const o = checkShape(objectBody(req), UPDATE, '');
-      const po = requirePo(be, req.params[0]!);
+      const po = requirePo(be, params.uid);
       samePath(o, 'po_uid', po.uid, '');
       samePath(o, 'uid', po.uid, '');
       sameService(be, o.service_id, 'service_id');

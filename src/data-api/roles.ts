@@ -45,8 +45,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id',
     reply: dataReplies.roles,
-    handler: ({ req, be }) => {
-      const orgId = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const orgId = params.org_id;
       requireOrg(be, orgId);
       const page = parsePage(req);
       return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
@@ -57,8 +57,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.roles,
-    handler: ({ req, be }) => {
-      const [orgId, name] = req.params as [string, string];
+    handler: ({ req, be, params }) => {
+      const { org_id: orgId, role_name: name } = params;
       const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
       if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
       const page = parsePage(req);
@@ -70,8 +70,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'post',
     path: '/role/:org_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const orgId = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const orgId = params.org_id;
       dataItems(req);
       requireOrg(be, orgId);
       return submitCreates(req, be, {
@@ -88,8 +88,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'put',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const [orgId, name] = req.params as [string, string];
+    handler: ({ req, be, params }) => {
+      const { org_id: orgId, role_name: name } = params;
       const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'name', name, '');
@@ -104,8 +104,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'del',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const [orgId, name] = req.params as [string, string];
+    handler: ({ req, be, params }) => {
+      const { org_id: orgId, role_name: name } = params;
       if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
       const signer = be.signers.pick(req);
       return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);

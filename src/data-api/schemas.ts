@@ -40,9 +40,9 @@ export function registerSchemas(r: DataRouter): void {
     method: 'get',
     path: '/schema/:schema_name',
     reply: dataReplies.schema,
-    handler: ({ req, be }) => {
-      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(req.params[0]!));
-      if (s === undefined) throw new ApiError(404, `Schema ${req.params[0]} not found`);
+    handler: ({ be, params }) => {
+      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(params.schema_name));
+      if (s === undefined) throw new ApiError(404, `Schema ${params.schema_name} not found`);
       return ok(withService(be, s));
     },
   });
@@ -69,8 +69,8 @@ export function registerSchemas(r: DataRouter): void {
     method: 'put',
     path: '/schema/:schema_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const name = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const name = params.schema_name;
       const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');

@@ -7,7 +7,7 @@
  */
 import type { Req } from '../http/server.js';
 import { answer, type Answer, type ReplySchema } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import type { BatchPos, TxnPos } from '../ledger/query.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
@@ -106,8 +106,7 @@ function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
   return answer({ data: page.items, ...pagingEnvelope(req, kind.path, head.id, paging, page) });
 }
 
-function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
-  const id = req.params[0]!;
+function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req, id: string): Answer {
   checkIds([id]);
   const p = kind.locate(chain, id);
   if (!p) throw ledgerError(kind.notFound, `: ${id}`);
@@ -116,9 +115,19 @@ function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
 
 export function batchRoutes(chain: ChainReader): LedgerRoute[] {
   return [
-    { method: 'get', path: '/batches', reply: BATCHES.listReply, handler: ({ req }) => list(chain, BATCHES, req) },
-    { method: 'get', path: '/batches/:batch_id', reply: BATCHES.oneReply, handler: ({ req }) => fetchOne(chain, BATCHES, req) },
-    { method: 'get', path: '/transactions', reply: TRANSACTIONS.listReply, handler: ({ req }) => list(chain, TRANSACTIONS, req) },
-    { method: 'get', path: '/transactions/:transaction_id', reply: TRANSACTIONS.oneReply, handler: ({ req }) => fetchOne(chain, TRANSACTIONS, req) },
+    ledgerRoute({ method: 'get', path: '/batches', reply: BATCHES.listReply, handler: ({ req }) => list(chain, BATCHES, req) }),
+    ledgerRoute({
+      method: 'get',
+      path: '/batches/:batch_id',
+      reply: BATCHES.oneReply,
+      handler: ({ req, params }) => fetchOne(chain, BATCHES, req, params.batch_id),
+    }),
+    ledgerRoute({ method: 'get', path: '/transactions', reply: TRANSACTIONS.listReply, handler: ({ req }) => list(chain, TRANSACTIONS, req) }),
+    ledgerRoute({
+      method: 'get',
+      path: '/transactions/:transaction_id',
+      reply: TRANSACTIONS.oneReply,
+      handler: ({ req, params }) => fetchOne(chain, TRANSACTIONS, req, params.transaction_id),
+    }),
   ];
 }

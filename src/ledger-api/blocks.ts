@@ -1,7 +1,7 @@
 /** GET /blocks and GET /blocks/{block_id}. */
 import type { Reply, Req } from '../http/server.js';
 import { answer, serializer, type Answer } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { listEnvelope, replies } from './schemas.js';
@@ -61,8 +61,7 @@ function listBlocks(chain: ChainReader, req: Req): Answer | Reply {
   return listOfSerialised(parts, pagingEnvelope(req, '/blocks', head.id, paging, page));
 }
 
-function fetchBlock(chain: ChainReader, req: Req): Answer {
-  const id = req.params[0]!;
+function fetchBlock(chain: ChainReader, req: Req, id: string): Answer {
   checkIds([id]);
   const block = chain.byId(id);
   if (!block) throw ledgerError(LedgerErrorCode.BlockNotFound, `: ${id}`);
@@ -71,7 +70,12 @@ function fetchBlock(chain: ChainReader, req: Req): Answer {
 
 export function blockRoutes(chain: ChainReader): LedgerRoute[] {
   return [
-    { method: 'get', path: '/blocks', reply: replies.blockList, handler: ({ req }) => listBlocks(chain, req) },
-    { method: 'get', path: '/blocks/:block_id', reply: replies.block, handler: ({ req }) => fetchBlock(chain, req) },
+    ledgerRoute({ method: 'get', path: '/blocks', reply: replies.blockList, handler: ({ req }) => listBlocks(chain, req) }),
+    ledgerRoute({
+      method: 'get',
+      path: '/blocks/:block_id',
+      reply: replies.block,
+      handler: ({ req, params }) => fetchBlock(chain, req, params.block_id),
+    }),
   ];
 }

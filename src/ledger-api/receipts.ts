@@ -5,7 +5,7 @@
  */
 import type { Req } from '../http/server.js';
 import { answer, type Answer } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
@@ -29,19 +29,19 @@ async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: strin
 
 export function receiptRoutes(ledger: Ledger, waits: CommitWaits): LedgerRoute[] {
   return [
-    {
+    ledgerRoute({
       method: 'get',
       path: '/receipts',
       query: (req) => idQuery(req, LedgerErrorCode.ReceiptIdQueryInvalid),
       reply: replies.receipts,
       handler: ({ req, query }) => receipts(ledger, waits, req, query, true),
-    },
-    {
+    }),
+    ledgerRoute({
       method: 'post',
       path: '/receipts',
       body: (req) => idArrayBody(req, LedgerErrorCode.WrongContentTypeReceipts, LedgerErrorCode.BadReceiptsRequest),
       reply: replies.receipts,
       handler: ({ req, body }) => receipts(ledger, waits, req, body, false),
-    },
+    }),
   ];
 }

@@ -1,7 +1,7 @@
 /** POST /batches and GET/POST /batch_statuses. */
 import type { Req } from '../http/server.js';
 import { answer, type Answer } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { buildUrl, selfUrl } from './links.js';
@@ -59,20 +59,20 @@ async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boole
 
 export function submitRoutes(ledger: Ledger): LedgerRoute[] {
   return [
-    { method: 'post', path: '/batches', reply: replies.link, handler: ({ req }) => submitBatches(ledger, req) },
-    {
+    ledgerRoute({ method: 'post', path: '/batches', reply: replies.link, handler: ({ req }) => submitBatches(ledger, req) }),
+    ledgerRoute({
       method: 'get',
       path: '/batch_statuses',
       query: (req) => idQuery(req, LedgerErrorCode.StatusIdQueryInvalid),
       reply: replies.statuses,
       handler: ({ req, query }) => statuses(ledger, req, query, true),
-    },
-    {
+    }),
+    ledgerRoute({
       method: 'post',
       path: '/batch_statuses',
       body: (req) => idArrayBody(req, LedgerErrorCode.WrongContentTypeStatuses, LedgerErrorCode.BadStatusRequest),
       reply: replies.statuses,
       handler: ({ req, body }) => statuses(ledger, req, body, false),
-    },
+    }),
   ];
 }

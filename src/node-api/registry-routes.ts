@@ -43,8 +43,8 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.read',
     reply: nodeReplies.registryNode,
-    handler: ({ req }) => {
-      const n = registry.get(req.params[0]!);
+    handler: ({ params }) => {
+      const n = registry.get(params.identity);
       if (!n) throw new ApiError(404, 'Node not found');
       return json({ data: nodeJson(n) });
     },
@@ -55,8 +55,8 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const identity = req.params[0]!;
+    handler: async ({ req, params }) => {
+      const identity = params.identity;
       const n = nodeFromBody(objectBody(req));
       if (n.identity !== identity) throw new ApiError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
       const created = await registry.put(n, true);
@@ -69,9 +69,9 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      if (!(await registry.remove(req.params[0]!))) throw new ApiError(404, 'Node not found');
-      return json({ message: `Node ${req.params[0]} removed from the registry` });
+    handler: async ({ params }) => {
+      if (!(await registry.remove(params.identity))) throw new ApiError(404, 'Node not found');
+      return json({ message: `Node ${params.identity} removed from the registry` });
     },
   });
 }
