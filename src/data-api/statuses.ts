@@ -13,8 +13,8 @@ import { EVENT_ID_RE } from './events.js';
 import { baseUrl } from './paging.js';
 import { parseWait, statusJson, type StatusJson } from './submit.js';
 import { bad } from './validate.js';
+import { isHexId } from '../codec/hex.js';
 
-const BATCH_ID_RE = /^[0-9a-f]{128}$/;
 const MAX_IDS = 1000;
 
 export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> {
@@ -25,7 +25,7 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> 
   // [batch id | null, event id | null] per entry, in request order.
   const wanted: Array<[string | null, string | null]> = [];
   for (const id of ids) {
-    if (BATCH_ID_RE.test(id)) wanted.push([id, be.events.eventOf(id) ?? null]);
+    if (isHexId(id)) wanted.push([id, be.events.eventOf(id) ?? null]);
     else if (EVENT_ID_RE.test(id)) {
       const batches = be.events.batchesOf(id);
       if (batches === undefined) wanted.push([null, id]);

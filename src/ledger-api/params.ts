@@ -1,9 +1,9 @@
 /** Parsing and validation of the ledger gateway's query parameters. */
 import type { Req } from '../http/server.js';
 import { parseWaitQuery } from '../http/wait.js';
+import { isHexId } from '../codec/hex.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 
-export const ID_RE = /^[0-9a-f]{128}$/;
 /** A state address or address prefix: whole bytes of lowercase hex, at most 35 of them. */
 export const ADDRESS_PREFIX_RE = /^([0-9a-f]{2}){0,35}$/;
 export const MAX_LIMIT = 1000;
@@ -11,7 +11,7 @@ export const DEFAULT_LIMIT = 1000;
 const INT32_MAX = 2 ** 31 - 1;
 
 export function checkIds(ids: string[]): string[] {
-  for (const id of ids) if (!ID_RE.test(id)) throw ledgerError(LedgerErrorCode.InvalidResourceId, id);
+  for (const id of ids) if (!isHexId(id)) throw ledgerError(LedgerErrorCode.InvalidResourceId, id);
   return ids;
 }
 
