@@ -85,8 +85,8 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/agent',
     reply: dataReplies.agents,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<AgentRecord>('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
     },
   });
@@ -108,9 +108,9 @@ export function registerAgents(r: DataRouter): void {
     method: 'post',
     path: '/organization/:org_id/agent',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    body: dataItems,
+    handler: ({ req, be, params, body: items }) => {
       const orgId = params.org_id;
-      const items = dataItems(req);
       requireOrg(be, orgId);
       const signer = be.signers.pick(req);
       const seen = new Set<string>();
@@ -134,9 +134,9 @@ export function registerAgents(r: DataRouter): void {
     method: 'put',
     path: '/organization/:org_id/agent/:public_key',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
       const { org_id: orgId, public_key: pk } = params;
-      const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'public_key', pk, '');
       sameService(be, o.service_id, 'service_id');

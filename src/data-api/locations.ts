@@ -54,8 +54,8 @@ export function registerLocations(r: DataRouter): void {
     method: 'get',
     path: '/location',
     reply: dataReplies.locations,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<LocationRecord>('location', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -89,9 +89,9 @@ export function registerLocations(r: DataRouter): void {
     method: 'put',
     path: '/location/:location_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
       const id = params.location_id;
-      const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'location_id', id, '');
       sameService(be, o.service_id, 'service_id');
       const l = stored(be, id);

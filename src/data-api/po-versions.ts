@@ -52,8 +52,8 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'post',
     path: '/purchase_order/:uid/version',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
-      const items = dataItems(req);
+    body: dataItems,
+    handler: ({ req, be, params, body: items }) => {
       const po = requirePo(be, params.uid);
       const signer = be.signers.pick(req);
       const seen = new Set<string>();

@@ -39,8 +39,8 @@ export function registerProducts(r: DataRouter): void {
     method: 'get',
     path: '/product',
     reply: dataReplies.products,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<ProductRecord>('product', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -74,9 +74,9 @@ export function registerProducts(r: DataRouter): void {
     method: 'put',
     path: '/product/:product_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
       const id = params.product_id;
-      const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'product_id', id, '');
       sameService(be, o.service_id, 'service_id');
       const p = stored(be, id);

@@ -76,8 +76,8 @@ export function registerPurchaseOrders(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order',
     reply: dataReplies.purchaseOrders,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, listOrders(req, be, page.offset, page.limit), (po) => purchaseOrderJson(be, po)));
     },
   });
@@ -124,8 +124,8 @@ export function registerPurchaseOrders(r: DataRouter): void {
     method: 'put',
     path: '/purchase_order/:uid',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
       const po = requirePo(be, params.uid);
       samePath(o, 'po_uid', po.uid, '');
       samePath(o, 'uid', po.uid, '');

@@ -70,9 +70,9 @@ export function registerRoles(r: DataRouter): void {
     method: 'post',
     path: '/role/:org_id',
     reply: dataReplies.submitted,
+    body: dataItems,
     handler: ({ req, be, params }) => {
       const orgId = params.org_id;
-      dataItems(req);
       requireOrg(be, orgId);
       return submitCreates(req, be, {
         shape: CREATE,
@@ -88,9 +88,9 @@ export function registerRoles(r: DataRouter): void {
     method: 'put',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
       const { org_id: orgId, role_name: name } = params;
-      const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');

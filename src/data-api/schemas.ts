@@ -30,8 +30,8 @@ export function registerSchemas(r: DataRouter): void {
     method: 'get',
     path: '/schema',
     reply: dataReplies.schemas,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<SchemaRecord>('schema', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -69,9 +69,9 @@ export function registerSchemas(r: DataRouter): void {
     method: 'put',
     path: '/schema/:schema_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
       const name = params.schema_name;
-      const o = checkShape(objectBody(req), UPDATE, '');
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
       const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));

@@ -78,8 +78,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ body: b }) => {
       const role = { role_id: reqString(b, 'role_id', ID_RULE), display_name: reqString(b, 'display_name', ID_RULE), permissions: permissionsOf(b) };
       await rbac.addRole(role);
       return json({ message: 'Role created successfully' });
@@ -103,8 +103,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles/:role_id',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req, params }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ params, body: b }) => {
       const patch: { display_name?: string; permissions?: string[] } = {};
       const name = optString(b, 'display_name', ID_RULE);
       if (name !== undefined) patch.display_name = name;
@@ -138,8 +138,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/assignments',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ body: b }) => {
       const a = {
         identity_type: identityType(reqString(b, 'identity_type', { max: 16 })),
         identity: reqString(b, 'identity', ID_RULE),

@@ -13,8 +13,8 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes',
     permission: 'registry.read',
     reply: nodeReplies.registryNodes,
-    handler: ({ req }) => {
-      const page = parsePageQuery(req.query);
+    query: (req) => parsePageQuery(req.query),
+    handler: ({ req, query: page }) => {
       const rawFilter = req.query.get('filter');
       const preds = rawFilter === null ? [] : parseFilter(rawFilter);
       const nodes = registry
@@ -31,8 +31,8 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const n = nodeFromBody(objectBody(req));
+    body: (req) => nodeFromBody(objectBody(req)),
+    handler: async ({ body: n }) => {
       await registry.put(n, false);
       return json({ message: `Node ${n.identity} added to the registry` });
     },
@@ -55,9 +55,9 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req, params }) => {
+    body: (req) => nodeFromBody(objectBody(req)),
+    handler: async ({ params, body: n }) => {
       const identity = params.identity;
-      const n = nodeFromBody(objectBody(req));
       if (n.identity !== identity) throw new ApiError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
       const created = await registry.put(n, true);
       return json({ message: `Node ${identity} ${created ? 'added to' : 'replaced in'} the registry` });

@@ -45,9 +45,9 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     path: '/biome/users/:user_id',
     permission: 'identity.user.write',
     reply: nodeReplies.messageKeys,
-    handler: async ({ req, params }) => {
+    body: objectBody,
+    handler: async ({ params, body: b }) => {
       const userId = params.user_id;
-      const b = objectBody(req);
       const { username, password } = credentialsBody(b);
       const newPassword = optString(b, 'new_password', PASSWORD_RULE);
       const keys = newKeys(b);
