@@ -11,7 +11,8 @@ import { answer, type Answer } from '../http/route.js';
 import type { DataBackend } from './backend.js';
 import { EVENT_ID_RE } from './events.js';
 import { baseUrl } from './paging.js';
-import { parseWait, statusJson, type StatusJson } from './submit.js';
+import { statusJson, type StatusJson } from './submit.js';
+import { waitQuery } from '../http/wait.js';
 import { bad } from './validate.js';
 import { isHexId } from '../codec/hex.js';
 
@@ -34,7 +35,7 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> 
       throw bad(`\`id\`: "${id.slice(0, 140)}" is neither a batch id (128 hex characters) nor an event id`);
     }
   }
-  const wait = parseWait(req);
+  const wait = waitQuery(req);
   const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
   if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
   const data = wanted.map(

@@ -1,6 +1,6 @@
 /** Parsing and validation of the ledger gateway's query parameters. */
 import type { Req } from '../http/server.js';
-import { parseWaitQuery } from '../http/wait.js';
+import { waitQuery } from '../http/wait.js';
 import { isHexId } from '../codec/hex.js';
 import { checkHead } from './chain.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
@@ -14,11 +14,6 @@ const INT32_MAX = 2 ** 31 - 1;
 export function checkIds(ids: string[]): string[] {
   for (const id of ids) if (!isHexId(id)) throw ledgerError(LedgerErrorCode.InvalidResourceId, id);
   return ids;
-}
-
-/** Seconds to wait (src/http/wait.ts, shared with the data API). */
-export function parseWait(req: Req): number {
-  return parseWaitQuery(req.query.get('wait'));
 }
 
 /** An integer as Python's int() reads one: optional blanks and sign, digits with single underscores between. */
@@ -115,7 +110,7 @@ export function listQuery(req: Req): ListQuery {
 
 /** The ids and `wait` of GET /batch_statuses and GET /receipts: `missing` when there is no `id`, 400 code 60 for a malformed one. */
 export function idsAndWait(req: Req, missing: LedgerErrorCode): { ids: string[]; wait: number } {
-  return { ids: checkIds(idQuery(req, missing)), wait: parseWait(req) };
+  return { ids: checkIds(idQuery(req, missing)), wait: waitQuery(req) };
 }
 
 /** Block paging markers: "0x" + 16 hex digits of the block number. */

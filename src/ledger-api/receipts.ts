@@ -11,7 +11,8 @@ import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { receiptJson } from './json.js';
 import { replies } from './schemas.js';
-import { checkIds, idArrayBody, idsAndWait, parseWait } from './params.js';
+import { checkIds, idArrayBody, idsAndWait } from './params.js';
+import { waitQuery } from '../http/wait.js';
 import type { CommitWaits } from './waits.js';
 
 async function receipts(ledger: Ledger, waits: CommitWaits, req: Req, ids: string[], wait: number, withLink: boolean): Promise<Answer> {
@@ -38,7 +39,7 @@ export function receiptRoutes(ledger: Ledger, waits: CommitWaits): LedgerRoute[]
       method: 'post',
       path: '/receipts',
       // The wait is read first but never refused, so the body's errors come first as before.
-      query: parseWait,
+      query: (req) => waitQuery(req),
       body: (req) => checkIds(idArrayBody(req, LedgerErrorCode.WrongContentTypeReceipts, LedgerErrorCode.BadReceiptsRequest)),
       reply: replies.receipts,
       handler: ({ req, query: wait, body: ids }) => receipts(ledger, waits, req, ids, wait, false),

@@ -6,7 +6,8 @@ import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { buildUrl, selfUrl } from './links.js';
 import { replies } from './schemas.js';
-import { checkIds, idArrayBody, idsAndWait, parseWait } from './params.js';
+import { checkIds, idArrayBody, idsAndWait } from './params.js';
+import { waitQuery } from '../http/wait.js';
 
 /**
  * UNAVAILABLE (the batches could not be stored, or the node stopped on a fault) answers
@@ -80,7 +81,7 @@ export function submitRoutes(ledger: Ledger): LedgerRoute[] {
       method: 'post',
       path: '/batch_statuses',
       // The wait is read first but never refused, so the body's errors come first as before.
-      query: parseWait,
+      query: (req) => waitQuery(req),
       body: (req) => checkIds(idArrayBody(req, LedgerErrorCode.WrongContentTypeStatuses, LedgerErrorCode.BadStatusRequest)),
       reply: replies.statuses,
       handler: ({ req, query: wait, body: ids }) => statuses(ledger, req, ids, wait, false),

@@ -6,7 +6,7 @@
 import type { Req } from '../http/server.js';
 import { ApiError } from '../http/api-error.js';
 import { ANY_JSON } from '../http/route.js';
-import { parseWaitQuery } from '../http/wait.js';
+import { waitQuery } from '../http/wait.js';
 import { isHexId } from '../codec/hex.js';
 import { json, type Router } from '../node-api/router.js';
 import type { ScabbardService } from './service.js';
@@ -38,7 +38,7 @@ interface StatusQuery {
 }
 
 function statusQuery(req: Req): StatusQuery {
-  return { ids: req.query.get('ids'), wait: parseWaitQuery(req.query.get('wait'), MAX_WAIT_S) };
+  return { ids: req.query.get('ids'), wait: waitQuery(req, MAX_WAIT_S) };
 }
 
 /** The batch ids of a `batch_statuses` query, distinct, each 128 lowercase hex characters. */
