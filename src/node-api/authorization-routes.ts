@@ -70,7 +70,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.roles,
-    handler: ({ req }) => json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
+    query: (req) => parsePageQuery(req.query),
+    handler: ({ req, query }) => json(pageOf(rbac.listRoles(), `${req.path}?`, query)),
   });
 
   r.add({
@@ -130,7 +131,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/assignments',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.assignments,
-    handler: ({ req }) => json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
+    query: (req) => parsePageQuery(req.query),
+    handler: ({ req, query }) => json(pageOf(rbac.listAssignments(), `${req.path}?`, query)),
   });
 
   r.add({

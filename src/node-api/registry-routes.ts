@@ -13,10 +13,12 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes',
     permission: 'registry.read',
     reply: nodeReplies.registryNodes,
-    query: (req) => parsePageQuery(req.query),
-    handler: ({ req, query: page }) => {
+    query: (req) => {
+      const page = parsePageQuery(req.query);
       const rawFilter = req.query.get('filter');
-      const preds = rawFilter === null ? [] : parseFilter(rawFilter);
+      return { page, rawFilter, preds: rawFilter === null ? [] : parseFilter(rawFilter) };
+    },
+    handler: ({ query: { page, rawFilter, preds } }) => {
       const nodes = registry
         .list()
         .filter((n) => matches(preds, n.metadata))
