@@ -1,7 +1,16 @@
 /**
- * One way to declare a route, for the three interfaces (ledger gateway, node API, data
- * API). A route is data: method, path, the permission it needs (in the interface's own
- * terms), parsers for its query and body, the JSON schema of its reply, and a handler.
+ * One way to declare a route, for the three interfaces (ledger gateway, node API with the
+ * circuit and scabbard routes, data API). A route is data: method, path, the permission it
+ * needs (in the interface's own terms), parsers for its query and body, the JSON schema of
+ * its reply, and a handler.
+ *
+ * Routes are declared through `defineRoute` (the ledger gateway's `ledgerRoute`, the node
+ * API's `Router.add`, the data API's `DataRouter.route`): the handler's `params` are typed
+ * from the path (`/blocks/:block_id` → `params.block_id`), its `query` and `body` from the
+ * route's parsers (the URLSearchParams and raw bytes when it has none). A parser reads and
+ * checks what the handler would otherwise read first, and throws ApiError; the interface's
+ * `enter` hook runs before it, the handler after it. Positional `req.params[i]` and `any`
+ * are refused by `npm run lint` (scripts/lint-src.mjs).
  *
  * A handler is a plain function: it takes a typed request (the request snapshot, named
  * path parameters, the parsed query and body, and what the interface's `enter` hook
