@@ -18,7 +18,7 @@ import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   location_id: reqString,
@@ -71,8 +71,9 @@ export function registerLocations(r: DataRouter): void {
     method: 'post',
     path: '/location',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'location_id',
         invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),

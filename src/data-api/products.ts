@@ -15,7 +15,7 @@ import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   product_id: reqString,
@@ -56,8 +56,9 @@ export function registerProducts(r: DataRouter): void {
     method: 'post',
     path: '/product',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'product_id',
         invalidId: gtinError,

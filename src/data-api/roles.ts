@@ -71,10 +71,10 @@ export function registerRoles(r: DataRouter): void {
     path: '/role/:org_id',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, params }) => {
+    handler: ({ req, be, params, body }) => {
       const orgId = params.org_id;
       requireOrg(be, orgId);
-      return submitCreates(req, be, {
+      return submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'name',
         pathFields: { org_id: orgId },

@@ -13,7 +13,7 @@ import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -51,8 +51,9 @@ export function registerSchemas(r: DataRouter): void {
     method: 'post',
     path: '/schema',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'name',
         taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),

@@ -17,7 +17,6 @@ import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 import { waitQuery } from '../http/wait.js';
 
-
 export interface InvalidTxnJson {
   id: string;
   message: string;
