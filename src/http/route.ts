@@ -9,7 +9,7 @@
  * from the path (`/blocks/:block_id` → `params.block_id`), its `query` and `body` from the
  * route's parsers (the URLSearchParams and raw bytes when it has none). A parser reads and
  * checks what the handler would otherwise read first, and throws ApiError; the interface's
- * `enter` hook runs before it, the handler after it. Positional `req.params[i]` and `any`
+ * `enter` hook runs before it, the handler after it. Positional path parameters (read by index) and `any`
  * are refused by `npm run lint` (scripts/lint-src.mjs).
  *
  * A handler is a plain function: it takes a typed request (the request snapshot, named
