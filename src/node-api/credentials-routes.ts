@@ -25,8 +25,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/register',
     permission: 'public',
     reply: nodeReplies.registered,
-    handler: async ({ req }) => {
-      const { username, password } = credentialsBody(objectBody(req));
+    body: (req) => credentialsBody(objectBody(req)),
+    handler: async ({ body: { username, password } }) => {
       const u = await users.create(username, password);
       log.info(`user ${u.user_id} created`);
       return json({ message: 'User created successfully', data: { user_id: u.user_id, username: u.username } });
@@ -38,8 +38,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/login',
     permission: 'public',
     reply: nodeReplies.login,
-    handler: async ({ req }) => {
-      const { username, password } = credentialsBody(objectBody(req));
+    body: (req) => credentialsBody(objectBody(req)),
+    handler: async ({ req, body: { username, password } }) => {
       const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
         if (err instanceof Denied) log.info(`failed login attempt from ${req.remoteAddress}`);
         if (err instanceof ApiError && (err.status === 429 || err.status === 503))
@@ -84,8 +84,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/token',
     permission: 'public',
     reply: nodeReplies.token,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ body: b }) => {
       const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
       if (jwt === undefined) throw new ApiError(400, 'Missing field "refresh_token"');
       const claims = await tokens.verifyRefresh(jwt);

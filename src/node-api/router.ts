@@ -5,7 +5,17 @@
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
 import { ApiError, type Method, type Reply, type Req } from '../http/server.js';
-import { answer, ANY_JSON, type Answer, type ApiBinding, type Outcome, type Request, type RouteSpec } from '../http/route.js';
+import {
+  answer,
+  ANY_JSON,
+  type Answer,
+  type ApiBinding,
+  type HandlerResult,
+  type Outcome,
+  type Request,
+  type RouteDef,
+  type RouteSpec,
+} from '../http/route.js';
 import type { Authenticator, Identity } from '../auth/identity.js';
 import type { Access } from '../auth/access.js';
 import { authorize } from '../auth/authorize.js';
@@ -21,8 +31,11 @@ export interface Caller {
   version: Version;
 }
 
+/** What a secured route's handler gets: the caller is known. */
+export type AuthedCaller = Caller & { identity: Identity };
+
 export type Call = Request<Caller>;
-export type AuthedCall = Request<Caller & { identity: Identity }>;
+export type AuthedCall = Request<AuthedCaller>;
 
 export type Guard = 'public' | 'authenticated' | Permission;
 
@@ -31,15 +44,29 @@ interface Versioned {
   minVersion?: Version;
 }
 
+export type SecuredGuard = Exclude<Guard, 'public'>;
+
 export interface PublicRoute extends RouteSpec<Caller, 'public'>, Versioned {
   permission: 'public';
-  handler(c: Call): Outcome | Promise<Outcome>;
+  handler(c: Request<Caller, unknown, unknown>): HandlerResult;
 }
 
-export interface SecuredRoute extends RouteSpec<Caller, Exclude<Guard, 'public'>>, Versioned {
-  permission: Exclude<Guard, 'public'>;
-  handler(c: AuthedCall): Outcome | Promise<Outcome>;
+export interface SecuredRoute extends RouteSpec<Caller, SecuredGuard>, Versioned {
+  permission: SecuredGuard;
+  handler(c: Request<AuthedCaller, unknown, unknown>): HandlerResult;
 }
+
+/** A node API route as declared: its handler typed by its path, parsers and guard. */
+export type NodeRouteDef<G extends Guard, Path extends string, Q, B> = RouteDef<
+  G extends 'public' ? Caller : AuthedCaller,
+  G,
+  Path,
+  Q,
+  B,
+  Versioned
+> & {
+  permission: G;
+};
 
 export type NodeRoute = PublicRoute | SecuredRoute;
 
@@ -81,8 +108,11 @@ export function nodeBinding(authn: Authenticator, access: Access): ApiBinding<Ca
 export class Router {
   readonly routes: NodeRoute[] = [];
 
-  add(...routes: NodeRoute[]): void {
-    this.routes.push(...routes.map(answeringRecordErrors));
+  /** Declares a route: `params`, `query` and `body` of its handler are typed by its path and parsers. */
+  add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<'public', Path, Q, B>): void;
+  add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<SecuredGuard, Path, Q, B>): void;
+  add(def: NodeRoute): void {
+    this.routes.push(answeringRecordErrors(def));
   }
 
   /** Shorthand of `add` for a public route whose reply is any JSON (prefer `add` with a reply schema). */
@@ -94,7 +124,7 @@ export class Router {
   secured(
     method: Method,
     path: string,
-    guard: Exclude<Guard, 'public'>,
+    guard: SecuredGuard,
     handler: (c: AuthedCall) => Reply | Answer | Promise<Reply | Answer>,
     minVersion: Version = 1,
   ): void {
