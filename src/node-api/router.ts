@@ -135,8 +135,20 @@ export class Router {
 /** The route, its handler's record-store errors (src/store/record-errors.ts) answered with their HTTP status. */
 function answeringRecordErrors<R extends NodeRoute>(route: R): R {
   const handler = route.handler.bind(route) as (c: Call) => Outcome | Promise<Outcome>;
+  // The parsers too: a body parser may check what it reads with a store's own rules.
+  const parse =
+    (p: ((req: Req) => unknown) | undefined) =>
+    (req: Req): unknown => {
+      try {
+        return p ? p.call(route, req) : undefined;
+      } catch (err) {
+        throw recordErrorAnswer(err);
+      }
+    };
   return {
     ...route,
+    ...(route.query ? { query: parse(route.query) } : {}),
+    ...(route.body ? { body: parse(route.body) } : {}),
     handler: async (c: Call): Promise<Outcome> => {
       try {
         return await handler(c);
