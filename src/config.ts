@@ -46,6 +46,12 @@ export interface Config {
    */
   storageStallSec: number;
   /**
+   * Read every record of ledger.mdb and pending.mdb in a throw-away process before opening
+   * them (src/store/scan.ts): a file whose page structure is damaged is refused at start
+   * instead of crashing the node on the first read that reaches it. Costs a read of both files.
+   */
+  startScan: boolean;
+  /**
    * When a 202 is sent: 'flush' once the pending-pool write is synced to disk (survives a
    * power loss), 'commit' once it is committed to the OS (survives kill -9 of the node,
    * not a power loss; lower submit latency).
@@ -158,6 +164,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     flag: 'state-checkpoint-chunk',
     env: 'CAIRN_STATE_CHECKPOINT_CHUNK',
     help: 'Merkle records a block writes for a state checkpoint at most; a larger one is spread over the next blocks (default 4096)',
+  },
+  startScan: {
+    flag: 'start-scan',
+    env: 'CAIRN_START_SCAN',
+    help: 'at start, read every record of the data files in a separate process and refuse a file that crashes it: on|off (default on)',
   },
   storageStallSec: {
     flag: 'storage-stall',
@@ -327,6 +338,10 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
   };
   const dataDir = resolve(get('dataDir') ?? './data');
   const bool = (v: string | undefined): boolean => v === 'true' || v === '1' || v === 'yes';
+  const onOff = (v: string, what: string): boolean => {
+    if (v === 'on' || v === 'off') return v === 'on';
+    throw new ConfigError(`${what}: expected on or off, got "${v}"`);
+  };
   const dataBind = parseBind(get('dataBind') ?? '127.0.0.1:8080', 'data bind');
   return {
     dataDir,
@@ -343,6 +358,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     stateCheckpointChunk: int(get('stateCheckpointChunk') ?? '4096', 'state checkpoint chunk', 1),
     stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
     storageStallSec: int(get('storageStallSec') ?? '60', 'storage stall', 1),
+    startScan: onOff(get('startScan') ?? 'on', 'start scan'),
     ackDurability: ackDurability(get('ackDurability') ?? 'flush'),
     poolThreads: int(get('poolThreads') ?? String(Math.max(1, availableParallelism())), 'pool threads', 1),
     maxBodyBytes: int(get('maxBodyBytes') ?? String(10 * 1024 * 1024), 'max body bytes', 1024),

@@ -91,7 +91,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   log.info(`validator public key ${nodeSigner.publicKey}`);
 
   // Damaged or mismatched files are refused here, with a message naming them.
-  const db = await preflight(config.dataDir, () => openEnv(config.dataDir));
+  const db = await preflight(config.dataDir, () => openEnv(config.dataDir), { scan: config.startScan });
   // Metrics off: no registry, no hooks anywhere (each hook call site skips on undefined).
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;
