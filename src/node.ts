@@ -167,6 +167,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       registry: nodeApi.registry,
       identity: nodeApi.identity,
       nodeSigner,
+      nodeKeyFile,
       verifyBodies: (bodies, families) => ledger.verifyBodies(bodies, families),
     });
   } catch (err) {

@@ -31,6 +31,8 @@ export interface CircuitsContext {
   identity: Promise<NodeIdentity>;
   /** Signs the blocks of the circuit ledgers this node keeps. */
   nodeSigner: Signer;
+  /** The file of that key: the circuit ledgers' committer threads read it themselves. */
+  nodeKeyFile: string;
   /** Checks batch signatures for the circuit ledgers in the node ledger's verify workers. */
   verifyBodies: BodyVerifier;
 }
@@ -70,7 +72,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     holdPeersMs: 10_000,
   });
   registerAdminRoutes(ctx.router, admin);
-  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner, ctx.verifyBodies);
+  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner, ctx.nodeKeyFile, ctx.verifyBodies);
   registerScabbardRoutes(ctx.router, services);
   const events = new AdminEvents(ctx.server, admin, ctx.auth.authn, ctx.auth.access);
   const port = await net.listen();
@@ -81,7 +83,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     port,
     services,
     async close(): Promise<void> {
-      services.close();
+      await services.close();
       events.close();
       admin.close();
       await net.close();

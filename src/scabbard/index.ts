@@ -45,6 +45,7 @@ export class ScabbardServices {
     private readonly admin: AdminService,
     private readonly db: RootDatabase,
     private readonly signer: Signer,
+    private readonly nodeKeyFile: string,
     /** Signature checks in the node ledger's verify workers (never on this thread). */
     private readonly verify: BodyVerifier,
     private readonly limits: ScabbardLimits = scabbardLimits(),
@@ -95,10 +96,12 @@ export class ScabbardServices {
     await this.sync();
   }
 
-  close(): void {
+  /** Stops every service; resolves once their committer threads have stopped. */
+  async close(): Promise<void> {
     this.#unsubscribe?.();
-    for (const s of this.#services.values()) s.close();
+    const all = [...this.#services.values()];
     this.#services.clear();
+    await Promise.all(all.map((s) => s.close()));
   }
 
   /** Starts the services of Active circuits, closes those of circuits no longer Active. */
@@ -114,7 +117,7 @@ export class ScabbardServices {
     }
     for (const [key, s] of this.#services) {
       if (!want.has(key)) {
-        s.close();
+        void s.close();
         this.#services.delete(key);
       }
     }
@@ -142,6 +145,7 @@ export class ScabbardServices {
       serviceId,
       args,
       signer: this.signer,
+      nodeKeyFile: this.nodeKeyFile,
       verify: this.verify,
       projectors: projectorEntries(['grid']),
       readModelPrefix: prefix,
@@ -161,6 +165,7 @@ export class ScabbardServices {
       await s.start();
     } catch (err) {
       log.error(`scabbard ${key}: failed to start: ${(err as Error).message}`);
+      await s.close();
       return;
     }
     this.#services.set(key, s);

@@ -29,12 +29,6 @@ export function waitSeconds(v: string | null): number {
   return MAX_WAIT_S;
 }
 
-/** Waits until every id is settled or the time is up. */
-export async function waitSettled(s: ScabbardService, ids: string[], seconds: number): Promise<void> {
-  const until = Date.now() + seconds * 1000;
-  while (Date.now() < until && !ids.every((id) => s.settled(id))) await s.changed(Math.min(500, until - Date.now()));
-}
-
 export function registerScabbardRoutes(r: Router, services: ScabbardServices): void {
   const service = (params: string[]): ScabbardService => {
     const [circuit = '', id = ''] = params;
@@ -65,7 +59,7 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     const ids = [...new Set(raw.split(','))];
     const bad = ids.find((id) => !ID_RE.test(id));
     if (bad !== undefined) throw new HttpError(400, `Invalid batch id: ${JSON.stringify(bad.slice(0, 140))} (128 lowercase hex characters expected)`);
-    await waitSettled(s, ids, waitSeconds(req.query.get('wait')));
+    await s.waitSettled(ids, waitSeconds(req.query.get('wait')) * 1000);
     return json(ids.map((id) => statusJson(s, id)));
   });
 
