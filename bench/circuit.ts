@@ -61,11 +61,21 @@ async function post(m: Member, path: string, body: Uint8Array | string, json = f
   return res.status;
 }
 
+/** The node's main-thread event-loop delay p99 since its last scrape (ms). */
+async function loopDelayP99Ms(node: BenchNode): Promise<number> {
+  const text = await (await fetch(`${node.ledgerUrl}/metrics`)).text();
+  const m = /^cairn_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text);
+  if (!m) throw new Error('no event-loop delay in /metrics (metrics off?)');
+  return r1(Number(m[1]) * 1000);
+}
+
 export async function runCircuit(): Promise<object> {
   const members: Member[] = [];
   try {
     for (const id of IDS) {
-      const node = await startBenchNode({ CAIRN_NODE_ID: id, CAIRN_PEER_RETRY_MS: '200', CAIRN_PEER_RETRY_MAX_MS: '2000' });
+      // Metrics on: the HTTP thread's event-loop delay (prom-client's monitorEventLoopDelay
+      // percentiles, reset at every scrape) is read before and after the measured load.
+      const node = await startBenchNode({ CAIRN_NODE_ID: id, CAIRN_PEER_RETRY_MS: '200', CAIRN_PEER_RETRY_MAX_MS: '2000', CAIRN_METRICS: 'on' });
       const admin = new Signer(readFileSync(join(node.dataDir, 'keys', 'admin.priv'), 'utf8').trim());
       members.push({ id, node, admin, auth: `Cylinder:${makeCylinderJwt(admin)}`, endpoint: `tcp://127.0.0.1:${node.networkPort}` });
     }
@@ -260,11 +270,13 @@ async function runScabbard(members: Member[], circuitId: string, svc: string[]):
   await submit(warm, 0);
   await allCommitted(warm);
   progress(`state service: ${SCABBARD_BATCHES} batches over ${SCABBARD_CONNECTIONS} connections`);
+  await Promise.all(members.map((m) => loopDelayP99Ms(m.node))); // resets the window
   const t0 = performance.now();
   const { commitLat, probes, n429 } = await submit(batches, SCABBARD_SAMPLE);
   const tSubmitted = performance.now();
   const committed = await allCommitted(batches);
   const tEnd = performance.now();
+  const loopP99 = await Promise.all(members.map((m) => loopDelayP99Ms(m.node)));
   await Promise.all(probes);
   const secs = (tEnd - t0) / 1000;
   // Outside the clock: the other members have every batch and the same root.
@@ -297,6 +309,9 @@ async function runScabbard(members: Member[], circuitId: string, svc: string[]):
     scabbardCommitP50Ms: r1(percentile(commitLat, 50)),
     scabbardCommitP99Ms: r1(percentile(commitLat, 99)),
     scabbardHttp429: n429,
+    // The HTTP (main) thread's event-loop delay p99 over the measured window, per member
+    // (the first is the coordinator).
+    scabbardEventLoopP99Ms: loopP99,
     scabbardCommittedOnAll: committed === SCABBARD_BATCHES && onOthers.every((n) => n === SCABBARD_BATCHES),
     scabbardRootsEqual: roots.every((r) => r === roots[0]),
   };
