@@ -37,8 +37,9 @@ const { committer } = (() => {
       else if (m.type === 'propose') c.rounds.propose(m.round);
       else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
       else if (m.type === 'catch-up') {
-        // A held proposal is given up: the agreed rounds take its place.
-        c.consensus.abandon();
+        // A member's held proposal is given up: the agreed rounds take its place. (The
+        // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
+        if (!circuit.coordinator) c.consensus.abandon();
         c.rounds.catchUp(m.from, m.rounds);
       }
     };

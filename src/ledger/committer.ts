@@ -22,9 +22,6 @@ import type { ComponentServer } from '../component/server.js';
 import type { BatchSource, RoundPlan } from './source.js';
 import type { Consensus } from './consensus.js';
 
-export { NULL_BLOCK_ID } from './chain-writer.js';
-export { DEFAULT_DEPENDENCY_WAIT_MS, SEQ_KEY } from './pool-source.js';
-
 /**
  * Rounds built but not yet durable. A slot is held until its round is flushed to disk, so
  * with fsync latency in the way four keep the committer building while earlier rounds

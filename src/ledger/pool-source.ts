@@ -11,13 +11,13 @@ import { BatchPool, type PoolEntry } from './batch-pool.js';
 import type { BatchSource, RoundPlan, RoundWrites, SourceFigures } from './source.js';
 
 /** Default of the dependency wait (CommitterOptions.dependencyWaitMs). */
-export const DEFAULT_DEPENDENCY_WAIT_MS = 60_000;
+const DEFAULT_DEPENDENCY_WAIT_MS = 60_000;
 /**
  * Meta key of the pending-pool sequence high-water mark: every sequence number below it
  * has been used. Written with each block or verdict, so that numbering never restarts
  * below a stored verdict's `seq` (which would make a resubmitted batch look settled).
  */
-export const SEQ_KEY = 'next_seq';
+const SEQ_KEY = 'next_seq';
 
 export interface PoolSourceOptions {
   stores: LedgerStores;

@@ -204,7 +204,7 @@ export class ScabbardService {
       }
     }
     if (e.round) {
-      this.#agreement.onWritten(e.round.id);
+      this.#agreement.onWritten(e.round.id, e.round.ts);
       if (e.round.id.startsWith('catch-up-')) log.info(`${this.label}: caught up round ${e.round.height}`);
       if (this.#catchUpMore !== 0 && e.round.height >= this.#catchUpMore) {
         this.#catchUpMore = 0;
