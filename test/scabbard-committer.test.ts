@@ -4,7 +4,7 @@
  * summarized and written only once decided; a refused round writes nothing and is built
  * again; a member's proposal that does not decode, or does not follow its tip, is answered
  * `follows: false` without stopping the thread; a catch-up round that gives another root
- * is not written.
+ * is not written; a committer thread whose write fails is replaced, and the round commits.
  */
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +19,8 @@ import { createContractRegistryTxn } from '../src/scabbard/payloads.js';
 import { contractRegistryAddress } from '../src/scabbard/sabre.js';
 import { BatchListMsg, encode } from '../src/scabbard/proto.js';
 import { openCircuitStores, scabbardPrefix } from '../src/scabbard/records.js';
+import { ScabbardService } from '../src/scabbard/service.js';
+import { projectorEntries } from '../src/ledger/catalog.js';
 import { StateReader } from '../src/state/reader.js';
 import { HEAD_KEY, type ChainHead } from '../src/store/ledger-stores.js';
 
@@ -144,4 +146,45 @@ t.test('member: hostile proposals are answered, not executed; a following one is
     s.events.some((m) => m.type === 'fatal'),
     'the committer did not stop',
   );
+});
+
+t.test('a circuit committer whose write fails is replaced; the round commits on the new thread', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-scabbard-recovery-'));
+  const db = openEnv(dir);
+  const s = new ScabbardService({
+    db,
+    circuitId: 'c1',
+    serviceId: 'a',
+    args: { peers: [], adminKeys: [admin.publicKey], coordinatorTimeoutMs: 5000, version: '2' },
+    signer: new Signer(randomPrivateKey()),
+    transport: { send() {}, reachable: () => false },
+    verify: () => Promise.reject(new Error('not used: accept() takes batches as given')),
+    projectors: projectorEntries(['grid']),
+    readModelPrefix: scabbardPrefix('c1', 'a'),
+    roundMax: 200,
+    queueHigh: 30,
+    queueLow: 15,
+  });
+  t.teardown(async () => {
+    await s.close();
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const saved = process.env.CAIRN_TEST_FAULTS;
+  // The first round's transaction fails (the thread reads the variable when it starts).
+  process.env.CAIRN_TEST_FAULTS = 'circuit.write:EIO@1';
+  try {
+    await s.start();
+  } finally {
+    if (saved === undefined) delete process.env.CAIRN_TEST_FAULTS;
+    else process.env.CAIRN_TEST_FAULTS = saved;
+  }
+  const root0 = s.stateRoot();
+  const b = batch('after-a-fault');
+  await s.accept([{ id: b.id, bytes: b.bytes }]);
+  await s.waitSettled([b.id], 20_000);
+  t.equal(s.status(b.id).type, 'Committed', 'committed by the new committer thread');
+  t.equal(s.height, 1, 'round 1, written once');
+  t.not(s.stateRoot(), root0, 'the state changed');
+  t.ok(s.get(contractRegistryAddress('after-a-fault')), 'its state is readable');
 });

@@ -55,14 +55,21 @@ export class AgreementConsensus implements Consensus<BuildEntry> {
     });
   }
 
-  /** The agreement's answer for round `id` (a proposal not built yet is not built at all). */
+  /**
+   * The agreement's answer for round `id` (a proposal not built yet is not built at all). A
+   * round to finalize that this committer does not hold (given up, or built by a committer
+   * thread before a restart) is answered `dropped`: the agreement must not wait for it.
+   */
   decide(id: string, finalize: boolean, pauseMs = 0): void {
     if (pauseMs > 0) this.rounds.pause(pauseMs);
     const w = this.#waiting;
     if (w && w.id === id) {
       this.#waiting = null;
       w.resolve(finalize);
-    } else this.rounds.forget(id);
+      return;
+    }
+    this.rounds.forget(id);
+    if (finalize) this.post({ type: 'dropped', id });
   }
 
   /** Gives up the round awaiting a decision (catch-up takes over); the agreement is told. */

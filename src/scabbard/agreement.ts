@@ -49,11 +49,26 @@ interface Round {
   ended?: boolean;
 }
 
+/** What a verification waiting for its execution gets when the committer cannot answer. */
+const NOT_EXECUTED: RoundSummary = {
+  type: 'summary',
+  follows: false,
+  id: '',
+  height: 0,
+  ts: 0,
+  parentRoot: '',
+  batches: Buffer.alloc(0),
+  root: '',
+  verdicts: '',
+  included: [],
+  invalid: [],
+};
+
 export class Agreement {
   readonly #h: AgreementHost;
   readonly #tp: TwoPhaseCommit<Round>;
   /** The coordinator's rounds being applied: resolved with the round's time once durable. */
-  readonly #writing = new Map<string, (ts: number) => void>();
+  readonly #writing = new Map<string, { done(ts: number): void; lost(err: Error): void }>();
   /** Member: the committer's summaries awaited, by round id. */
   readonly #summaries = new Map<string, (s: RoundSummary) => void>();
   /** Batches in the coordinator's rounds known to the machine (proposed, being agreed or applied). */
@@ -102,21 +117,7 @@ export class Agreement {
   close(): void {
     this.#closed = true;
     this.#tp.close();
-    for (const r of this.#summaries.values())
-      r({
-        type: 'summary',
-        follows: false,
-        id: '',
-        height: 0,
-        ts: 0,
-        parentRoot: '',
-        batches: Buffer.alloc(0),
-        root: '',
-        verdicts: '',
-        included: [],
-        invalid: [],
-      });
-    this.#summaries.clear();
+    this.committerLost();
   }
 
   #verifiers(): string[] {
@@ -163,21 +164,41 @@ export class Agreement {
     this.#h.pressure();
   }
 
-  /** The committer gave a round up (a catch-up took its place): it is not verified any more. */
+  /**
+   * The committer does not hold a round any more (a catch-up took its place, or its thread
+   * was restarted): a member's is not verified any more; the coordinator's is not applied
+   * (REJECT goes out, and it is built again).
+   */
   onDropped(id: string): void {
+    const w = this.#writing.get(id);
+    this.#writing.delete(id);
+    w?.lost(new Error('the committer thread does not hold it any more'));
     for (const { id: rid, proposal } of this.#tp.proposals()) {
       if (rid !== id || !proposal.held) continue;
       for (const b of proposal.held.included) this.#h.valid.delete(b);
       proposal.held = undefined;
       proposal.ended = true;
+      this.#h.askCatchUp(true);
     }
+  }
+
+  /**
+   * The committer thread stopped: rounds being applied are not, and a verification waiting
+   * for its execution fails (the service starts a new thread).
+   */
+  committerLost(): void {
+    for (const w of this.#writing.values()) w.lost(new Error('the committer thread stopped'));
+    this.#writing.clear();
+    const waiting = [...this.#summaries.values()];
+    this.#summaries.clear();
+    for (const r of waiting) r(NOT_EXECUTED);
   }
 
   /** A round is durable here. */
   onWritten(id: string, ts: number): void {
-    const done = this.#writing.get(id);
+    const w = this.#writing.get(id);
     this.#writing.delete(id);
-    done?.(ts);
+    w?.done(ts);
   }
 
   // ------------------------------------------------------------------ the machine's calls
@@ -185,7 +206,7 @@ export class Agreement {
   #apply(r: Round, coordinator: boolean): Promise<number | undefined> {
     if (coordinator) {
       // APPLY goes out once the round is durable here (a member never gets ahead of the coordinator).
-      const durable = new Promise<number>((resolve) => this.#writing.set(r.id, resolve));
+      const durable = new Promise<number>((done, lost) => this.#writing.set(r.id, { done, lost }));
       this.#h.tell({ type: 'decide', id: r.id, finalize: true });
       return durable;
     }

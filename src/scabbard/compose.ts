@@ -8,6 +8,7 @@ import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
 import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
+import { faultPoint } from '../store/test-faults.js';
 import type { CircuitCommitterOptions, CommitterOptions, FromCommitter } from '../ledger/protocol.js';
 import { projectorEntries } from '../ledger/catalog.js';
 import { BlockBuilder, type BuildEntry } from '../ledger/block-builder.js';
@@ -53,7 +54,8 @@ export function composeCircuitCommitter(
     stores: stores.ledger,
     leafEncoding: 'raw',
     projectors: projectorEntries(['grid']),
-    writeFault: null,
+    // A committer started by a recovery runs without the test hook's fault: the hook models one failure.
+    writeFault: opts.recovery ? null : faultPoint('circuit.write'),
     readModelPrefix: prefix,
     stallMs: opts.storageStallMs,
   });

@@ -11,12 +11,12 @@
  *
  * Where it does better than upstream (docs/circuits.md): a round carries up to `roundMax`
  * batches; statuses are stored; a rejected or timed-out round is proposed again; a member
- * that is behind fetches the committed rounds it lacks from a peer and re-executes them.
+ * that is behind fetches the committed rounds it lacks from a peer and re-executes them; a
+ * committer thread that stops (a failed write) is replaced (committer-link.ts).
  */
 import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
-import { CommitterClient } from '../ledger/committer-client.js';
 import type { BlockEvent, ToCommitter } from '../ledger/protocol.js';
 import type { StatusEntry } from '../ledger/query.js';
 import type { ProjectorEntry } from '../ledger/catalog.js';
@@ -29,6 +29,7 @@ import { MsgType, ScabbardMessage, decode, encode, type RoundRecordMsg, type Sca
 import { ROUND_KEY, batchIdOf, openCircuitStores, scabbardPrefix, type CircuitStores, type RoundMeta } from './records.js';
 import { BatchChecks, type BodyVerifier } from './checks.js';
 import { Agreement } from './agreement.js';
+import { CommitterLink } from './committer-link.js';
 import type { ServiceArgs } from './args.js';
 
 export { parseServiceArgs, type ServiceArgs } from './args.js';
@@ -90,7 +91,7 @@ export class ScabbardService {
   /** Batch ids of a round executed and not yet written (status Valid). */
   readonly #valid = new Set<string>();
   readonly #waiters = new StatusWaiters();
-  #engine: CommitterClient | null = null;
+  #engine: CommitterLink | null = null;
   #seq = 0;
   #height = 0;
   #busy = false;
@@ -102,7 +103,7 @@ export class ScabbardService {
   #forwarded: Array<{ from: string; bytes: Uint8Array }> = [];
   #forwardTimer: NodeJS.Timeout | null = null;
   #closed = false;
-  /** Set when the committer thread stopped (a failed write): nothing more commits until a restart. */
+  /** Why the committer thread stopped, until a new one runs (said in the status of waiting batches). */
   #fault: string | null = null;
 
   constructor(o: ServiceOptions) {
@@ -139,7 +140,21 @@ export class ScabbardService {
 
   /** Starts the ledger's committer thread (it writes the initial state on first start), then loads the intake. */
   async start(): Promise<void> {
-    const { client } = await CommitterClient.start(
+    await this.#startCommitter();
+    const loaded: Queued[] = [];
+    for (const { key, value } of this.#s.intake.getRange()) if (!this.settled(key)) loaded.push({ ...value, id: key, fwdAt: 0 });
+    loaded.sort((a, b) => a.seq - b.seq);
+    for (const q of loaded) this.#queue.set(q.id, q);
+    this.#seq = (loaded.at(-1)?.seq ?? -1) + 1;
+    this.#forwardTimer = setInterval(() => this.#forward(), 1000);
+    this.#forwardTimer.unref();
+    this.#askCatchUp();
+    this.#pressure();
+  }
+
+  /** Starts the committer thread; the height is read once it runs. */
+  async #startCommitter(): Promise<void> {
+    const link = new CommitterLink(
       {
         dataDir: dataDirOf(this.#o.db),
         nodeKeyFile: this.#o.nodeKeyFile ?? '',
@@ -155,27 +170,31 @@ export class ScabbardService {
           roundMax: this.#o.roundMax,
         },
       },
-      () => ({
+      {
         onBlock: (e) => this.#written(e),
         onRound: (m) => (m.type === 'summary' ? this.#agreement.onSummary(m) : this.#agreement.onDropped(m.id)),
-        onFault: (reason) => {
+        onLost: (reason) => {
+          // Nothing commits meanwhile; the cause is in the status of every waiting batch.
           this.#fault = reason;
-          log.error(`${this.label}: ${reason}; nothing more commits until the node restarts`);
+          this.#agreement.committerLost();
         },
-      }),
+        onRestarted: () => {
+          this.#fault = null;
+          this.#readHeight();
+          log.info(`${this.label}: a new committer thread runs from round ${this.#height}`);
+          this.#askCatchUp();
+        },
+      },
+      this.label,
     );
-    this.#engine = client;
+    this.#engine = link;
+    await link.start();
+    this.#readHeight();
+  }
+
+  #readHeight(): void {
     this.#s.ledger.root.resetReadTxn();
     this.#height = (this.#s.ledger.meta.get(ROUND_KEY) as RoundMeta | undefined)?.height ?? 0;
-    const loaded: Queued[] = [];
-    for (const { key, value } of this.#s.intake.getRange()) if (!this.settled(key)) loaded.push({ ...value, id: key, fwdAt: 0 });
-    loaded.sort((a, b) => a.seq - b.seq);
-    for (const q of loaded) this.#queue.set(q.id, q);
-    this.#seq = (loaded.at(-1)?.seq ?? -1) + 1;
-    this.#forwardTimer = setInterval(() => this.#forward(), 1000);
-    this.#forwardTimer.unref();
-    this.#askCatchUp();
-    this.#pressure();
   }
 
   /** Stops the service; resolves once its committer thread has finished the rounds in flight. */
