@@ -21,7 +21,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 import { createPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
 import { buildBatch, buildBatchList } from '../src/ledger/build.js';
 import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';

@@ -15,18 +15,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Bind } from './config.js';
 import type { HttpServer } from './http/server.js';
 import type { Ledger } from './ledger/ledger.js';
-
-/** Hooks of the ledger's ingest (POST /batches); absent when metrics are off. */
-export interface IngestMetrics {
-  /** `n` batches arrived in a body that passed the entry checks. */
-  received(n: number): void;
-  /** `n` batches acknowledged (durable in the pending pool). */
-  accepted(n: number): void;
-  /** `n` batches of a received body refused, by the submission's result code. */
-  rejected(reason: string, n: number): void;
-  /** `n` batches refused on arrival (counted as received and rejected). */
-  rejectedOnArrival(reason: string, n: number): void;
-}
+import type { IngestMetrics } from './ledger/ingest.js';
 
 const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 

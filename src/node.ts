@@ -14,7 +14,8 @@ import { preflight } from './store/preflight.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
 import type { Signer } from './crypto/secp256k1.js';
-import { BodyBudget, HttpServer, type Reply } from './http/server.js';
+import { BodyBudget, HttpServer } from './http/server.js';
+import { messageErrorReply } from './http/message-error.js';
 import { ledgerErrorReplyFactory } from './ledger-api/errors.js';
 import { log } from './log.js';
 import { Ledger } from './ledger/ledger.js';
@@ -253,9 +254,4 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       await lock.release();
     },
   };
-}
-
-/** The node API and the data API answer errors as `{message}`. */
-export function messageErrorReply(status: number, message: string): Reply {
-  return { status, body: JSON.stringify({ message }) };
 }

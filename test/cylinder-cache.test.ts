@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt, verifyCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt, verifyCylinderJwt } from '../src/auth/cylinder.js';
 
 t.test('a kept token proves the same key, again and again', async (t) => {
   const s = new Signer(randomPrivateKey());

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { loadConfig } from '../src/config.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 import { startApiNode, registerAndLogin, grant, client, type ApiNode } from './helpers/node-api.js';
 import { agentKey, PREFIX_A } from './helpers/data-api.js';
 

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { Api, PREFIX_B, acmeWithSchemas, agentKey, clientBatch, expectCommitted, gln, gtin, newKey, postProtobuf, w } from './helpers/data-api.js';
 import { HttpServer } from '../src/http/server.js';
-import { messageErrorReply } from '../src/node.js';
+import { messageErrorReply } from '../src/http/message-error.js';
 import { registerDataApi } from '../src/data-api/index.js';
 
 let node: TestNode;

@@ -43,7 +43,7 @@ import {
   safeKey,
   type BlockInfo,
   type ReadModelWriter,
-} from '../src/data-api/read-model/index.js';
+} from '../src/ledger/read-model/index.js';
 import { decodeExecuteContract } from '../src/families/grid/sabre.js';
 
 // ------------------------------------------------------------------ harness

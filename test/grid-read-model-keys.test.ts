@@ -10,11 +10,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { gridKeys, gridPrefixes, gridProjector, type ReadModelWriter } from '../src/data-api/read-model/index.js';
+import { gridKeys, gridPrefixes, gridProjector, type ReadModelWriter } from '../src/ledger/read-model/index.js';
 import { agentAddress, purchaseOrderAddress, roleAddress } from '../src/families/grid/addressing.js';
 import { G, encodeMsg } from '../src/families/grid/common.js';
-import { ReadModel } from '../src/data-api/read-model/reader.js';
-import type { AgentRecord, RevisionRecord, RoleRecord, VersionRecord } from '../src/data-api/read-model/records.js';
+import { ReadModel } from '../src/ledger/read-model/reader.js';
+import type { AgentRecord, RevisionRecord, RoleRecord, VersionRecord } from '../src/ledger/read-model/records.js';
 import { openStore } from '../src/store/checksum.js';
 
 const SEP = '\u0005';

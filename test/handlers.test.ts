@@ -25,7 +25,7 @@ import { nodeApiRoutes } from '../src/node-api/index.js';
 import { Router, type Caller } from '../src/node-api/router.js';
 import { dataApiRoutes } from '../src/data-api/index.js';
 import type { DataCaller } from '../src/data-api/router.js';
-import type { Identity } from '../src/node-api/identity.js';
+import type { Identity } from '../src/auth/identity.js';
 
 interface Snapshot {
   query?: string;

@@ -10,8 +10,8 @@ import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted } from '.
 import WebSocket from 'ws';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { rawRequest, chunked, rawJson } from './helpers/raw.js';
-import { HttpServer, HttpError, MAX_HEADER_BYTES, MAX_URL_BYTES, type Reply } from '../src/http/server.js';
-import { messageErrorReply } from '../src/node.js';
+import { ApiError, HttpServer, MAX_HEADER_BYTES, MAX_URL_BYTES, type Reply } from '../src/http/server.js';
+import { messageErrorReply } from '../src/http/message-error.js';
 import { captureStderr } from './helpers/node-api.js';
 
 const LIMIT = 64 * 1024;
@@ -105,7 +105,7 @@ t.test('a throwing handler, a rejected promise, an unsendable reply and throwing
   s.route('get', '/bad-header', () => ({ status: 200, body: '{}', headers: { x: 5 } }) as unknown as Reply);
   s.route('post', '/echo', (req) => ({ status: 200, body: req.body }));
   s.route('get', '/http-error', () => {
-    throw new HttpError(409, 'taken');
+    throw new ApiError(409, 'taken');
   });
   s.ws('/ws', {
     upgrade: (res, req, ctx) => {

@@ -13,7 +13,7 @@ import { IdIndex, encodeIdRecord, encodeReceipts, receiptAt } from '../src/store
 import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { openLedgerStores } from '../src/store/ledger-stores.js';
 import { ledgerDbNames } from '../src/store/names.js';
-import { checkLedger, type CheckReport } from '../src/store/integrity.js';
+import { checkLedger, type CheckReport } from '../src/maintenance/integrity.js';
 import { Block, TransactionReceipt, decode, encode } from '../src/proto/index.js';
 import { startTestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';

@@ -18,7 +18,7 @@ import { intkeyAddress } from '../src/families/intkey.js';
 import { decode } from '../src/codec/cbor.js';
 import { rootOf } from '../src/state/merkle.js';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
-import { checkLedger } from '../src/store/integrity.js';
+import { checkLedger } from '../src/maintenance/integrity.js';
 import { openStore } from '../src/store/checksum.js';
 
 const EVERY = 5;

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 import { startApiNode, registerAndLogin, VERSIONS, type ApiNode } from './helpers/node-api.js';
 
 const n: ApiNode = await startApiNode();

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT, generateKeyPair } from 'jose';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 import { startApiNode, registerAndLogin, grant, type ApiNode } from './helpers/node-api.js';
 
 const n: ApiNode = await startApiNode();
@@ -70,11 +70,11 @@ t.test('expired access and refresh tokens are rejected', async (t) => {
 });
 
 t.test('short-lived tokens really expire (real clock)', async (t) => {
-  const short = await startApiNode({ CAIRN_ACCESS_TOKEN_TTL: '1' });
+  const short = await startApiNode({ CAIRN_ACCESS_TOKEN_TTL: '3' });
   t.teardown(() => short.stop());
   const u = await registerAndLogin(short.call, 'quick');
   t.equal((await short.call('GET', '/biome/keys', { auth: u.token })).status, 200, 'fresh');
-  await new Promise((r) => setTimeout(r, 2100));
+  await new Promise((r) => setTimeout(r, 3100));
   t.equal((await short.call('GET', '/biome/keys', { auth: u.token })).status, 401, 'expired after its TTL');
   const renewed = await short.call('POST', '/biome/token', { body: { refresh_token: u.refresh } });
   t.equal(renewed.status, 200, 'the refresh token still gets a new one');

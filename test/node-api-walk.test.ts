@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { log } from '../src/log.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 import { captureStderr, startApiNode, type ApiNode } from './helpers/node-api.js';
 
 const run = promisify(execFile);

@@ -20,7 +20,7 @@ import { startChild, TS_ARGS, type ChildNode } from './helpers/child.js';
 import { faultShim } from './helpers/fault-shim.js';
 import { newSigner, intkeyBatch, batchList, postBatches, getJson } from './helpers/batches.js';
 import { Signer } from '../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../src/auth/cylinder.js';
 
 const shim = faultShim();
 const skip = typeof shim === 'string' ? shim : false;
@@ -62,7 +62,12 @@ function cairn(dir: string, child: ChildNode, ...args: string[]): Promise<{ code
   );
 }
 
-const head = async (url: string): Promise<number> => (await getJson(`${url}/blocks?limit=1`)).json.data[0].header.block_num;
+const head = async (url: string): Promise<string> => {
+  const r = await getJson(`${url}/blocks?limit=1`);
+  const n = r.json?.data?.[0]?.header?.block_num;
+  if (typeof n !== 'string') throw new Error(`GET /blocks?limit=1 answered ${r.status}: ${JSON.stringify(r.json)}`);
+  return n;
+};
 
 t.test('EIO on the ledger file: read-only with the cause, then recovered by the same process', { skip }, async (t) => {
   if (typeof shim === 'string') return;
@@ -70,6 +75,8 @@ t.test('EIO on the ledger file: read-only with the cause, then recovered by the 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const child = await startChild(dir, { ...shim.env, CAIRN_METRICS: 'on' });
   t.teardown(() => child.kill());
+  // A failed assertion must not leave the fault on for the next test's node.
+  t.teardown(() => shim.set(''));
   const signer = newSigner();
   const acked: string[] = [];
   const submit = async (name: string): Promise<number> => {
@@ -166,6 +173,8 @@ t.test('EIO on the pending pool: 503 for the write, recovered; cairn alarm clear
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const child = await startChild(dir, shim.env);
   t.teardown(() => child.kill());
+  // A failed assertion must not leave the fault on for the next test's node.
+  t.teardown(() => shim.set(''));
   const signer = newSigner();
   const ok = intkeyBatch(signer, [['set', 'p', 1]]);
   t.equal((await postBatches(child.ledgerUrl, batchList(ok))).status, 202);

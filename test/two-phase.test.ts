@@ -82,7 +82,14 @@ interface Prop {
 /** One member's machine with recording collaborators; the test is every other member. */
 function member(
   self: string,
-  o: { verifyMs?: number; applyTs?: number; applyFails?: boolean; earlyRequests?: number; authentic?: TwoPhaseDeps<Prop, string>['authentic'] } = {},
+  o: {
+    verifyMs?: number;
+    applyTs?: number;
+    applyFails?: boolean;
+    verifyThrows?: boolean;
+    earlyRequests?: number;
+    authentic?: TwoPhaseDeps<Prop, string>['authentic'];
+  } = {},
 ) {
   const clock = new FakeClock();
   const sent: Sent[] = [];
@@ -106,6 +113,7 @@ function member(
     },
     verify: async (p) => {
       verified.push(p.name);
+      if (o.verifyThrows) throw new Error('store closed');
       if (o.verifyMs) await new Promise<void>((r) => setTimeout(r, o.verifyMs));
       return !(p.failsAt ?? []).includes(self);
     },
@@ -498,6 +506,57 @@ t.test('coordinator restart: the new machine asks again; the member answers agai
   t.same(b.applied, [{ name: 'one', role: 'participant', ts: 0 }]);
   t.equal(a1.applied.length, 0, 'the stopped machine applied nothing');
   t.equal(a1.clock.timers.size, 0, 'and left no timer');
+});
+
+t.test('a verification or apply that throws ends the round as not applied', async (t) => {
+  const a = member('a', { verifyThrows: true });
+  a.engine.add('p1', { name: 'one' }, MEMBERS);
+  await settle();
+  t.same(
+    a.take().map((x) => `${x.to}:${x.type}:${x.apply}`),
+    ['b:result:false', 'c:result:false'],
+  );
+  t.match(a.rejected, [{ why: /verification failed: store closed/ }]);
+
+  const b = member('b', { verifyThrows: true });
+  b.engine.add('p1', { name: 'one' }, MEMBERS);
+  b.from('a', request('p1'));
+  await settle();
+  t.same(b.take(), [{ to: 'a', type: 'response', id: 'p1', ok: false }], 'a member whose check throws answers FAILED');
+
+  const c = member('c', { applyFails: true });
+  c.engine.add('p1', { name: 'one' }, MEMBERS);
+  c.from('a', request('p1'));
+  await settle();
+  c.from('a', result('p1', true));
+  await settle();
+  t.match(c.rejected, [{ name: 'one', why: /apply failed: disk full/ }]);
+  t.same(c.settled, [{ id: 'p1', applied: false }]);
+});
+
+t.test('early requests are held up to the bound, the oldest dropped first; known rounds are listed', async (t) => {
+  const b = member('b', { earlyRequests: 2 });
+  b.from('a', request('p1'));
+  b.from('a', request('p2'));
+  b.from('a', request('p3'));
+  b.engine.add('p1', { name: 'one' }, MEMBERS);
+  b.engine.add('p2', { name: 'two' }, MEMBERS);
+  b.engine.add('p3', { name: 'three' }, MEMBERS);
+  t.same(
+    [...b.engine.proposals()].map((x) => `${x.id}:${x.proposal.name}:${x.coordinator}`),
+    ['p1:one:a', 'p2:two:a', 'p3:three:a'],
+  );
+  t.ok(b.engine.has('p2'));
+  await settle();
+  t.same(b.take(), [{ to: 'a', type: 'response', id: 'p2', ok: true }], 'p1 was dropped to hold p3; p2 is answered first');
+  b.from('a', result('p2', true));
+  await settle();
+  t.same(b.take(), [{ to: 'a', type: 'response', id: 'p3', ok: true }]);
+  // A message type the machine does not know changes nothing.
+  b.engine.receive('a', { ...wire('a', request('p1')), messageType: 9 }, 'a');
+  await settle();
+  t.same(b.take(), []);
+  t.same(b.engine.current, { id: 'p3', role: 'participant' });
 });
 
 t.test('a closed machine sends and applies nothing', async (t) => {

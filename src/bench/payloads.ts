@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { BatchList } from '../proto/index.js';
+import { isHexId } from '../codec/hex.js';
 import type { Batch } from './generator.js';
 
 export function loadPayloads(file: string): Batch[] {
@@ -30,8 +31,7 @@ export function loadPayloads(file: string): Batch[] {
     } catch (err) {
       throw new Error(`${where}: not a BatchList (${(err as Error).message})`);
     }
-    if (ids.length === 0 || ids.some((id) => !/^[0-9a-f]{128}$/.test(id)))
-      throw new Error(`${where}: a BatchList needs batches with 128-hex header signatures`);
+    if (ids.length === 0 || ids.some((id) => !isHexId(id))) throw new Error(`${where}: a BatchList needs batches with 128-hex header signatures`);
     out.push({ ids, body });
   }
   if (out.length === 0) throw new Error(`${file} holds no batch list`);

@@ -74,8 +74,13 @@ export function proposalJson(p: ProposalMsg, v: Version): object {
           circuit_version: circuitVersion(c),
           circuit_status: statusName(c.circuitStatus),
         };
+  return proposalWith(p, PROPOSAL_TYPE[p.proposalType] ?? 'Create', circuit);
+}
+
+/** A proposal's JSON around its circuit's (the same fields, in the same order, in both forms). */
+function proposalWith(p: ProposalMsg, type: string, circuit: object): object {
   return {
-    proposal_type: PROPOSAL_TYPE[p.proposalType] ?? 'Create',
+    proposal_type: type,
     circuit_id: p.circuitId,
     circuit_hash: p.circuitHash,
     circuit,
@@ -114,15 +119,7 @@ function eventProposal(p: ProposalMsg, v: Version): object {
           circuit_status: statusName(c.circuitStatus),
         };
   const type = PROPOSAL_TYPE[p.proposalType] ?? 'Create';
-  return {
-    proposal_type: v === 1 && type === 'Disband' ? 'Destroy' : type,
-    circuit_id: p.circuitId,
-    circuit_hash: p.circuitHash,
-    circuit,
-    votes: p.votes.map((x) => ({ public_key: hex(x.publicKey), vote: VOTE[x.vote] ?? 'Accept', voter_node_id: x.voterNodeId })),
-    requester: hex(p.requester),
-    requester_node_id: p.requesterNodeId,
-  };
+  return proposalWith(p, v === 1 && type === 'Disband' ? 'Destroy' : type, circuit);
 }
 
 export type EventType = 'ProposalSubmitted' | 'ProposalVote' | 'ProposalAccepted' | 'ProposalRejected' | 'CircuitReady' | 'CircuitDisbanded';

@@ -1,14 +1,17 @@
 /**
  * The node API's circuit operations: `/admin/proposals[/{id}]`, `/admin/circuits[/{id}]`,
- * `POST /admin/submit` and the websocket `/ws/admin/register/{type}`. Declared in the node API's current route
- * style (Router.secured), in a file of their own.
+ * `POST /admin/submit` and the websocket `/ws/admin/register/{type}`. Declared as node API
+ * routes (Router.add: the node API's permissions, protocol versions and `{message}` errors),
+ * in a file of their own.
  */
 import type { HttpRequest, HttpResponse, us_socket_context_t, WebSocket } from '@trufflesuite/uws-js-unofficial';
-import { HttpError, type HttpServer, type Req } from '../http/server.js';
+import { ApiError } from '../http/api-error.js';
+import type { HttpServer, Req } from '../http/server.js';
 import { log } from '../log.js';
+import { ANY_JSON } from '../http/route.js';
 import { authorize, json, protocolVersion, type Router } from '../node-api/router.js';
-import type { Authenticator } from '../node-api/identity.js';
-import type { Access } from '../node-api/access.js';
+import type { Authenticator } from '../auth/identity.js';
+import type { Access } from '../auth/access.js';
 import { pageOf, parsePageQuery } from '../node-api/paging.js';
 import type { AdminService } from './admin-service.js';
 import { circuitJson, eventJson, proposalJson, type Version } from './json.js';
@@ -19,70 +22,101 @@ import { ValidationError } from './validate.js';
 const STATUS_FILTER: Record<string, number> = { disbanded: Status.DISBANDED, abandoned: Status.ABANDONED };
 
 export function registerAdminRoutes(r: Router, admin: AdminService): void {
-  r.secured('get', '/admin/proposals', 'circuit.read', ({ req, version }) => {
-    const page = parsePageQuery(req.query);
-    const mgmt = req.query.get('management_type');
-    const member = req.query.get('member');
-    const items = admin.store
-      .proposals()
-      .filter((p) => mgmt === null || p.circuitProposal.circuitManagementType === mgmt)
-      .filter((p) => member === null || p.circuitProposal.members.some((m) => m.nodeId === member))
-      .map((p) => proposalJson(p, version));
-    const filters = [
-      mgmt !== null ? `management_type=${encodeURIComponent(mgmt)}` : '',
-      member !== null ? `member=${encodeURIComponent(member)}` : '',
-    ].filter(Boolean);
-    const base = filters.length ? `/admin/proposals?${filters.join('&')}&` : '/admin/proposals?';
-    return json(pageOf(items, base, page));
+  r.add({
+    method: 'get',
+    path: '/admin/proposals',
+    permission: 'circuit.read',
+    reply: ANY_JSON,
+    query: (req) => ({ page: parsePageQuery(req.query), mgmt: req.query.get('management_type'), member: req.query.get('member') }),
+    handler: ({ query: { page, mgmt, member }, version }) => {
+      const items = admin.store
+        .proposals()
+        .filter((p) => mgmt === null || p.circuitProposal.circuitManagementType === mgmt)
+        .filter((p) => member === null || p.circuitProposal.members.some((m) => m.nodeId === member))
+        .map((p) => proposalJson(p, version));
+      const filters = [
+        mgmt !== null ? `management_type=${encodeURIComponent(mgmt)}` : '',
+        member !== null ? `member=${encodeURIComponent(member)}` : '',
+      ].filter(Boolean);
+      const base = filters.length ? `/admin/proposals?${filters.join('&')}&` : '/admin/proposals?';
+      return json(pageOf(items, base, page));
+    },
   });
 
-  r.secured('get', '/admin/proposals/:circuit_id', 'circuit.read', ({ req, version }) => {
-    const p = admin.store.proposal(req.params[0]!);
-    if (!p) throw new HttpError(404, `Unable to find proposal: ${req.params[0]!.slice(0, 64)}`);
-    return json(proposalJson(p, version));
+  r.add({
+    method: 'get',
+    path: '/admin/proposals/:circuit_id',
+    permission: 'circuit.read',
+    reply: ANY_JSON,
+    handler: ({ params, version }) => {
+      const p = admin.store.proposal(params.circuit_id);
+      if (!p) throw new ApiError(404, `Unable to find proposal: ${params.circuit_id.slice(0, 64)}`);
+      return json(proposalJson(p, version));
+    },
   });
 
-  r.secured('get', '/admin/circuits', 'circuit.read', ({ req, version }) => {
-    const page = parsePageQuery(req.query);
-    const filter = req.query.get('filter');
-    const status = req.query.get('status');
-    // Version 2 lists Active circuits unless a status is asked for; version 1 lists all.
-    const want = status !== null ? (STATUS_FILTER[status.toLowerCase()] ?? Status.ACTIVE) : version === 2 ? Status.ACTIVE : null;
-    const items = admin.store
-      .circuits()
-      .filter((c) => want === null || (c.circuitStatus || Status.ACTIVE) === want)
-      .filter((c) => filter === null || c.members.some((m) => m.nodeId === filter))
-      .sort((a, b) => (a.circuitId < b.circuitId ? 1 : a.circuitId > b.circuitId ? -1 : 0))
-      .map((c) => circuitJson(c, version));
-    const filters = [
-      filter !== null ? `filter=${encodeURIComponent(filter)}` : '',
-      status !== null ? `status=${encodeURIComponent(status)}` : '',
-    ].filter(Boolean);
-    const base = filters.length ? `/admin/circuits?${filters.join('&')}&` : '/admin/circuits?';
-    return json(pageOf(items, base, page));
+  r.add({
+    method: 'get',
+    path: '/admin/circuits',
+    permission: 'circuit.read',
+    reply: ANY_JSON,
+    query: (req) => ({ page: parsePageQuery(req.query), filter: req.query.get('filter'), status: req.query.get('status') }),
+    handler: ({ query: { page, filter, status }, version }) => {
+      // Version 2 lists Active circuits unless a status is asked for; version 1 lists all.
+      const want = status !== null ? (STATUS_FILTER[status.toLowerCase()] ?? Status.ACTIVE) : version === 2 ? Status.ACTIVE : null;
+      const items = admin.store
+        .circuits()
+        .filter((c) => want === null || (c.circuitStatus || Status.ACTIVE) === want)
+        .filter((c) => filter === null || c.members.some((m) => m.nodeId === filter))
+        .sort((a, b) => (a.circuitId < b.circuitId ? 1 : a.circuitId > b.circuitId ? -1 : 0))
+        .map((c) => circuitJson(c, version));
+      const filters = [
+        filter !== null ? `filter=${encodeURIComponent(filter)}` : '',
+        status !== null ? `status=${encodeURIComponent(status)}` : '',
+      ].filter(Boolean);
+      const base = filters.length ? `/admin/circuits?${filters.join('&')}&` : '/admin/circuits?';
+      return json(pageOf(items, base, page));
+    },
   });
 
-  r.secured('get', '/admin/circuits/:circuit_id', 'circuit.read', ({ req, version }) => {
-    const c = admin.store.circuit(req.params[0]!);
-    if (!c) throw new HttpError(404, `Unable to find circuit: ${req.params[0]!.slice(0, 64)}`);
-    return json(circuitJson(c, version));
+  r.add({
+    method: 'get',
+    path: '/admin/circuits/:circuit_id',
+    permission: 'circuit.read',
+    reply: ANY_JSON,
+    handler: ({ params, version }) => {
+      const c = admin.store.circuit(params.circuit_id);
+      if (!c) throw new ApiError(404, `Unable to find circuit: ${params.circuit_id.slice(0, 64)}`);
+      return json(circuitJson(c, version));
+    },
   });
 
-  r.secured('post', '/admin/submit', 'circuit.write', async ({ req }) => {
-    if (req.body.length === 0)
-      throw new HttpError(400, 'Failed to parse payload: the body is empty (send the CircuitManagementPayload protobuf bytes)');
-    try {
-      await admin.submit(req.body);
-    } catch (err) {
-      if (err instanceof ValidationError) {
-        const m = err.message.startsWith('Failed to parse payload') ? err.message : `Unable to handle message: validation failed: ${err.message}`;
-        log.info(`circuits: payload refused: ${m}`);
-        throw new HttpError(400, m);
+  r.add({
+    method: 'post',
+    path: '/admin/submit',
+    permission: 'circuit.write',
+    reply: ANY_JSON,
+    body: submitBody,
+    handler: async ({ body }) => {
+      try {
+        await admin.submit(body);
+      } catch (err) {
+        if (err instanceof ValidationError) {
+          const m = err.message.startsWith('Failed to parse payload') ? err.message : `Unable to handle message: validation failed: ${err.message}`;
+          log.info(`circuits: payload refused: ${m}`);
+          throw new ApiError(400, m);
+        }
+        throw err;
       }
-      throw err;
-    }
-    return { status: 202, body: '' };
+      return { status: 202, body: '' };
+    },
   });
+}
+
+/** The body of `POST /admin/submit`: the CircuitManagementPayload bytes, not empty. */
+function submitBody(req: Req): Buffer {
+  if (req.body.length === 0) throw new ApiError(400, 'Failed to parse payload: the body is empty (send the CircuitManagementPayload protobuf bytes)');
+  return req.body;
 }
 
 interface SocketState {
@@ -116,7 +150,7 @@ export class AdminEvents {
       close: (ws) => void this.#sockets.delete(ws),
     });
     server.route('get', '/ws/admin/register/:type', () => {
-      throw new HttpError(400, 'This is a websocket endpoint: send an Upgrade: websocket request');
+      throw new ApiError(400, 'This is a websocket endpoint: send an Upgrade: websocket request');
     });
     this.#off = admin.subscribe((seq, rec) => {
       for (const ws of this.#sockets) this.#push(ws, seq, rec);
@@ -171,8 +205,8 @@ export class AdminEvents {
         const version = protocolVersion(req);
         const lastRaw = req.query.get('last');
         if (lastRaw !== null && !/^\d{1,16}$/.test(lastRaw))
-          throw new HttpError(400, `Invalid last value passed: ${lastRaw.slice(0, 40)}. Expected milliseconds since the epoch`);
-        if (type === '') throw new HttpError(400, 'A circuit management type is required');
+          throw new ApiError(400, `Invalid last value passed: ${lastRaw.slice(0, 40)}. Expected milliseconds since the epoch`);
+        if (type === '') throw new ApiError(400, 'A circuit management type is required');
         if (req.aborted) return;
         res.cork(() => {
           res.upgrade<SocketState>(
@@ -184,7 +218,7 @@ export class AdminEvents {
           );
         });
       } catch (err) {
-        if (err instanceof HttpError) refuse(err.status, err.message, err.headers);
+        if (err instanceof ApiError) refuse(err.status, err.message, err.headers);
         else {
           log.error('circuits: websocket registration failed', err);
           refuse(400, 'Registration failed');

@@ -8,6 +8,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import { Circuit, CircuitProposal, decode, encode, type CircuitMsg, type ProposalMsg } from './proto.js';
 import type { EventType } from './json.js';
 import { openStore } from '../store/checksum.js';
+import { CIRCUITS_DB } from '../store/names.js';
 
 export interface EventRecord {
   ts: number;
@@ -45,10 +46,10 @@ export class AdminStore {
 
   constructor(root: RootDatabase) {
     this.root = root;
-    this.#proposals = openStore<Buffer, string>(root, 'circuits.proposals', { binary: true });
-    this.#circuits = openStore<Buffer, string>(root, 'circuits.circuits', { binary: true });
-    this.#events = openStore<EventRecord, number>(root, 'circuits.events');
-    this.#ready = openStore<ReadyRecord, string>(root, 'circuits.ready');
+    this.#proposals = openStore<Buffer, string>(root, CIRCUITS_DB.proposals, { binary: true });
+    this.#circuits = openStore<Buffer, string>(root, CIRCUITS_DB.circuits, { binary: true });
+    this.#events = openStore<EventRecord, number>(root, CIRCUITS_DB.events);
+    this.#ready = openStore<ReadyRecord, string>(root, CIRCUITS_DB.ready);
     let last = 0;
     let lastTs = 0;
     for (const { key, value } of this.#events.getRange({ reverse: true, limit: 1 })) {

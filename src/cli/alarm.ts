@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Signer } from '../crypto/secp256k1.js';
-import { makeCylinderJwt } from '../node-api/cylinder.js';
+import { makeCylinderJwt } from '../auth/cylinder.js';
 import { checkedUrl, fetchOrExplain, NODE_API, parseOrUsage, UsageError } from './args.js';
 
 export const USAGE = `usage: cairn alarm list|clear [--url URL] [--data-dir DIR] [--kind KIND] [--json]

@@ -9,6 +9,7 @@
  * 2 usage error, 3 still pending after the wait.
  */
 import { readFileSync } from 'node:fs';
+import { isHexId } from '../codec/hex.js';
 import { fetchOrExplain, getJson, isMain, ledgerUrl, parseOrUsage, print, runCommand, seconds, UsageError } from './args.js';
 
 export const USAGE = `usage: cairn batch submit <file|-> ... [--wait SECONDS] [options]   post BatchList files, wait for their statuses
@@ -32,8 +33,6 @@ build options (offline: nothing is sent; submit the file with cairn batch submit
   --payload HEX, --payload-file FILE   one raw transaction per payload (repeatable)
 exit status: 0 committed (list, status: answered; build: written), 1 invalid or failed, 2 usage, 3 still pending
 `;
-
-const BATCH_ID = /^[0-9a-f]{128}$/;
 
 /** The options of `batch build` (batch-build.ts, loaded only for that command). */
 const BUILD_OPTIONS = ['out', 'key', 'data-dir', 'per-batch', 'repeat', 'family', 'version', 'input', 'output', 'payload', 'payload-file'];
@@ -109,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     case 'status': {
       if (rest.length === 0) throw new UsageError('status needs at least one batch id');
-      const bad = rest.find((id) => !BATCH_ID.test(id));
+      const bad = rest.find((id) => !isHexId(id));
       if (bad) throw new UsageError(`not a batch id (128 hex digits): ${bad}`);
       const data = await statuses(url, rest, seconds(args.options.get('wait'), 'wait', 0));
       print(json, data, statusLines(data));

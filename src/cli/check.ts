@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { openEnv, openPendingEnv } from '../store/db.js';
 import { lockDataDir } from '../store/lock.js';
 import { fileProblems } from '../store/preflight.js';
-import { checkLedger } from '../store/integrity.js';
+import { checkLedger } from '../maintenance/integrity.js';
 import { sealExisting } from '../store/checksum.js';
 import { isMain, parseOrUsage, runCommand, UsageError } from './args.js';
 

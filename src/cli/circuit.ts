@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { Signer } from '../crypto/secp256k1.js';
-import { makeCylinderJwt } from '../node-api/cylinder.js';
+import { makeCylinderJwt } from '../auth/cylinder.js';
 import { createPayload, idPayload, votePayload, type CircuitSpec, type IdAction, type ServiceSpec } from '../circuits/payloads.js';
 import { sabreSetup } from './sabre-setup.js';
 import { checkedUrl, fetchOrExplain, isMain, NODE_API, parseOrUsage, print, runCommand, UsageError } from './args.js';

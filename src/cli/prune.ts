@@ -6,7 +6,7 @@
 import { openEnv } from '../store/db.js';
 import { fileProblems } from '../store/preflight.js';
 import { sealExisting } from '../store/checksum.js';
-import { pruneStateRoots, type PruneResult } from '../store/prune.js';
+import { pruneStateRoots, type PruneResult } from '../maintenance/prune.js';
 import { isMain, parseOrUsage, runCommand, UsageError } from './args.js';
 import { existingDataDir } from './check.js';
 import { lockDataDir } from '../store/lock.js';

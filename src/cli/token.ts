@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Signer } from '../crypto/secp256k1.js';
-import { makeCylinderJwt } from '../node-api/cylinder.js';
+import { makeCylinderJwt } from '../auth/cylinder.js';
 import { isMain, parseOrUsage, runCommand, seconds, UsageError } from './args.js';
 
 export const USAGE = `usage: cairn token [--data-dir DIR] [--wait SECONDS] [--json]

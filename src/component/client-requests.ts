@@ -11,7 +11,8 @@
 import type { Config } from '../config.js';
 import type { ChainBlock, ChainReader } from '../ledger-api/chain.js';
 import { decodeBlock } from '../ledger-api/json.js';
-import { ADDRESS_PREFIX_RE, ID_RE } from '../ledger-api/params.js';
+import { ADDRESS_PREFIX_RE } from '../ledger-api/params.js';
+import { isHexId } from '../codec/hex.js';
 import { Batch, encode, Transaction } from '../proto/index.js';
 import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
 import * as P from './proto.js';
@@ -93,7 +94,7 @@ export async function clientRequest(c: Ctx, type: number, content: Uint8Array): 
       return stateList(c, P.StateListRequest.decode(content) as unknown as StateListMsg);
     case k.CLIENT_RECEIPT_GET_REQUEST: {
       const ids = (P.ReceiptGetRequest.decode(content) as unknown as { transactionIds: string[] }).transactionIds;
-      if (ids.length === 0 || ids.length > MAX_IDS || !ids.every((id) => ID_RE.test(id))) {
+      if (ids.length === 0 || ids.length > MAX_IDS || !ids.every(isHexId)) {
         return answer(k.CLIENT_RECEIPT_GET_RESPONSE, P.ReceiptGetResponse, { status: S.INVALID_ID });
       }
       const receipts = ids.map((id) => chain.ledger.query.receipt(id));
@@ -116,7 +117,7 @@ export async function clientRequest(c: Ctx, type: number, content: Uint8Array): 
 /** The id of an IdRequest looked up; INVALID_ID for a malformed one, NO_RESOURCE when unknown. */
 function idOf<T>(content: Uint8Array, find: (id: string) => T | undefined): T | number {
   const { id } = P.IdRequest.decode(content) as unknown as { id: string };
-  if (!ID_RE.test(id)) return S.INVALID_ID;
+  if (!isHexId(id)) return S.INVALID_ID;
   return find(id) ?? S.NO_RESOURCE;
 }
 
@@ -151,7 +152,7 @@ function txnBytes(c: Ctx, id: string): Uint8Array | undefined {
 async function batchStatus(c: Ctx, m: { batchIds: string[]; wait: boolean; timeout: number }): Promise<Answer> {
   const k = K();
   if (m.batchIds.length === 0) return answer(k.CLIENT_BATCH_STATUS_RESPONSE, P.BatchStatusResponse, { status: S.NO_RESOURCE });
-  if (m.batchIds.length > MAX_IDS || !m.batchIds.every((id) => ID_RE.test(id))) {
+  if (m.batchIds.length > MAX_IDS || !m.batchIds.every(isHexId)) {
     return answer(k.CLIENT_BATCH_STATUS_RESPONSE, P.BatchStatusResponse, { status: S.INVALID_ID });
   }
   const ledger = c.chain.ledger;
@@ -202,8 +203,8 @@ function list(c: Ctx, content: Uint8Array, kind: number, what: 'blocks' | 'batch
   const m = P.ListRequest.decode(content) as unknown as ListMsg;
   const { chain } = c;
   const fail = (status: number): Answer => answer(kind, P.ListResponse, { status });
-  if (m.headId !== '' && !ID_RE.test(m.headId)) return fail(S.INVALID_ID);
-  if (m.ids.some((id) => !ID_RE.test(id))) return fail(S.INVALID_ID);
+  if (m.headId !== '' && !isHexId(m.headId)) return fail(S.INVALID_ID);
+  if (m.ids.some((id) => !isHexId(id))) return fail(S.INVALID_ID);
   const head = m.headId === '' ? chain.byNum(chain.current().num) : chain.byId(m.headId);
   if (!head) return fail(S.NO_ROOT);
   const wanted = m.ids.length ? new Set(m.ids) : null;

@@ -19,8 +19,9 @@
 import { randomBytes } from 'node:crypto';
 import { Router } from 'zeromq';
 import { encode } from '../proto/index.js';
-import { readSetting } from '../families/settings.js';
 import { InvalidTransaction, type TxnContext, type TxnInfo } from '../families/types.js';
+import { TRANSACTION_FAMILIES_SETTING, familyKey, readAllowed } from './families-setting.js';
+import { stateDelete, stateGet, stateSet } from './state-requests.js';
 import { ExternalUnavailable, type ExternalFamilies, type FamilyRoute, type StateReader } from '../ledger/executor.js';
 import { log } from '../log.js';
 import * as P from './proto.js';
@@ -55,9 +56,6 @@ export const isClientType = (t: number): boolean => (t >= 100 && t <= 130) || (t
 
 /** Message types that are answers themselves (never answered back, so two endpoints cannot ping-pong). */
 const isAnswerType = (t: number): boolean => (t >= 1 && t <= 16 && t % 2 === 0) || t === 300 || t === 701;
-
-/** The setting that, when set, lists the only families a transaction may use. */
-export const TRANSACTION_FAMILIES_SETTING = 'sawtooth.validator.transaction_families';
 
 /** A processor that does not answer a process request within this time is given up on for it. */
 const PROCESS_TIMEOUT_MS = 30_000;
@@ -95,7 +93,6 @@ interface Pending {
   resolve(r: P.ProcessResponseMsg | 'lost'): void;
 }
 
-const familyKey = (name: string, version: string): string => `${name}\u0000${version}`;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 
 export class ComponentServer implements ExternalFamilies {
@@ -396,24 +393,18 @@ export class ComponentServer implements ExternalFamilies {
         if (!pending || pending.processor !== processor) return;
         return this.#finish(pending, P.ProcessResponse.decode(env.content) as unknown as P.ProcessResponseMsg);
       }
-      case K.TP_STATE_GET_REQUEST:
-        return reply(
-          K.TP_STATE_GET_RESPONSE,
-          P.StateGetResponse,
-          this.#stateGet(processor, P.StateGetRequest.decode(env.content) as unknown as P.ContextAddressesMsg),
-        );
-      case K.TP_STATE_SET_REQUEST:
-        return reply(
-          K.TP_STATE_SET_RESPONSE,
-          P.StateSetResponse,
-          this.#stateSet(processor, P.StateSetRequest.decode(env.content) as unknown as P.StateSetRequestMsg),
-        );
-      case K.TP_STATE_DELETE_REQUEST:
-        return reply(
-          K.TP_STATE_DELETE_RESPONSE,
-          P.StateDeleteResponse,
-          this.#stateDelete(processor, P.StateDeleteRequest.decode(env.content) as unknown as P.ContextAddressesMsg),
-        );
+      case K.TP_STATE_GET_REQUEST: {
+        const m = P.StateGetRequest.decode(env.content) as unknown as P.ContextAddressesMsg;
+        return reply(K.TP_STATE_GET_RESPONSE, P.StateGetResponse, stateGet(this.#context(processor, m.contextId), m));
+      }
+      case K.TP_STATE_SET_REQUEST: {
+        const m = P.StateSetRequest.decode(env.content) as unknown as P.StateSetRequestMsg;
+        return reply(K.TP_STATE_SET_RESPONSE, P.StateSetResponse, stateSet(this.#context(processor, m.contextId), m));
+      }
+      case K.TP_STATE_DELETE_REQUEST: {
+        const m = P.StateDeleteRequest.decode(env.content) as unknown as P.ContextAddressesMsg;
+        return reply(K.TP_STATE_DELETE_RESPONSE, P.StateDeleteResponse, stateDelete(this.#context(processor, m.contextId), m));
+      }
       case K.TP_RECEIPT_ADD_DATA_REQUEST: {
         const m = P.ReceiptAddDataRequest.decode(env.content) as unknown as P.ReceiptAddDataRequestMsg;
         const ctx = this.#context(processor, m.contextId);
@@ -464,75 +455,5 @@ export class ComponentServer implements ExternalFamilies {
   #context(p: Processor, contextId: string): TxnContext | undefined {
     const pending = this.#contexts.get(contextId);
     return pending && pending.processor === p ? pending.ctx : undefined;
-  }
-
-  #stateGet(p: Processor, m: P.ContextAddressesMsg): object {
-    const ctx = this.#context(p, m.contextId);
-    if (!ctx) return { status: P.StateStatus.AUTHORIZATION_ERROR };
-    const entries: P.StateEntryMsg[] = [];
-    try {
-      for (const address of m.addresses) {
-        const data = ctx.get(address);
-        // Addresses without a value are left out, as the validator does.
-        if (data !== undefined) entries.push({ address, data });
-      }
-    } catch (err) {
-      if (err instanceof InvalidTransaction) return { status: P.StateStatus.AUTHORIZATION_ERROR };
-      throw err;
-    }
-    return { entries, status: P.StateStatus.OK };
-  }
-
-  #stateSet(p: Processor, m: P.StateSetRequestMsg): object {
-    const ctx = this.#context(p, m.contextId);
-    if (!ctx) return { status: P.StateStatus.AUTHORIZATION_ERROR };
-    try {
-      for (const e of m.entries) ctx.set(e.address, e.data);
-    } catch (err) {
-      if (err instanceof InvalidTransaction) return { status: P.StateStatus.AUTHORIZATION_ERROR };
-      throw err;
-    }
-    return { addresses: m.entries.map((e) => e.address), status: P.StateStatus.OK };
-  }
-
-  #stateDelete(p: Processor, m: P.ContextAddressesMsg): object {
-    const ctx = this.#context(p, m.contextId);
-    if (!ctx) return { status: P.StateStatus.AUTHORIZATION_ERROR };
-    try {
-      for (const a of m.addresses) ctx.delete(a);
-    } catch (err) {
-      if (err instanceof InvalidTransaction) return { status: P.StateStatus.AUTHORIZATION_ERROR };
-      throw err;
-    }
-    return { addresses: m.addresses, status: P.StateStatus.OK };
-  }
-}
-
-/**
- * The families `sawtooth.validator.transaction_families` allows (name\0version), or null
- * when it is not set. A value that is not a JSON list of {family, version} counts as not
- * set (logged), so a typo does not stop every transaction.
- */
-function readAllowed(base: StateReader): Set<string> | null {
-  let value: string | undefined;
-  try {
-    value = readSetting((a) => base.get(a), TRANSACTION_FAMILIES_SETTING);
-  } catch {
-    return null;
-  }
-  if (value === undefined) return null;
-  try {
-    const list = JSON.parse(value) as unknown;
-    if (!Array.isArray(list)) throw new Error('not a list');
-    const out = new Set<string>();
-    for (const item of list) {
-      const f = item as { family?: unknown; version?: unknown };
-      if (typeof f.family !== 'string' || typeof f.version !== 'string') throw new Error('an entry without family and version');
-      out.add(familyKey(f.family, f.version));
-    }
-    return out;
-  } catch (err) {
-    log.warn(`${TRANSACTION_FAMILIES_SETTING} is ignored: ${err instanceof Error ? err.message : String(err)}`);
-    return null;
   }
 }

@@ -5,8 +5,8 @@
  * Role objects. An update that leaves out `active` keeps the agent's current state
  * (Pike itself would read a missing flag as "deactivate").
  */
-import { agentRoleKey, gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { AgentRecord, RoleRecord } from './read-model/records.js';
+import { agentRoleKey, gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { AgentRecord, RoleRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
@@ -59,8 +59,8 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/organization/:org_id/agent',
     reply: dataReplies.agents,
-    handler: ({ req, be }) => {
-      const orgId = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const orgId = params.org_id;
       requireOrg(be, orgId);
       const page = parsePage(req);
       const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
@@ -72,8 +72,8 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/organization/:org_id/agent/:public_key',
     reply: dataReplies.agent,
-    handler: ({ req, be }) => {
-      const [orgId, pk] = req.params as [string, string];
+    handler: ({ be, params }) => {
+      const { org_id: orgId, public_key: pk } = params;
       const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
       if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
       return ok(agentJson(be, agent));
@@ -85,8 +85,8 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/agent',
     reply: dataReplies.agents,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<AgentRecord>('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
     },
   });
@@ -95,8 +95,8 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/agent/:public_key',
     reply: dataReplies.agent,
-    handler: ({ req, be }) => {
-      const pk = req.params[0]!;
+    handler: ({ be, params }) => {
+      const pk = params.public_key;
       const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
       const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
       if (agent === undefined) throw new ApiError(404, `Agent ${pk} not found`);
@@ -108,9 +108,9 @@ export function registerAgents(r: DataRouter): void {
     method: 'post',
     path: '/organization/:org_id/agent',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const orgId = req.params[0]!;
-      const items = dataItems(req);
+    body: dataItems,
+    handler: ({ req, be, params, body: items }) => {
+      const orgId = params.org_id;
       requireOrg(be, orgId);
       const signer = be.signers.pick(req);
       const seen = new Set<string>();
@@ -134,9 +134,9 @@ export function registerAgents(r: DataRouter): void {
     method: 'put',
     path: '/organization/:org_id/agent/:public_key',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const [orgId, pk] = req.params as [string, string];
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const { org_id: orgId, public_key: pk } = params;
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'public_key', pk, '');
       sameService(be, o.service_id, 'service_id');

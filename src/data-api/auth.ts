@@ -12,10 +12,10 @@
  * with every key it holds, so Cairn turns this on whenever the data API listens beyond loopback.
  */
 import type { Req } from '../http/server.js';
-import type { Authenticator, Identity } from '../node-api/identity.js';
-import type { Access } from '../node-api/access.js';
-import { authorize } from '../node-api/router.js';
-import type { Permission } from '../node-api/permissions.js';
+import type { Authenticator, Identity } from '../auth/identity.js';
+import type { Access } from '../auth/access.js';
+import { authorize } from '../auth/authorize.js';
+import type { Permission } from '../auth/permissions.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 
 export interface DataAuthDeps {

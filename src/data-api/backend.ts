@@ -10,7 +10,7 @@ import { ApiError, type Req } from '../http/server.js';
 import type { SubmitResult } from '../ledger/ingest.js';
 import type { StatusEntry } from '../ledger/query.js';
 import { EventStore } from './events.js';
-import { ReadModel } from './read-model/reader.js';
+import { ReadModel } from '../ledger/read-model/reader.js';
 import type { Signers } from './signers.js';
 
 /** What the data API needs of a ledger: the node's own Ledger, or a circuit's state service. */

@@ -10,7 +10,7 @@ import type { GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { submitActions } from './submit.js';
-import { at, bad, checkId, checkShape, dataItems, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+import { at, bad, checkId, checkShape, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
 
 export interface CreateSpec {
   shape: Shape;
@@ -26,8 +26,8 @@ export interface CreateSpec {
   action(o: Obj, id: string, path: string): GridActionInput;
 }
 
-export function submitCreates(req: Req, be: DataBackend, spec: CreateSpec): Promise<Answer> {
-  const items = dataItems(req);
+/** `items`: the request's `data` list, as the route's body parser (dataItems) read it. */
+export function submitCreates(req: Req, be: DataBackend, items: unknown[], spec: CreateSpec): Promise<Answer> {
   const signer = be.signers.pick(req);
   const seen = new Set<string>();
   const planned = items.map((item, i) => {

@@ -6,9 +6,9 @@
  * stores and reads return the organization id.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
 import { isValidGln } from '../families/grid/gs1.js';
-import type { AgentRecord, LocationRecord } from './read-model/records.js';
+import type { AgentRecord, LocationRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
@@ -18,7 +18,7 @@ import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   location_id: reqString,
@@ -54,8 +54,8 @@ export function registerLocations(r: DataRouter): void {
     method: 'get',
     path: '/location',
     reply: dataReplies.locations,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<LocationRecord>('location', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -64,15 +64,16 @@ export function registerLocations(r: DataRouter): void {
     method: 'get',
     path: '/location/:location_id',
     reply: dataReplies.location,
-    handler: ({ req, be }) => ok(withService(be, stored(be, req.params[0]!))),
+    handler: ({ be, params }) => ok(withService(be, stored(be, params.location_id))),
   });
 
   r.route({
     method: 'post',
     path: '/location',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'location_id',
         invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
@@ -89,9 +90,9 @@ export function registerLocations(r: DataRouter): void {
     method: 'put',
     path: '/location/:location_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const id = params.location_id;
       samePath(o, 'location_id', id, '');
       sameService(be, o.service_id, 'service_id');
       const l = stored(be, id);
@@ -110,8 +111,8 @@ export function registerLocations(r: DataRouter): void {
     method: 'del',
     path: '/location/:location_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.location_id;
       stored(be, id);
       const signer = be.signers.pick(req);
       return submitActions(req, be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }]);

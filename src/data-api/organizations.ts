@@ -4,8 +4,8 @@
  * one organization only: one organization per create call, by a signer that is not an
  * agent yet (the node's key, or an agent key chosen with `signer`).
  */
-import { gridKeys } from './read-model/keys.js';
-import type { AgentRecord, OrganizationRecord } from './read-model/records.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
+import type { AgentRecord, OrganizationRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
@@ -30,8 +30,8 @@ export function registerOrganizations(r: DataRouter): void {
     method: 'get',
     path: '/organization',
     reply: dataReplies.organizations,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<OrganizationRecord>('organization', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -40,9 +40,9 @@ export function registerOrganizations(r: DataRouter): void {
     method: 'get',
     path: '/organization/:id',
     reply: dataReplies.organization,
-    handler: ({ req, be }) => {
-      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(req.params[0]!));
-      if (org === undefined) throw new ApiError(404, `Organization ${req.params[0]} not found`);
+    handler: ({ be, params }) => {
+      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(params.id));
+      if (org === undefined) throw new ApiError(404, `Organization ${params.id} not found`);
       return ok(withService(be, org));
     },
   });
@@ -51,8 +51,8 @@ export function registerOrganizations(r: DataRouter): void {
     method: 'post',
     path: '/organization',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const items = dataItems(req);
+    body: dataItems,
+    handler: ({ req, be, body: items }) => {
       const signer = be.signers.pick(req);
       if (items.length > 1) {
         throw bad(
@@ -81,9 +81,9 @@ export function registerOrganizations(r: DataRouter): void {
     method: 'put',
     path: '/organization/:id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const id = params.id;
       samePath(o, 'id', id, '');
       sameService(be, o.service_id, 'service_id');
       if (!be.rm.has('organization', gridKeys.organization(id))) throw new ApiError(404, `Organization ${id} not found`);

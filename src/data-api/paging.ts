@@ -8,7 +8,7 @@
  */
 import { ApiError, type Req } from '../http/server.js';
 import { baseUrl as forwardedBase } from '../http/forwarded.js';
-import type { Slice } from './read-model/reader.js';
+import type { Slice } from '../ledger/read-model/reader.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;

@@ -9,8 +9,8 @@
  * the latest one (`version_updates` of a purchase-order update, which the contract
  * compares with the latest).
  */
-import { gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from './read-model/records.js';
+import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from '../ledger/read-model/records.js';
 import { WORKFLOW_IDS } from '../families/grid/workflow.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';

@@ -5,8 +5,8 @@
  * [versions]}` or one version object), `.../revision` (list) and
  * `.../revision/{revision_number}` (one Revision; `latest` names the newest).
  */
-import { gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from './read-model/records.js';
+import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
 import { ApiError, type Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';
@@ -40,8 +40,8 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version',
     reply: dataReplies.versions,
-    handler: ({ req, be }) => {
-      const po = requirePo(be, req.params[0]!);
+    handler: ({ req, be, params }) => {
+      const po = requirePo(be, params.uid);
       const page = parsePage(req);
       const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
       return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
@@ -52,9 +52,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'post',
     path: '/purchase_order/:uid/version',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const items = dataItems(req);
-      const po = requirePo(be, req.params[0]!);
+    body: dataItems,
+    handler: ({ req, be, params, body: items }) => {
+      const po = requirePo(be, params.uid);
       const signer = be.signers.pick(req);
       const seen = new Set<string>();
       const planned = items.map((item, i) => {
@@ -74,9 +74,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.versions,
-    handler: ({ req, be }) => {
-      const po = requirePo(be, req.params[0]!);
-      const v = requireVersion(be, po, req.params[1]!);
+    handler: ({ req, be, params }) => {
+      const po = requirePo(be, params.uid);
+      const v = requireVersion(be, po, params.version_id);
       const page = parsePage(req);
       return ok({ data: page.offset === 0 ? [versionJson(be, v)] : [], paging: pagingOf(req, page, 1) });
     },
@@ -86,10 +86,10 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'put',
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
+    handler: ({ req, be, params }) => {
       const { items, path } = updateItems(req);
-      const po = requirePo(be, req.params[0]!);
-      const vid = req.params[1]!;
+      const po = requirePo(be, params.uid);
+      const vid = params.version_id;
       requireVersion(be, po, vid);
       const signer = be.signers.pick(req);
       const planned = items.map((item, i) => {
@@ -107,9 +107,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id/revision',
     reply: dataReplies.revisions,
-    handler: ({ req, be }) => {
-      const po = requirePo(be, req.params[0]!);
-      const vid = req.params[1]!;
+    handler: ({ req, be, params }) => {
+      const po = requirePo(be, params.uid);
+      const vid = params.version_id;
       requireVersion(be, po, vid);
       const page = parsePage(req);
       const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, vid), page.offset, page.limit);
@@ -121,10 +121,10 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id/revision/:revision_number',
     reply: dataReplies.revision,
-    handler: ({ req, be }) => {
-      const po = requirePo(be, req.params[0]!);
-      const v = requireVersion(be, po, req.params[1]!);
-      const raw = req.params[2]!;
+    handler: ({ be, params }) => {
+      const po = requirePo(be, params.uid);
+      const v = requireVersion(be, po, params.version_id);
+      const raw = params.revision_number;
       if (raw !== 'latest' && !/^\d{1,9}$/.test(raw))
         throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
       const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);

@@ -4,9 +4,9 @@
  * check digit is verified before anything is submitted.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
 import { gtinError } from '../families/grid/gs1.js';
-import type { ProductRecord } from './read-model/records.js';
+import type { ProductRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
@@ -15,7 +15,7 @@ import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   product_id: reqString,
@@ -39,8 +39,8 @@ export function registerProducts(r: DataRouter): void {
     method: 'get',
     path: '/product',
     reply: dataReplies.products,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<ProductRecord>('product', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -49,15 +49,16 @@ export function registerProducts(r: DataRouter): void {
     method: 'get',
     path: '/product/:product_id',
     reply: dataReplies.product,
-    handler: ({ req, be }) => ok(withService(be, stored(be, req.params[0]!))),
+    handler: ({ be, params }) => ok(withService(be, stored(be, params.product_id))),
   });
 
   r.route({
     method: 'post',
     path: '/product',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'product_id',
         invalidId: gtinError,
@@ -74,9 +75,9 @@ export function registerProducts(r: DataRouter): void {
     method: 'put',
     path: '/product/:product_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const id = params.product_id;
       samePath(o, 'product_id', id, '');
       sameService(be, o.service_id, 'service_id');
       const p = stored(be, id);
@@ -93,8 +94,8 @@ export function registerProducts(r: DataRouter): void {
     method: 'del',
     path: '/product/:product_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const id = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const id = params.product_id;
       stored(be, id);
       const signer = be.signers.pick(req);
       return submitActions(req, be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }]);

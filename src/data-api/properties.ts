@@ -5,7 +5,7 @@
  * value is a 400 naming the property's path.
  */
 import { GridBuildError, dataTypeValue, propertyDefinition, propertyValue } from '../families/grid/build.js';
-import type { PropertyDefinitionRecord } from './read-model/records.js';
+import type { PropertyDefinitionRecord } from '../ledger/read-model/records.js';
 import { at, bad, checkShape, isObj, type Obj, type Shape } from './validate.js';
 
 const VALUE_SHAPE: Shape = {

@@ -7,19 +7,19 @@
  * required.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
-import type { PurchaseOrderRecord } from './read-model/records.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
+import type { PurchaseOrderRecord } from '../ledger/read-model/records.js';
 import { COLLABORATIVE } from '../families/grid/workflow.js';
 import type { Req } from '../http/server.js';
-import { listBody, parsePage } from './paging.js';
+import { listBody, parsePage, type PageQuery } from './paging.js';
 import { checkWorkflowId, requirePo, versionCreate, versionUpdate } from './po-common.js';
 import { knownOrg, purchaseOrderJson, sameService } from './records.js';
-import type { Slice } from './read-model/reader.js';
+import type { Slice } from '../ledger/read-model/reader.js';
 import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
+import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   uid: reqString,
@@ -51,11 +51,25 @@ function boolFilter(req: Req, name: string): boolean | undefined {
   return v === 'true';
 }
 
-function listOrders(req: Req, be: DataBackend, offset: number, limit: number): Slice<PurchaseOrderRecord> {
+/** The query of the purchase order list: paging, then the filters. */
+interface OrderQuery {
+  page: PageQuery;
+  buyer: string | null;
+  seller: string | null;
+  open: boolean | undefined;
+  accepted: boolean | undefined;
+}
+
+function orderQuery(req: Req): OrderQuery {
+  const page = parsePage(req);
   const buyer = req.query.get('buyer_org_id');
   const seller = req.query.get('seller_org_id');
   const open = boolFilter(req, 'is_open');
-  const accepted = boolFilter(req, 'has_accepted_version');
+  return { page, buyer, seller, open, accepted: boolFilter(req, 'has_accepted_version') };
+}
+
+function listOrders(be: DataBackend, { page, buyer, seller, open, accepted }: OrderQuery): Slice<PurchaseOrderRecord> {
+  const { offset, limit } = page;
   if (buyer === null && seller === null && open === undefined && accepted === undefined) {
     return be.rm.page<PurchaseOrderRecord>('purchaseOrder', '', offset, limit);
   }
@@ -76,25 +90,24 @@ export function registerPurchaseOrders(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order',
     reply: dataReplies.purchaseOrders,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
-      return ok(listBody(req, page, listOrders(req, be, page.offset, page.limit), (po) => purchaseOrderJson(be, po)));
-    },
+    query: orderQuery,
+    handler: ({ req, be, query }) => ok(listBody(req, query.page, listOrders(be, query), (po) => purchaseOrderJson(be, po))),
   });
 
   r.route({
     method: 'get',
     path: '/purchase_order/:uid',
     reply: dataReplies.purchaseOrder,
-    handler: ({ req, be }) => ok(purchaseOrderJson(be, requirePo(be, req.params[0]!))),
+    handler: ({ be, params }) => ok(purchaseOrderJson(be, requirePo(be, params.uid))),
   });
 
   r.route({
     method: 'post',
     path: '/purchase_order',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'uid',
         taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
@@ -124,9 +137,9 @@ export function registerPurchaseOrders(r: DataRouter): void {
     method: 'put',
     path: '/purchase_order/:uid',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const o = checkShape(objectBody(req), UPDATE, '');
-      const po = requirePo(be, req.params[0]!);
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const po = requirePo(be, params.uid);
       samePath(o, 'po_uid', po.uid, '');
       samePath(o, 'uid', po.uid, '');
       sameService(be, o.service_id, 'service_id');

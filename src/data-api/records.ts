@@ -4,8 +4,8 @@
  * omits it for the node's own ledger), agent role names become Role objects, and
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.
  */
-import { agentRoleKey, gridKeys } from './read-model/keys.js';
-import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, RoleRecord, VersionRecord } from './read-model/records.js';
+import { agentRoleKey, gridKeys } from '../ledger/read-model/keys.js';
+import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, RoleRecord, VersionRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';

@@ -4,8 +4,8 @@
  * `/role/{org_id}/{role_name}`. Pike's update is an upsert, so PUT may create a role.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys, gridPrefixes } from './read-model/keys.js';
-import type { RoleRecord } from './read-model/records.js';
+import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
+import type { RoleRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
@@ -45,8 +45,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id',
     reply: dataReplies.roles,
-    handler: ({ req, be }) => {
-      const orgId = req.params[0]!;
+    handler: ({ req, be, params }) => {
+      const orgId = params.org_id;
       requireOrg(be, orgId);
       const page = parsePage(req);
       return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
@@ -57,8 +57,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.roles,
-    handler: ({ req, be }) => {
-      const [orgId, name] = req.params as [string, string];
+    handler: ({ req, be, params }) => {
+      const { org_id: orgId, role_name: name } = params;
       const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
       if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
       const page = parsePage(req);
@@ -70,11 +70,11 @@ export function registerRoles(r: DataRouter): void {
     method: 'post',
     path: '/role/:org_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const orgId = req.params[0]!;
-      dataItems(req);
+    body: dataItems,
+    handler: ({ req, be, params, body }) => {
+      const orgId = params.org_id;
       requireOrg(be, orgId);
-      return submitCreates(req, be, {
+      return submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'name',
         pathFields: { org_id: orgId },
@@ -88,9 +88,9 @@ export function registerRoles(r: DataRouter): void {
     method: 'put',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const [orgId, name] = req.params as [string, string];
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const { org_id: orgId, role_name: name } = params;
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
@@ -104,8 +104,8 @@ export function registerRoles(r: DataRouter): void {
     method: 'del',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const [orgId, name] = req.params as [string, string];
+    handler: ({ req, be, params }) => {
+      const { org_id: orgId, role_name: name } = params;
       if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
       const signer = be.signers.pick(req);
       return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);

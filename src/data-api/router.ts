@@ -3,8 +3,8 @@
  * authorization is on) and the backend (ledger, read model) the request names.
  */
 import type { Req } from '../http/server.js';
-import { answer, type Answer, type ApiBinding, type Request, type RouteSpec } from '../http/route.js';
-import type { Identity } from '../node-api/identity.js';
+import { answer, type ApiBinding, type Request, type RouteDef, type RouteSpec } from '../http/route.js';
+import type { Identity } from '../auth/identity.js';
 import type { Backends, DataBackend } from './backend.js';
 import type { DataAuth } from './auth.js';
 
@@ -34,12 +34,12 @@ export function dataBinding(backends: Backends, auth: DataAuth | null): ApiBindi
 export class DataRouter {
   readonly routes: DataRoute[] = [];
 
-  route(...routes: DataRoute[]): this {
-    this.routes.push(...routes);
+  /** Declares a route: `params`, `query` and `body` of its handler are typed by its path and parsers. */
+  route<Path extends string, Q = URLSearchParams, B = Buffer>(def: RouteDef<DataCaller, never, Path, Q, B>): this {
+    this.routes.push(def);
     return this;
   }
 }
 
-export function ok<T>(body: T, status = 200): Answer<T> {
-  return answer(body, status);
-}
+/** An answer (written by the route's reply schema): the one answer helper, src/http/route.ts's `answer`, by the data API's name. */
+export const ok = answer;

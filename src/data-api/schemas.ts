@@ -4,8 +4,8 @@
  * definitions the schema already has unchanged are left out of the transaction.
  */
 import { submitCreates } from './creates.js';
-import { gridKeys } from './read-model/keys.js';
-import type { SchemaRecord } from './read-model/records.js';
+import { gridKeys } from '../ledger/read-model/keys.js';
+import type { SchemaRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';
@@ -13,7 +13,7 @@ import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -30,8 +30,8 @@ export function registerSchemas(r: DataRouter): void {
     method: 'get',
     path: '/schema',
     reply: dataReplies.schemas,
-    handler: ({ req, be }) => {
-      const page = parsePage(req);
+    query: parsePage,
+    handler: ({ req, be, query: page }) => {
       return ok(listBody(req, page, be.rm.page<SchemaRecord>('schema', '', page.offset, page.limit), plainJson(be)));
     },
   });
@@ -40,9 +40,9 @@ export function registerSchemas(r: DataRouter): void {
     method: 'get',
     path: '/schema/:schema_name',
     reply: dataReplies.schema,
-    handler: ({ req, be }) => {
-      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(req.params[0]!));
-      if (s === undefined) throw new ApiError(404, `Schema ${req.params[0]} not found`);
+    handler: ({ be, params }) => {
+      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(params.schema_name));
+      if (s === undefined) throw new ApiError(404, `Schema ${params.schema_name} not found`);
       return ok(withService(be, s));
     },
   });
@@ -51,8 +51,9 @@ export function registerSchemas(r: DataRouter): void {
     method: 'post',
     path: '/schema',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) =>
-      submitCreates(req, be, {
+    body: dataItems,
+    handler: ({ req, be, body }) =>
+      submitCreates(req, be, body, {
         shape: CREATE,
         idField: 'name',
         taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
@@ -69,9 +70,9 @@ export function registerSchemas(r: DataRouter): void {
     method: 'put',
     path: '/schema/:schema_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => {
-      const name = req.params[0]!;
-      const o = checkShape(objectBody(req), UPDATE, '');
+    body: (req) => checkShape(objectBody(req), UPDATE, ''),
+    handler: ({ req, be, params, body: o }) => {
+      const name = params.schema_name;
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
       const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));

@@ -11,10 +11,11 @@ import { answer, type Answer } from '../http/route.js';
 import type { DataBackend } from './backend.js';
 import { EVENT_ID_RE } from './events.js';
 import { baseUrl } from './paging.js';
-import { parseWait, statusJson, type StatusJson } from './submit.js';
+import { statusJson, type StatusJson } from './submit.js';
+import { waitQuery } from '../http/wait.js';
 import { bad } from './validate.js';
+import { isHexId } from '../codec/hex.js';
 
-const BATCH_ID_RE = /^[0-9a-f]{128}$/;
 const MAX_IDS = 1000;
 
 export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> {
@@ -25,7 +26,7 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> 
   // [batch id | null, event id | null] per entry, in request order.
   const wanted: Array<[string | null, string | null]> = [];
   for (const id of ids) {
-    if (BATCH_ID_RE.test(id)) wanted.push([id, be.events.eventOf(id) ?? null]);
+    if (isHexId(id)) wanted.push([id, be.events.eventOf(id) ?? null]);
     else if (EVENT_ID_RE.test(id)) {
       const batches = be.events.batchesOf(id);
       if (batches === undefined) wanted.push([null, id]);
@@ -34,7 +35,7 @@ export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> 
       throw bad(`\`id\`: "${id.slice(0, 140)}" is neither a batch id (128 hex characters) nor an event id`);
     }
   }
-  const wait = parseWait(req);
+  const wait = waitQuery(req);
   const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
   if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
   const data = wanted.map(

@@ -15,12 +15,7 @@ import { LedgerUnavailable, type BatchStatus } from '../ledger/ledger.js';
 import { buildGridTransaction, GridBuildError, wrapInSabre, type GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
-import { parseWaitQuery } from '../http/wait.js';
-
-/** Seconds to wait (src/http/wait.ts, shared with the ledger gateway). */
-export function parseWait(req: Req): number {
-  return parseWaitQuery(req.query.get('wait'));
-}
+import { waitQuery } from '../http/wait.js';
 
 export interface InvalidTxnJson {
   id: string;
@@ -61,7 +56,7 @@ function overall(entries: StatusJson[]): BatchStatus {
  */
 export async function linkReply(req: Req, be: DataBackend, batchIds: string[], eventId: string): Promise<Answer> {
   const link = { batch_id: batchIds.join(','), event_id: eventId };
-  const wait = parseWait(req);
+  const wait = waitQuery(req);
   if (wait === 0) return answer({ link }, 202);
   await be.ledger.waitFor(batchIds, wait * 1000);
   const entries = batchIds.map((id) => statusJson(be, id, eventId));

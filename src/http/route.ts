@@ -1,7 +1,16 @@
 /**
- * One way to declare a route, for the three interfaces (ledger gateway, node API, data
- * API). A route is data: method, path, the permission it needs (in the interface's own
- * terms), parsers for its query and body, the JSON schema of its reply, and a handler.
+ * One way to declare a route, for the three interfaces (ledger gateway, node API with the
+ * circuit and scabbard routes, data API). A route is data: method, path, the permission it
+ * needs (in the interface's own terms), parsers for its query and body, the JSON schema of
+ * its reply, and a handler.
+ *
+ * Routes are declared through `defineRoute` (the ledger gateway's `ledgerRoute`, the node
+ * API's `Router.add`, the data API's `DataRouter.route`): the handler's `params` are typed
+ * from the path (`/blocks/:block_id` → `params.block_id`), its `query` and `body` from the
+ * route's parsers (the URLSearchParams and raw bytes when it has none). A parser reads and
+ * checks what the handler would otherwise read first, and throws ApiError; the interface's
+ * `enter` hook runs before it, the handler after it. Positional path parameters (read by index) and `any`
+ * are refused by `npm run lint` (scripts/lint-src.mjs).
  *
  * A handler is a plain function: it takes a typed request (the request snapshot, named
  * path parameters, the parsed query and body, and what the interface's `enter` hook
@@ -42,19 +51,42 @@ export function answer<T>(value: T, status = 200, headers?: Record<string, strin
   return headers ? { status, value, headers } : { status, value };
 }
 
+/** The names of the `:name` segments of a route path, as a union of string literals. */
+export type ParamName<Path extends string> = Path extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | ParamName<`/${Rest}`>
+  : Path extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+/**
+ * The named path parameters of a route path: `Params<'/organization/:org_id/agent/:public_key'>`
+ * is `{org_id: string; public_key: string}`. A path known only as `string` gives a plain map.
+ */
+export type Params<Path extends string> = string extends Path ? Record<string, string> : { [K in ParamName<Path>]: string };
+
 /**
  * The request a handler sees: `C` is what the interface's `enter` hook adds (e.g. the
- * caller's identity), `Q` and `B` what the route's query and body parsers return.
+ * caller's identity), `Q` and `B` what the route's query and body parsers return, `Path`
+ * the route's path (its `:name` segments are the keys of `params`).
  */
-export type Request<C extends object = object, Q = URLSearchParams, B = Buffer> = C & {
+export type Request<C extends object = object, Q = URLSearchParams, B = Buffer, Path extends string = string> = C & {
   /** The request snapshot: headers, path, raw query, raw body (links and forwarding use it). */
   req: Req;
   /** Path parameters by their names in the route's path (`/blocks/:block_id` → `block_id`). */
-  params: Record<string, string>;
+  params: Params<Path>;
   query: Q;
   body: B;
 };
 
+/** What a handler returns. */
+export type HandlerResult = Outcome | Promise<Outcome>;
+
+/**
+ * A route as a table holds it. A table holds routes of different paths and parsers, so
+ * here the handler's request is the general one; `defineRoute` (below) is how a route is
+ * declared, and it ties the handler's `params`, `query` and `body` to the route's own
+ * path and parsers.
+ */
 export interface RouteSpec<C extends object = object, P = never> {
   method: Method;
   /** uWS pattern, e.g. `/blocks/:block_id`. */
@@ -67,9 +99,37 @@ export interface RouteSpec<C extends object = object, P = never> {
   body?(req: Req): unknown;
   /** fast-json-stringify schema of the answer's value. */
   reply: ReplySchema;
-  // Method syntax: a route declared with narrower query/body types still fits a route table.
-  // biome-ignore lint/suspicious/noExplicitAny: the query and body types come from the route's own parsers, which a route table cannot relate to its handler
-  handler(r: Request<C, any, any>): Outcome | Promise<Outcome>;
+  /**
+   * Method syntax (its parameter is compared both ways), so that a table can hold a
+   * handler whose request is narrower: the one `defineRoute` typed from the route's parsers.
+   */
+  handler(r: Request<C, unknown, unknown>): HandlerResult;
+}
+
+/**
+ * A route as declared: `Path` is the literal path, `Q` and `B` what its parsers return
+ * (the raw URLSearchParams and bytes when it has none), and the handler's request is
+ * typed by all three. `X` holds an interface's own fields (the node API's `minVersion`).
+ */
+export type RouteDef<C extends object, P, Path extends string, Q, B, X extends object = object> = X & {
+  method: Method;
+  path: Path;
+  permission?: P;
+  query?: (req: Req) => Q;
+  body?: (req: Req) => B;
+  reply: ReplySchema;
+  handler: (r: Request<C, Q, B, Path>) => HandlerResult;
+};
+
+/**
+ * The route declarer of an interface whose hook adds `C` and whose permissions are `P`:
+ * `defineRoute<C, P>()({method, path, query, body, reply, handler})` infers the path's
+ * parameter names and the parsers' types and checks the handler against them.
+ */
+export function defineRoute<C extends object, P = never>(): <Path extends string, Q = URLSearchParams, B = Buffer>(
+  def: RouteDef<C, P, Path, Q, B>,
+) => RouteSpec<C, P> {
+  return (def) => def;
 }
 
 /** What an interface supplies to mount its routes. */

@@ -11,11 +11,11 @@
  */
 import uws from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
-import { randomBytes } from 'node:crypto';
 import { log } from '../log.js';
 import { idFits } from './ids.js';
 import { ApiError } from './api-error.js';
-import { RETRY_AFTER_SEC } from '../store/alarms.js';
+import { prepareReply, streamBody, type Prepared } from './reply.js';
+import { decodeURIComponentSafe, requestId } from './request-id.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'options';
 
@@ -44,8 +44,8 @@ export interface Reply {
 
 export type Handler = (req: Req) => Reply | Promise<Reply>;
 
-/** Former name of ApiError (src/http/api-error.ts), kept so that older call sites still compile. */
-export { ApiError, ApiError as HttpError } from './api-error.js';
+/** The interfaces' error type (src/http/api-error.ts), also exported here beside the server. */
+export { ApiError } from './api-error.js';
 
 /**
  * Request-target and header limits answered from JS (414 / 431). uWS closes the
@@ -98,44 +98,8 @@ export interface ServerOptions {
   observe?: (method: string, route: string, status: number, seconds: number) => void;
 }
 
-/**
- * Request ids: the client's `x-request-id` when it is a short token, else this process's
- * prefix and a counter (unique per process, cheap). Echoed as `x-request-id` on the reply
- * and named in the request's log lines.
- */
-const REQUEST_ID_PREFIX = randomBytes(4).toString('hex');
-const CLIENT_REQUEST_ID = /^[\w.:@-]{1,64}$/;
-let requestSeq = 0;
-function requestId(ureq: HttpRequest): string {
-  const given = ureq.getHeader('x-request-id');
-  return given && CLIENT_REQUEST_ID.test(given) ? given : `${REQUEST_ID_PREFIX}-${(++requestSeq).toString(36)}`;
-}
-
-const STATUS_TEXT: Record<number, string> = {
-  200: '200 OK',
-  201: '201 Created',
-  202: '202 Accepted',
-  204: '204 No Content',
-  302: '302 Found',
-  303: '303 See Other',
-  400: '400 Bad Request',
-  401: '401 Unauthorized',
-  403: '403 Forbidden',
-  404: '404 Not Found',
-  405: '405 Method Not Allowed',
-  408: '408 Request Timeout',
-  409: '409 Conflict',
-  413: '413 Payload Too Large',
-  414: '414 URI Too Long',
-  415: '415 Unsupported Media Type',
-  429: '429 Too Many Requests',
-  431: '431 Request Header Fields Too Large',
-  500: '500 Internal Server Error',
-  503: '503 Service Unavailable',
-};
 /** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the enum is declared but not exported at run time). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
-const statusLine = (s: number): string => STATUS_TEXT[s] ?? `${s} Status`;
 
 const METHOD_NAMES: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE', options: 'OPTIONS' };
 
@@ -444,10 +408,10 @@ export class HttpServer {
     if (state.t0 !== undefined) this.#observed(state, reply.status);
     let out: Prepared;
     try {
-      out = this.#prepare(reply);
+      out = prepareReply(reply, this.#opts.commonHeaders);
     } catch (err) {
       log.error(`${this.#opts.name}: a handler returned a reply that cannot be sent`, err);
-      out = this.#prepare(this.#internalError());
+      out = prepareReply(this.#internalError(), this.#opts.commonHeaders);
     }
     try {
       res.cork(() => {
@@ -455,7 +419,7 @@ export class HttpServer {
         for (const [k, v] of out.headers) res.writeHeader(k, v);
         if (state.id !== undefined) res.writeHeader('x-request-id', state.id);
         if (close) res.end(out.body, true);
-        else this.#stream(res, out.body);
+        else streamBody(res, out.body, this.#opts.name);
       });
     } catch (err) {
       log.error(`${this.#opts.name}: could not write a reply`, err);
@@ -465,29 +429,6 @@ export class HttpServer {
         // the response is gone already
       }
     }
-  }
-
-  /**
-   * Ends the response without letting uWS copy what the socket cannot take: a client that
-   * pipelines requests and never reads would otherwise make the node buffer every answer.
-   * The rest is written as the socket drains, and uWS reads no further request from the
-   * connection until this response is done.
-   */
-  #stream(res: HttpResponse, body: string | Uint8Array): void {
-    const total = typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength;
-    const start = res.getWriteOffset();
-    const [ok, done] = res.tryEnd(body, total);
-    if (ok || done) return;
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-    res.onWritable((offset) => {
-      try {
-        const [ok2] = res.tryEnd(bytes.subarray(offset - start), total);
-        return ok2;
-      } catch (err) {
-        log.error(`${this.#opts.name}: could not write the rest of a reply`, err);
-        return true;
-      }
-    });
   }
 
   /** Metrics and the debug request line of a timed exchange. */
@@ -506,41 +447,6 @@ export class HttpServer {
     this.#opts.bodyBudget!.used -= state.held;
     state.held = 0;
   }
-
-  /** Checks and flattens a reply before anything is written, so writing cannot fail half-way. */
-  #prepare(reply: Reply): Prepared {
-    const headers: Array<[string, string]> = [['content-type', reply.contentType ?? 'application/json']];
-    const add = (h: Record<string, string> | undefined): void => {
-      if (!h) return;
-      for (const k of Object.keys(h)) {
-        const v = h[k];
-        if (typeof v !== 'string') throw new TypeError(`header ${k} is not a string`);
-        headers.push([k, v]);
-      }
-    };
-    add(this.#opts.commonHeaders);
-    add(reply.headers);
-    // Every 503 says when to try again (an alarm, a full body budget, a login flood).
-    if (reply.status === 503 && !headers.some(([k]) => k.toLowerCase() === 'retry-after')) headers.push(['retry-after', String(RETRY_AFTER_SEC)]);
-    const body = reply.body;
-    if (typeof body !== 'string' && !(body instanceof Uint8Array)) throw new TypeError('reply body is neither a string nor bytes');
-    if (typeof headers[0]![1] !== 'string') throw new TypeError('content type is not a string');
-    return { status: statusLine(reply.status), headers, body };
-  }
-}
-
-interface Prepared {
-  status: string;
-  headers: Array<[string, string]>;
-  body: string | Uint8Array;
 }
 
 const EMPTY = Buffer.alloc(0);
-
-function decodeURIComponentSafe(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-}

@@ -7,14 +7,14 @@
  */
 import type { Req } from '../http/server.js';
 import { answer, type Answer, type ReplySchema } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import type { BatchPos, TxnPos } from '../ledger/query.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { replies } from './schemas.js';
-import { checkIds, filterIds, parsePaging, parseReverse } from './params.js';
+import { checkIds, listQuery, parseReverse, type ListQuery } from './params.js';
 import { pageList, pagingEnvelope, takePage, type Page } from './paging.js';
-import { checkHead, type ChainBlock, type ChainReader } from './chain.js';
+import type { ChainBlock, ChainReader } from './chain.js';
 import type { BatchJson, TxnJson } from './json.js';
 
 interface Position {
@@ -78,11 +78,7 @@ function* walk<T>(chain: ChainReader, kind: Kind<T>, headNum: number, reverse: b
   }
 }
 
-function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
-  const paging = parsePaging(req);
-  const headParam = req.query.get('head');
-  checkHead(headParam, false);
-  const ids = filterIds(req);
+function list<T>(chain: ChainReader, kind: Kind<T>, req: Req, { paging, head: headParam, ids }: ListQuery): Answer {
   const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
   const reverse = parseReverse(req, 'default');
   const notInList = (): Error => ledgerError(LedgerErrorCode.InvalidPagingQuery, `: ${paging.start} is not in this list`);
@@ -106,8 +102,7 @@ function list<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
   return answer({ data: page.items, ...pagingEnvelope(req, kind.path, head.id, paging, page) });
 }
 
-function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
-  const id = req.params[0]!;
+function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req, id: string): Answer {
   checkIds([id]);
   const p = kind.locate(chain, id);
   if (!p) throw ledgerError(kind.notFound, `: ${id}`);
@@ -116,9 +111,31 @@ function fetchOne<T>(chain: ChainReader, kind: Kind<T>, req: Req): Answer {
 
 export function batchRoutes(chain: ChainReader): LedgerRoute[] {
   return [
-    { method: 'get', path: '/batches', reply: BATCHES.listReply, handler: ({ req }) => list(chain, BATCHES, req) },
-    { method: 'get', path: '/batches/:batch_id', reply: BATCHES.oneReply, handler: ({ req }) => fetchOne(chain, BATCHES, req) },
-    { method: 'get', path: '/transactions', reply: TRANSACTIONS.listReply, handler: ({ req }) => list(chain, TRANSACTIONS, req) },
-    { method: 'get', path: '/transactions/:transaction_id', reply: TRANSACTIONS.oneReply, handler: ({ req }) => fetchOne(chain, TRANSACTIONS, req) },
+    ledgerRoute({
+      method: 'get',
+      path: '/batches',
+      query: listQuery,
+      reply: BATCHES.listReply,
+      handler: ({ req, query }) => list(chain, BATCHES, req, query),
+    }),
+    ledgerRoute({
+      method: 'get',
+      path: '/batches/:batch_id',
+      reply: BATCHES.oneReply,
+      handler: ({ req, params }) => fetchOne(chain, BATCHES, req, params.batch_id),
+    }),
+    ledgerRoute({
+      method: 'get',
+      path: '/transactions',
+      query: listQuery,
+      reply: TRANSACTIONS.listReply,
+      handler: ({ req, query }) => list(chain, TRANSACTIONS, req, query),
+    }),
+    ledgerRoute({
+      method: 'get',
+      path: '/transactions/:transaction_id',
+      reply: TRANSACTIONS.oneReply,
+      handler: ({ req, params }) => fetchOne(chain, TRANSACTIONS, req, params.transaction_id),
+    }),
   ];
 }

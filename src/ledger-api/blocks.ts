@@ -1,13 +1,13 @@
 /** GET /blocks and GET /blocks/{block_id}. */
 import type { Reply, Req } from '../http/server.js';
 import { answer, serializer, type Answer } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { listEnvelope, replies } from './schemas.js';
-import { blockMarker, checkIds, filterIds, parseBlockMarker, parsePaging, parseReverse } from './params.js';
+import { blockMarker, checkIds, listQuery, parseBlockMarker, parseReverse, type ListQuery } from './params.js';
 import { EMPTY_PAGE, pagingEnvelope, takePage } from './paging.js';
-import { checkHead, type ChainReader } from './chain.js';
+import type { ChainReader } from './chain.js';
 
 function* numRange(from: number, to: number): Generator<number> {
   if (from <= to) for (let n = from; n <= to; n++) yield n;
@@ -35,11 +35,7 @@ function listOfSerialised(parts: Buffer[], envelope: object): Reply {
   return { status: 200, body: Buffer.concat(chunks) };
 }
 
-function listBlocks(chain: ChainReader, req: Req): Answer | Reply {
-  const paging = parsePaging(req);
-  const headParam = req.query.get('head');
-  checkHead(headParam, false);
-  const ids = filterIds(req);
+function listBlocks(chain: ChainReader, req: Req, { paging, head: headParam, ids }: ListQuery): Answer | Reply {
   const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
   if (ids !== undefined) {
     // Upstream: blocks picked by id are neither sorted nor paged; those above the head are dropped.
@@ -61,8 +57,7 @@ function listBlocks(chain: ChainReader, req: Req): Answer | Reply {
   return listOfSerialised(parts, pagingEnvelope(req, '/blocks', head.id, paging, page));
 }
 
-function fetchBlock(chain: ChainReader, req: Req): Answer {
-  const id = req.params[0]!;
+function fetchBlock(chain: ChainReader, req: Req, id: string): Answer {
   checkIds([id]);
   const block = chain.byId(id);
   if (!block) throw ledgerError(LedgerErrorCode.BlockNotFound, `: ${id}`);
@@ -71,7 +66,18 @@ function fetchBlock(chain: ChainReader, req: Req): Answer {
 
 export function blockRoutes(chain: ChainReader): LedgerRoute[] {
   return [
-    { method: 'get', path: '/blocks', reply: replies.blockList, handler: ({ req }) => listBlocks(chain, req) },
-    { method: 'get', path: '/blocks/:block_id', reply: replies.block, handler: ({ req }) => fetchBlock(chain, req) },
+    ledgerRoute({
+      method: 'get',
+      path: '/blocks',
+      query: listQuery,
+      reply: replies.blockList,
+      handler: ({ req, query }) => listBlocks(chain, req, query),
+    }),
+    ledgerRoute({
+      method: 'get',
+      path: '/blocks/:block_id',
+      reply: replies.block,
+      handler: ({ req, params }) => fetchBlock(chain, req, params.block_id),
+    }),
   ];
 }

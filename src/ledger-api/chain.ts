@@ -9,7 +9,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { BatchPos, TxnPos } from '../ledger/query.js';
 import { blockJson, type BatchJson, type BlockJson, type TxnJson } from './json.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
-import { ID_RE } from './params.js';
+import { isHexId } from '../codec/hex.js';
 import { blockSchema } from './schemas.js';
 import { CorruptRecordError } from '../store/alarms.js';
 
@@ -56,7 +56,7 @@ export class ChainReader {
 
   /** Lookups by id answer undefined for anything that is not an id (it cannot exist, and may not fit an LMDB key). */
   byId(id: string): ChainBlock | undefined {
-    if (!ID_RE.test(id)) return undefined;
+    if (!isHexId(id)) return undefined;
     const hit = this.#cache.get(id);
     if (hit) {
       this.#cache.delete(id);
@@ -142,12 +142,12 @@ export class ChainReader {
   }
 
   batchPos(id: string): BatchPos | undefined {
-    if (!ID_RE.test(id)) return undefined;
+    if (!isHexId(id)) return undefined;
     return this.#ledger.query.batchPos(id);
   }
 
   txnPos(id: string): TxnPos | undefined {
-    if (!ID_RE.test(id)) return undefined;
+    if (!isHexId(id)) return undefined;
     return this.#ledger.query.txnPos(id);
   }
 
@@ -171,7 +171,7 @@ export class ChainReader {
 /** The form of a `head` query: the current head, a block number or a block id; else 400 code 60. */
 export function checkHead(head: string | null, emptyIsCurrent: boolean): 'current' | number | string {
   if (head === null || head === 'latest' || (head === '' && emptyIsCurrent)) return 'current';
-  if (ID_RE.test(head)) return head;
+  if (isHexId(head)) return head;
   if (/^\d{1,15}$/.test(head)) return Number(head);
   throw ledgerError(LedgerErrorCode.InvalidResourceId, head);
 }

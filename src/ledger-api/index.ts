@@ -14,7 +14,7 @@ import { Subscriptions } from './subscriptions.js';
 import { selfUrl } from './links.js';
 import { replies } from './schemas.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
-import { ledgerBinding, type LedgerRoute } from './route.js';
+import { ledgerBinding, ledgerRoute, type LedgerRoute } from './route.js';
 
 export interface LedgerApiContext {
   config: Config;
@@ -28,8 +28,8 @@ export interface LedgerApi {
 function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
   return [
     // Configured peers: a single node has none.
-    { method: 'get', path: '/peers', reply: replies.peers, handler: ({ req }) => answer({ data: config.peers, link: selfUrl(req) }) },
-    {
+    ledgerRoute({ method: 'get', path: '/peers', reply: replies.peers, handler: ({ req }) => answer({ data: config.peers, link: selfUrl(req) }) }),
+    ledgerRoute({
       method: 'get',
       path: '/status',
       reply: replies.status,
@@ -44,7 +44,7 @@ function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
           link: selfUrl(req),
         });
       },
-    },
+    }),
   ];
 }
 

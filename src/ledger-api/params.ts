@@ -1,9 +1,10 @@
 /** Parsing and validation of the ledger gateway's query parameters. */
 import type { Req } from '../http/server.js';
-import { parseWaitQuery } from '../http/wait.js';
+import { waitQuery } from '../http/wait.js';
+import { isHexId } from '../codec/hex.js';
+import { checkHead } from './chain.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 
-export const ID_RE = /^[0-9a-f]{128}$/;
 /** A state address or address prefix: whole bytes of lowercase hex, at most 35 of them. */
 export const ADDRESS_PREFIX_RE = /^([0-9a-f]{2}){0,35}$/;
 export const MAX_LIMIT = 1000;
@@ -11,13 +12,8 @@ export const DEFAULT_LIMIT = 1000;
 const INT32_MAX = 2 ** 31 - 1;
 
 export function checkIds(ids: string[]): string[] {
-  for (const id of ids) if (!ID_RE.test(id)) throw ledgerError(LedgerErrorCode.InvalidResourceId, id);
+  for (const id of ids) if (!isHexId(id)) throw ledgerError(LedgerErrorCode.InvalidResourceId, id);
   return ids;
-}
-
-/** Seconds to wait (src/http/wait.ts, shared with the data API). */
-export function parseWait(req: Req): number {
-  return parseWaitQuery(req.query.get('wait'));
 }
 
 /** An integer as Python's int() reads one: optional blanks and sign, digits with single underscores between. */
@@ -93,6 +89,28 @@ export function idQuery(req: Req, missing: LedgerErrorCode): string[] {
   const id = req.query.get('id');
   if (id === null) throw ledgerError(missing);
   return id.split(',');
+}
+
+/** The query of the block, batch and transaction lists, as far as it is read before the head is looked up. */
+export interface ListQuery {
+  paging: Paging;
+  /** The `head` as sent (its form checked). */
+  head: string | null;
+  /** The `id` filter, each id checked; undefined when absent. */
+  ids: string[] | undefined;
+}
+
+/** `limit`/`start`, `head` and `id` of a list route, in that order (`reverse` is read after the head is found). */
+export function listQuery(req: Req): ListQuery {
+  const paging = parsePaging(req);
+  const head = req.query.get('head');
+  checkHead(head, false);
+  return { paging, head, ids: filterIds(req) };
+}
+
+/** The ids and `wait` of GET /batch_statuses and GET /receipts: `missing` when there is no `id`, 400 code 60 for a malformed one. */
+export function idsAndWait(req: Req, missing: LedgerErrorCode): { ids: string[]; wait: number } {
+  return { ids: checkIds(idQuery(req, missing)), wait: waitQuery(req) };
 }
 
 /** Block paging markers: "0x" + 16 hex digits of the block number. */

@@ -1,7 +1,7 @@
 /** GET /state (leaves under an address prefix, paged by address) and GET /state/{address}. */
 import { ApiError, type Req } from '../http/server.js';
 import { answer, type Answer } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
@@ -39,9 +39,8 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
   }
 }
 
-function fetchState(chain: ChainReader, req: Req): Answer {
+function fetchState(chain: ChainReader, req: Req, address: string): Answer {
   const head = chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
-  const address = req.params[0]!;
   if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(LedgerErrorCode.InvalidStateAddress, `: got "${address}"`);
   // Only a full address can hold a leaf; a shorter well-formed one names an interior node.
   const value = address.length === 70 ? withRoot(chain, () => chain.ledger.query.state.get(head.stateRoot, address)) : undefined;
@@ -76,7 +75,12 @@ function listState(chain: ChainReader, req: Req): Answer {
 
 export function stateRoutes(chain: ChainReader): LedgerRoute[] {
   return [
-    { method: 'get', path: '/state', reply: replies.stateList, handler: ({ req }) => listState(chain, req) },
-    { method: 'get', path: '/state/:address', reply: replies.stateOne, handler: ({ req }) => fetchState(chain, req) },
+    ledgerRoute({ method: 'get', path: '/state', reply: replies.stateList, handler: ({ req }) => listState(chain, req) }),
+    ledgerRoute({
+      method: 'get',
+      path: '/state/:address',
+      reply: replies.stateOne,
+      handler: ({ req, params }) => fetchState(chain, req, params.address),
+    }),
   ];
 }

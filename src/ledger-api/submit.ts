@@ -1,12 +1,13 @@
 /** POST /batches and GET/POST /batch_statuses. */
 import type { Req } from '../http/server.js';
 import { answer, type Answer } from '../http/route.js';
-import type { LedgerRoute } from './route.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { buildUrl, selfUrl } from './links.js';
 import { replies } from './schemas.js';
-import { checkIds, idArrayBody, idQuery, parseWait } from './params.js';
+import { checkIds, idArrayBody, idsAndWait } from './params.js';
+import { waitQuery } from '../http/wait.js';
 
 /**
  * UNAVAILABLE (the batches could not be stored, or the node stopped on a fault) answers
@@ -22,10 +23,15 @@ const SUBMIT_ERRORS = {
   UNAVAILABLE: LedgerErrorCode.ValidatorDisconnected,
 } as const;
 
-async function submitBatches(ledger: Ledger, req: Req): Promise<Answer> {
+/** The body of POST /batches: BatchList bytes, sent as application/octet-stream, not empty. */
+function batchListBody(req: Req): Buffer {
   if (req.headers['content-type'] !== 'application/octet-stream') throw ledgerError(LedgerErrorCode.WrongContentTypeBatches);
   if (req.body.length === 0) throw ledgerError(LedgerErrorCode.NoBatchesSubmitted);
-  const r = await ledger.submit(req.body);
+  return req.body;
+}
+
+async function submitBatches(ledger: Ledger, req: Req, body: Buffer): Promise<Answer> {
+  const r = await ledger.submit(body);
   if (!r.ok) {
     const code = SUBMIT_ERRORS[r.code];
     throw code === LedgerErrorCode.UnableToAcceptBatches ? ledgerError(code) : ledgerError(code, r.message, true);
@@ -49,9 +55,7 @@ function statusEntries(ledger: Ledger, ids: string[]): object[] {
   });
 }
 
-async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boolean): Promise<Answer> {
-  checkIds(ids);
-  const wait = parseWait(req);
+async function statuses(ledger: Ledger, req: Req, ids: string[], wait: number, withLink: boolean): Promise<Answer> {
   if (wait > 0) await ledger.waitFor(ids, wait * 1000);
   const data = statusEntries(ledger, ids);
   return answer(withLink ? { data, link: selfUrl(req) } : { data });
@@ -59,20 +63,28 @@ async function statuses(ledger: Ledger, req: Req, ids: string[], withLink: boole
 
 export function submitRoutes(ledger: Ledger): LedgerRoute[] {
   return [
-    { method: 'post', path: '/batches', reply: replies.link, handler: ({ req }) => submitBatches(ledger, req) },
-    {
+    ledgerRoute({
+      method: 'post',
+      path: '/batches',
+      body: batchListBody,
+      reply: replies.link,
+      handler: ({ req, body }) => submitBatches(ledger, req, body),
+    }),
+    ledgerRoute({
       method: 'get',
       path: '/batch_statuses',
-      query: (req) => idQuery(req, LedgerErrorCode.StatusIdQueryInvalid),
+      query: (req) => idsAndWait(req, LedgerErrorCode.StatusIdQueryInvalid),
       reply: replies.statuses,
-      handler: ({ req, query }) => statuses(ledger, req, query, true),
-    },
-    {
+      handler: ({ req, query }) => statuses(ledger, req, query.ids, query.wait, true),
+    }),
+    ledgerRoute({
       method: 'post',
       path: '/batch_statuses',
-      body: (req) => idArrayBody(req, LedgerErrorCode.WrongContentTypeStatuses, LedgerErrorCode.BadStatusRequest),
+      // The wait is read first but never refused, so the body's errors come first as before.
+      query: (req) => waitQuery(req),
+      body: (req) => checkIds(idArrayBody(req, LedgerErrorCode.WrongContentTypeStatuses, LedgerErrorCode.BadStatusRequest)),
       reply: replies.statuses,
-      handler: ({ req, body }) => statuses(ledger, req, body, false),
-    },
+      handler: ({ req, query: wait, body: ids }) => statuses(ledger, req, ids, wait, false),
+    }),
   ];
 }

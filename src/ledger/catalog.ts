@@ -7,7 +7,7 @@ import type { Family } from '../families/types.js';
 import { intkey } from '../families/intkey.js';
 import { settings } from '../families/settings.js';
 import { gridFamilies } from '../families/grid/index.js';
-import { gridProjector, type Projector } from '../data-api/read-model/index.js';
+import { gridProjector, type Projector } from './read-model/index.js';
 import { GRID_DB } from '../store/names.js';
 
 const FAMILIES: readonly Family[] = [intkey, settings, ...gridFamilies];

@@ -12,13 +12,13 @@ import { StateEngine } from '../state/engine.js';
 import type { StateStore } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
 import { HEAD_KEY, ReadModelDbs, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
-import type { FaultPoint } from '../store/test-faults.js';
-import type { ReadModelWriter } from '../data-api/read-model/index.js';
+import type { FaultPoint } from '../testing/faults.js';
+import type { ReadModelWriter } from './read-model/index.js';
 import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
 import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
-import { migrateIdIndexes } from '../store/id-migration.js';
+import { migrateIdIndexes } from '../maintenance/id-migration.js';
 import { withinTime } from '../store/alarms.js';
 
 /** Default of ChainWriterOptions.stallMs. */

@@ -6,7 +6,7 @@
 import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { openLedgerStores } from '../store/ledger-stores.js';
-import { faultPoint } from '../store/test-faults.js';
+import { faultPoint } from '../testing/faults.js';
 import { writeFailure } from '../store/errors.js';
 import { ComponentServer } from '../component/server.js';
 import type { CommitterOptions, FromCommitter } from './protocol.js';

@@ -5,7 +5,6 @@
  * answered once its batches are durable.
  */
 import { log } from '../log.js';
-import type { IngestMetrics } from '../metrics.js';
 import type { VerifyResult } from './verify.js';
 import { VerifyPool, type VerifyItem } from './verify-pool.js';
 import { LedgerUnavailable, type PendingWriter } from './pending-writer.js';
@@ -57,6 +56,18 @@ export function countBatches(body: Uint8Array): number {
     else break;
   }
   return Math.max(1, n);
+}
+
+/** Hooks of the ledger's ingest (POST /batches); absent when metrics are off (src/metrics.ts implements them). */
+export interface IngestMetrics {
+  /** `n` batches arrived in a body that passed the entry checks. */
+  received(n: number): void;
+  /** `n` batches acknowledged (durable in the pending pool). */
+  accepted(n: number): void;
+  /** `n` batches of a received body refused, by the submission's result code. */
+  rejected(reason: string, n: number): void;
+  /** `n` batches refused on arrival (counted as received and rejected). */
+  rejectedOnArrival(reason: string, n: number): void;
 }
 
 export interface IngestOptions {

@@ -18,7 +18,7 @@ import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { BlockEvent, ClientTraffic } from './protocol.js';
-import type { IngestMetrics } from '../metrics.js';
+import type { IngestMetrics } from './ingest.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
 import { CommitterClient } from './committer-client.js';
 import { Ingest, type SubmitResult } from './ingest.js';

@@ -7,7 +7,7 @@
 import type { RootDatabase } from 'lmdb';
 import { log } from '../log.js';
 import { encodeSegment, segmentViews } from '../store/pending-pool.js';
-import { faultPoint } from '../store/test-faults.js';
+import { faultPoint } from '../testing/faults.js';
 import { writeFailure } from '../store/errors.js';
 import { withinTime } from '../store/alarms.js';
 

@@ -61,7 +61,7 @@ function describeUnwrapped(body: Uint8Array): string | null {
     const t = decode(Transaction, body);
     if (isHexId(t.headerSignature) && t.header.length > 0) {
       const h = decode(TransactionHeader, t.header);
-      if (h.familyName && /^[0-9a-f]{128}$/.test(h.payloadSha512)) {
+      if (h.familyName && isHexId(h.payloadSha512)) {
         return 'The body is a single Transaction: a transaction must be inside a Batch, and the batch inside a BatchList';
       }
     }

@@ -8,6 +8,7 @@
 import type { Ledger } from '../ledger/ledger.js';
 import type { AlarmKind } from '../store/alarms.js';
 import { ApiError } from '../http/api-error.js';
+import type { Req } from '../http/server.js';
 import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 
@@ -15,6 +16,14 @@ const KINDS: readonly AlarmKind[] = ['NOSPACE', 'IO', 'STALLED', 'CORRUPT', 'COM
 
 function isKind(k: string): k is AlarmKind {
   return (KINDS as readonly string[]).includes(k);
+}
+
+/** The `kind` query of DELETE /admin/alarms (repeatable): each one a known alarm kind; none means all. */
+function alarmKinds(req: Req): AlarmKind[] {
+  const kinds = req.query.getAll('kind');
+  const bad = kinds.find((k) => !isKind(k));
+  if (bad !== undefined) throw new ApiError(400, `unknown alarm kind ${JSON.stringify(bad.slice(0, 40))}: one of ${KINDS.join(', ')}`);
+  return kinds.filter(isKind);
 }
 
 export function registerAlarmRoutes(r: Router, ledger: Ledger): void {
@@ -30,12 +39,10 @@ export function registerAlarmRoutes(r: Router, ledger: Ledger): void {
     path: '/admin/alarms',
     permission: 'alarm.write',
     reply: nodeReplies.alarms,
-    handler: ({ req }) => {
-      const kinds = req.query.getAll('kind');
-      const bad = kinds.find((k) => !isKind(k));
-      if (bad !== undefined) throw new ApiError(400, `unknown alarm kind ${JSON.stringify(bad.slice(0, 40))}: one of ${KINDS.join(', ')}`);
+    query: alarmKinds,
+    handler: ({ query: kinds }) => {
       const cleared = ledger.alarms.list().filter((a) => kinds.length === 0 || kinds.includes(a.kind));
-      ledger.clearAlarms(kinds.length ? (kinds as AlarmKind[]) : undefined);
+      ledger.clearAlarms(kinds.length ? kinds : undefined);
       return json({ data: cleared });
     },
   });

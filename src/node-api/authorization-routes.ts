@@ -6,10 +6,10 @@
 import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
-import { isPermission, permissionList } from './permissions.js';
+import { isPermission, permissionList } from '../auth/permissions.js';
 import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
-import type { Rbac } from './rbac.js';
+import type { Rbac } from '../auth/rbac.js';
 import type { IdentityType } from './stores.js';
 
 const ID_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
@@ -70,7 +70,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.roles,
-    handler: ({ req }) => json(pageOf(rbac.listRoles(), `${req.path}?`, parsePageQuery(req.query))),
+    query: (req) => parsePageQuery(req.query),
+    handler: ({ req, query }) => json(pageOf(rbac.listRoles(), `${req.path}?`, query)),
   });
 
   r.add({
@@ -78,8 +79,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ body: b }) => {
       const role = { role_id: reqString(b, 'role_id', ID_RULE), display_name: reqString(b, 'display_name', ID_RULE), permissions: permissionsOf(b) };
       await rbac.addRole(role);
       return json({ message: 'Role created successfully' });
@@ -91,8 +92,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles/:role_id',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.role,
-    handler: ({ req }) => {
-      const role = rbac.getRole(req.params[0]!);
+    handler: ({ params }) => {
+      const role = rbac.getRole(params.role_id);
       if (!role) throw new ApiError(404, 'Role not found');
       return json({ data: role });
     },
@@ -103,13 +104,13 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles/:role_id',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ params, body: b }) => {
       const patch: { display_name?: string; permissions?: string[] } = {};
       const name = optString(b, 'display_name', ID_RULE);
       if (name !== undefined) patch.display_name = name;
       if (b.permissions !== undefined) patch.permissions = permissionsOf(b);
-      await rbac.updateRole(req.params[0]!, patch);
+      await rbac.updateRole(params.role_id, patch);
       return json({ message: 'Role updated successfully' });
     },
   });
@@ -119,8 +120,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/roles/:role_id',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      if (!(await rbac.removeRole(req.params[0]!))) throw new ApiError(404, 'Role not found');
+    handler: async ({ params }) => {
+      if (!(await rbac.removeRole(params.role_id))) throw new ApiError(404, 'Role not found');
       return json({ message: 'Role deleted successfully' });
     },
   });
@@ -130,7 +131,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/assignments',
     permission: 'authorization.rbac.read',
     reply: nodeReplies.assignments,
-    handler: ({ req }) => json(pageOf(rbac.listAssignments(), `${req.path}?`, parsePageQuery(req.query))),
+    query: (req) => parsePageQuery(req.query),
+    handler: ({ req, query }) => json(pageOf(rbac.listAssignments(), `${req.path}?`, query)),
   });
 
   r.add({
@@ -138,8 +140,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: '/authorization/assignments',
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ body: b }) => {
       const a = {
         identity_type: identityType(reqString(b, 'identity_type', { max: 16 })),
         identity: reqString(b, 'identity', ID_RULE),
@@ -157,8 +159,8 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: path,
     permission: 'authorization.rbac.read',
     reply: nodeReplies.assignment,
-    handler: ({ req }) => {
-      const a = rbac.getAssignment(identityType(req.params[0]!), req.params[1]!);
+    handler: ({ params }) => {
+      const a = rbac.getAssignment(identityType(params.identity_type), params.identity);
       if (!a) throw new ApiError(404, 'Assignment not found');
       return json({ data: a });
     },
@@ -169,10 +171,10 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: path,
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const type = identityType(req.params[0]!);
+    handler: async ({ req, params }) => {
+      const type = identityType(params.identity_type);
       const b = objectBody(req);
-      await rbac.putAssignment({ identity_type: type, identity: req.params[1]!, roles: rolesOf(b) }, true);
+      await rbac.putAssignment({ identity_type: type, identity: params.identity, roles: rolesOf(b) }, true);
       return json({ message: 'Assignment updated successfully' });
     },
   });
@@ -182,9 +184,9 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: path,
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const type = identityType(req.params[0]!);
-      if (!(await rbac.removeAssignment(type, req.params[1]!))) throw new ApiError(404, 'Assignment not found');
+    handler: async ({ params }) => {
+      const type = identityType(params.identity_type);
+      if (!(await rbac.removeAssignment(type, params.identity))) throw new ApiError(404, 'Assignment not found');
       return json({ message: 'Assignment deleted successfully' });
     },
   });

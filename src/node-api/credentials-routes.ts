@@ -9,7 +9,8 @@ import { objectBody, optString, PRINTABLE, reqString, type JsonObject } from './
 import { json, requireUser, type AuthedCall, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
-import type { TokenService } from './tokens.js';
+import { Denied } from '../store/record-errors.js';
+import type { TokenService } from '../auth/tokens.js';
 
 export const USERNAME_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
 export const PASSWORD_RULE = { max: 1024 };
@@ -24,8 +25,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/register',
     permission: 'public',
     reply: nodeReplies.registered,
-    handler: async ({ req }) => {
-      const { username, password } = credentialsBody(objectBody(req));
+    body: (req) => credentialsBody(objectBody(req)),
+    handler: async ({ body: { username, password } }) => {
       const u = await users.create(username, password);
       log.info(`user ${u.user_id} created`);
       return json({ message: 'User created successfully', data: { user_id: u.user_id, username: u.username } });
@@ -37,10 +38,10 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/login',
     permission: 'public',
     reply: nodeReplies.login,
-    handler: async ({ req }) => {
-      const { username, password } = credentialsBody(objectBody(req));
+    body: (req) => credentialsBody(objectBody(req)),
+    handler: async ({ req, body: { username, password } }) => {
       const u = await users.checkPassword(username, password, undefined, req.remoteAddress).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 401) log.info(`failed login attempt from ${req.remoteAddress}`);
+        if (err instanceof Denied) log.info(`failed login attempt from ${req.remoteAddress}`);
         if (err instanceof ApiError && (err.status === 429 || err.status === 503))
           log.debug(`login from ${req.remoteAddress} refused: ${err.status}`);
         throw err;
@@ -83,8 +84,8 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/token',
     permission: 'public',
     reply: nodeReplies.token,
-    handler: async ({ req }) => {
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ body: b }) => {
       const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
       if (jwt === undefined) throw new ApiError(400, 'Missing field "refresh_token"');
       const claims = await tokens.verifyRefresh(jwt);

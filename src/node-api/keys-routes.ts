@@ -71,8 +71,8 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     reply: nodeReplies.key,
     handler: (c) => {
       const userId = requireUser(c);
-      const k = keys.get(userId, c.req.params[0]!);
-      if (!k) throw new ApiError(404, `Failed to find key with public key: ${c.req.params[0]} and user id: ${userId}`);
+      const k = keys.get(userId, c.params.public_key);
+      if (!k) throw new ApiError(404, `Failed to find key with public key: ${c.params.public_key} and user id: ${userId}`);
       return json({ data: keyJson(k) });
     },
   });
@@ -88,7 +88,7 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     path: '/biome/keys/:public_key',
     permission: 'authenticated',
     reply: nodeReplies.messageKey,
-    handler: (c) => remove(requireUser(c), c.req.params[0]!),
+    handler: (c) => remove(requireUser(c), c.params.public_key),
   });
 
   // The spec's version 1 form names the user in the path. The rule is version 2's: a user
@@ -100,7 +100,7 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     reply: nodeReplies.messageKey,
     handler: (c) => {
       const userId = requireUser(c);
-      const [pathUser, pk] = c.req.params as [string, string];
+      const { user_id: pathUser, public_key: pk } = c.params;
       if (pathUser !== userId) throw new ApiError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
       return remove(userId, pk);
     },

@@ -2,7 +2,7 @@
  * Per-user keys. A key belongs to one user (`${user_id}/${public_key}`); the same public
  * key may be registered by several users. Callers only ever reach their own keys.
  */
-import { ApiError } from '../http/server.js';
+import { Invalid } from '../store/record-errors.js';
 import { bad, isObject, optString, reqString, type JsonObject } from './body.js';
 import { prefixRange, type KeyRecord, type Stores } from './stores.js';
 
@@ -52,7 +52,7 @@ export class KeyStore {
     const out: KeyRecord[] = [];
     for (const k of keys) {
       if (seen.has(k.public_key) || this.get(userId, k.public_key)) {
-        throw new ApiError(400, `Public key ${k.public_key} for user ${userId} is already in database`);
+        throw new Invalid(`Public key ${k.public_key} for user ${userId} is already in database`);
       }
       seen.add(k.public_key);
       const rec: KeyRecord = { ...k, user_id: userId };

@@ -124,8 +124,8 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     permission: 'oauth.user.read',
     minVersion: 2,
     reply: nodeReplies.oauthUsers,
-    handler: ({ req }) => {
-      const page = parsePageQuery(req.query);
+    query: (req) => parsePageQuery(req.query),
+    handler: ({ req, query: page }) => {
       const all = listOAuthUsers(d.stores);
       return json(pageOf(all, `${req.path}?`, page));
     },

@@ -51,9 +51,9 @@ export function registerProfileRoutes(r: Router, stores: Stores): void {
     permission: 'identity.profile.read',
     minVersion: 2,
     reply: nodeReplies.profile,
-    handler: ({ req }) => {
-      const p = stores.profiles.get(req.params[0]!);
-      if (!p) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
+    handler: ({ params }) => {
+      const p = stores.profiles.get(params.user_id);
+      if (!p) throw new ApiError(404, `User ID not found: ${params.user_id}`);
       return json(profileJson(p));
     },
   });

@@ -13,10 +13,12 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes',
     permission: 'registry.read',
     reply: nodeReplies.registryNodes,
-    handler: ({ req }) => {
+    query: (req) => {
       const page = parsePageQuery(req.query);
       const rawFilter = req.query.get('filter');
-      const preds = rawFilter === null ? [] : parseFilter(rawFilter);
+      return { page, rawFilter, preds: rawFilter === null ? [] : parseFilter(rawFilter) };
+    },
+    handler: ({ query: { page, rawFilter, preds } }) => {
       const nodes = registry
         .list()
         .filter((n) => matches(preds, n.metadata))
@@ -31,8 +33,8 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const n = nodeFromBody(objectBody(req));
+    body: (req) => nodeFromBody(objectBody(req)),
+    handler: async ({ body: n }) => {
       await registry.put(n, false);
       return json({ message: `Node ${n.identity} added to the registry` });
     },
@@ -43,8 +45,8 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.read',
     reply: nodeReplies.registryNode,
-    handler: ({ req }) => {
-      const n = registry.get(req.params[0]!);
+    handler: ({ params }) => {
+      const n = registry.get(params.identity);
       if (!n) throw new ApiError(404, 'Node not found');
       return json({ data: nodeJson(n) });
     },
@@ -55,9 +57,9 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const identity = req.params[0]!;
-      const n = nodeFromBody(objectBody(req));
+    body: (req) => nodeFromBody(objectBody(req)),
+    handler: async ({ params, body: n }) => {
+      const identity = params.identity;
       if (n.identity !== identity) throw new ApiError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
       const created = await registry.put(n, true);
       return json({ message: `Node ${identity} ${created ? 'added to' : 'replaced in'} the registry` });
@@ -69,9 +71,9 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     path: '/registry/nodes/:identity',
     permission: 'registry.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      if (!(await registry.remove(req.params[0]!))) throw new ApiError(404, 'Node not found');
-      return json({ message: `Node ${req.params[0]} removed from the registry` });
+    handler: async ({ params }) => {
+      if (!(await registry.remove(params.identity))) throw new ApiError(404, 'Node not found');
+      return json({ message: `Node ${params.identity} removed from the registry` });
     },
   });
 }

@@ -2,12 +2,12 @@
  * The node registry: validation and storage, with an
  * endpoint → identity index so that no endpoint belongs to two nodes.
  */
-import { ApiError } from '../http/server.js';
+import { Conflict, Invalid } from '../store/record-errors.js';
 import { field, isObject, type JsonObject } from './body.js';
 import { idFits, MAX_ID_BYTES } from '../http/ids.js';
 import type { RegistryNodeRecord, Stores } from './stores.js';
 
-const invalid = (msg: string): ApiError => new ApiError(400, `Invalid node: ${msg}`);
+const invalid = (msg: string): Invalid => new Invalid(`Invalid node: ${msg}`);
 const MAX_STR = 1024;
 
 function stringField(b: JsonObject, name: string): string {
@@ -86,7 +86,7 @@ export class Registry {
   put(n: RegistryNodeRecord, replace: boolean): Promise<boolean> {
     return this.#s.root.transaction(() => {
       const old = this.#s.registry.get(n.identity);
-      if (old && !replace) throw new ApiError(409, `Invalid node: a node with identity ${n.identity} already exists`);
+      if (old && !replace) throw new Conflict(`Invalid node: a node with identity ${n.identity} already exists`);
       for (const e of n.endpoints) {
         const owner = this.#s.registryEndpoints.get(e);
         if (owner !== undefined && owner !== n.identity) throw invalid(`another node with endpoint ${e} exists`);

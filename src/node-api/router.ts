@@ -5,11 +5,22 @@
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
 import { ApiError, type Method, type Reply, type Req } from '../http/server.js';
-import { answer, ANY_JSON, type Answer, type ApiBinding, type Outcome, type Request, type RouteSpec } from '../http/route.js';
-import type { Authenticator, Identity } from './identity.js';
-import type { Access } from './access.js';
-import type { Permission } from './permissions.js';
-import { log } from '../log.js';
+import {
+  answer,
+  ANY_JSON,
+  type Answer,
+  type ApiBinding,
+  type HandlerResult,
+  type Outcome,
+  type Request,
+  type RouteDef,
+  type RouteSpec,
+} from '../http/route.js';
+import type { Authenticator, Identity } from '../auth/identity.js';
+import type { Access } from '../auth/access.js';
+import { authorize } from '../auth/authorize.js';
+import type { Permission } from '../auth/permissions.js';
+import { recordErrorAnswer } from '../http/record-errors.js';
 
 export type Version = 1 | 2;
 export const LATEST_VERSION: Version = 2;
@@ -20,8 +31,11 @@ export interface Caller {
   version: Version;
 }
 
+/** What a secured route's handler gets: the caller is known. */
+export type AuthedCaller = Caller & { identity: Identity };
+
 export type Call = Request<Caller>;
-export type AuthedCall = Request<Caller & { identity: Identity }>;
+export type AuthedCall = Request<AuthedCaller>;
 
 export type Guard = 'public' | 'authenticated' | Permission;
 
@@ -30,22 +44,34 @@ interface Versioned {
   minVersion?: Version;
 }
 
+export type SecuredGuard = Exclude<Guard, 'public'>;
+
 export interface PublicRoute extends RouteSpec<Caller, 'public'>, Versioned {
   permission: 'public';
-  handler(c: Call): Outcome | Promise<Outcome>;
+  handler(c: Request<Caller, unknown, unknown>): HandlerResult;
 }
 
-export interface SecuredRoute extends RouteSpec<Caller, Exclude<Guard, 'public'>>, Versioned {
-  permission: Exclude<Guard, 'public'>;
-  handler(c: AuthedCall): Outcome | Promise<Outcome>;
+export interface SecuredRoute extends RouteSpec<Caller, SecuredGuard>, Versioned {
+  permission: SecuredGuard;
+  handler(c: Request<AuthedCaller, unknown, unknown>): HandlerResult;
 }
+
+/** A node API route as declared: its handler typed by its path, parsers and guard. */
+export type NodeRouteDef<G extends Guard, Path extends string, Q, B> = RouteDef<
+  G extends 'public' ? Caller : AuthedCaller,
+  G,
+  Path,
+  Q,
+  B,
+  Versioned
+> & {
+  permission: G;
+};
 
 export type NodeRoute = PublicRoute | SecuredRoute;
 
-/** A JSON answer (written by the route's reply schema). */
-export function json<T>(body: T, status = 200, headers?: Record<string, string>): Answer<T> {
-  return answer(body, status, headers);
-}
+/** A JSON answer (written by the route's reply schema): the one answer helper, src/http/route.ts's `answer`, by the node API's name. */
+export const json = answer;
 
 export function protocolVersion(req: Req): Version {
   const a = req.headers.nodeprotocolversion;
@@ -59,6 +85,8 @@ export function protocolVersion(req: Req): Version {
   if (v === '1' || v === '2') return Number(v) as Version;
   throw new ApiError(400, `Unsupported NodeProtocolVersion: ${JSON.stringify(v.slice(0, 20))}; this node supports 1 and 2`);
 }
+
+export { authorize };
 
 /** The node API's hook: credentials and permission, then the protocol version. */
 export function nodeBinding(authn: Authenticator, access: Access): ApiBinding<Caller, NodeRoute> {
@@ -80,8 +108,11 @@ export function nodeBinding(authn: Authenticator, access: Access): ApiBinding<Ca
 export class Router {
   readonly routes: NodeRoute[] = [];
 
-  add(...routes: NodeRoute[]): void {
-    this.routes.push(...routes);
+  /** Declares a route: `params`, `query` and `body` of its handler are typed by its path and parsers. */
+  add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<'public', Path, Q, B>): void;
+  add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<SecuredGuard, Path, Q, B>): void;
+  add(def: NodeRoute): void {
+    this.routes.push(answeringRecordErrors(def));
   }
 
   /** Shorthand of `add` for a public route whose reply is any JSON (prefer `add` with a reply schema). */
@@ -93,7 +124,7 @@ export class Router {
   secured(
     method: Method,
     path: string,
-    guard: Exclude<Guard, 'public'>,
+    guard: SecuredGuard,
     handler: (c: AuthedCall) => Reply | Answer | Promise<Reply | Answer>,
     minVersion: Version = 1,
   ): void {
@@ -101,25 +132,19 @@ export class Router {
   }
 }
 
-function who(id: Identity): string {
-  return id.kind === 'key' ? `key ${id.publicKey}` : `user ${id.userId}`;
-}
-
-/**
- * Credentials (401 with a message that says what is expected) then the permission (403).
- * Shared by the node API and the data API. Each refusal is logged with the reason, never the token.
- */
-export async function authorize(authn: Authenticator, access: Access, req: Req, guard: Exclude<Guard, 'public'>, api: string): Promise<Identity> {
-  const r = await authn.authenticateOrExplain(req);
-  if ('problem' in r) {
-    log.info(`${api}: 401 on ${req.method} ${req.path}: ${r.problem.split(';')[0]}`);
-    throw new ApiError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
-  }
-  if (guard !== 'authenticated' && !access.allowed(r.identity, guard)) {
-    log.info(`${api}: 403 on ${req.method} ${req.path}: ${who(r.identity)} lacks ${guard}`);
-    throw new ApiError(403, `Client lacks the permission ${guard}`);
-  }
-  return r.identity;
+/** The route, its handler's record-store errors (src/store/record-errors.ts) answered with their HTTP status. */
+function answeringRecordErrors<R extends NodeRoute>(route: R): R {
+  const handler = route.handler.bind(route) as (c: Call) => Outcome | Promise<Outcome>;
+  return {
+    ...route,
+    handler: async (c: Call): Promise<Outcome> => {
+      try {
+        return await handler(c);
+      } catch (err) {
+        throw recordErrorAnswer(err);
+      }
+    },
+  };
 }
 
 /** The caller as a user, or 403 when it is a key (Cylinder) identity. */

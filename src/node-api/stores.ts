@@ -6,6 +6,9 @@
 import type { Database, RootDatabase } from 'lmdb';
 import { nodeDbName } from '../store/names.js';
 import { openStore } from '../store/checksum.js';
+import type { AssignmentRecord, RoleRecord } from '../auth/rbac.js';
+
+export type { AssignmentRecord, IdentityType, RoleRecord } from '../auth/rbac.js';
 
 export interface UserRecord {
   user_id: string;
@@ -47,20 +50,6 @@ export interface OAuthSessionRecord {
   provider_refresh_token: string | null;
   /** ms since the epoch. */
   last_authenticated: number;
-}
-
-export interface RoleRecord {
-  role_id: string;
-  display_name: string;
-  permissions: string[];
-}
-
-export type IdentityType = 'key' | 'user';
-
-export interface AssignmentRecord {
-  identity_type: IdentityType;
-  identity: string;
-  roles: string[];
 }
 
 export interface RegistryNodeRecord {

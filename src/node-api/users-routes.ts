@@ -33,9 +33,9 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     path: '/biome/users/:user_id',
     permission: 'identity.user.read',
     reply: nodeReplies.user,
-    handler: ({ req }) => {
-      const u = users.get(req.params[0]!);
-      if (!u) throw new ApiError(404, `User ID not found: ${req.params[0]}`);
+    handler: ({ params }) => {
+      const u = users.get(params.user_id);
+      if (!u) throw new ApiError(404, `User ID not found: ${params.user_id}`);
       return json(userJson(u));
     },
   });
@@ -45,9 +45,9 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     path: '/biome/users/:user_id',
     permission: 'identity.user.write',
     reply: nodeReplies.messageKeys,
-    handler: async ({ req }) => {
-      const userId = req.params[0]!;
-      const b = objectBody(req);
+    body: objectBody,
+    handler: async ({ params, body: b }) => {
+      const userId = params.user_id;
       const { username, password } = credentialsBody(b);
       const newPassword = optString(b, 'new_password', PASSWORD_RULE);
       const keys = newKeys(b);
@@ -64,8 +64,8 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     path: '/biome/users/:user_id',
     permission: 'identity.user.write',
     reply: nodeReplies.message,
-    handler: async ({ req }) => {
-      const userId = req.params[0]!;
+    handler: async ({ params }) => {
+      const userId = params.user_id;
       if (!(await users.remove(userId))) throw new ApiError(404, `User ID not found: ${userId}`);
       log.info(`user ${userId} deleted`);
       return json({ message: 'User deleted successfully' });

@@ -4,8 +4,8 @@
  * answer identically (in result and in time) for unknown usernames and wrong passwords.
  */
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../http/server.js';
-import type { PasswordHasher } from './passwords.js';
+import { Conflict, Denied, NotFound } from '../store/record-errors.js';
+import type { PasswordHasher } from '../auth/passwords.js';
 import type { LoginBackoff } from './backoff.js';
 import type { KeyInput, KeyStore } from './keys-store.js';
 import type { OAuthSessions } from './oauth-sessions.js';
@@ -45,10 +45,10 @@ export class UserStore {
   }
 
   async create(username: string, hashedPassword: string): Promise<UserRecord> {
-    if (this.#s.usernames.get(username) !== undefined) throw new ApiError(409, `Username already in use: ${username}`);
+    if (this.#s.usernames.get(username) !== undefined) throw new Conflict(`Username already in use: ${username}`);
     const rec: UserRecord = { user_id: randomUUID(), username, password_hash: await this.#hasher.hash(hashedPassword), token_gen: 0 };
     await this.#s.root.transaction(() => {
-      if (this.#s.usernames.get(username) !== undefined) throw new ApiError(409, `Username already in use: ${username}`);
+      if (this.#s.usernames.get(username) !== undefined) throw new Conflict(`Username already in use: ${username}`);
       void this.#s.usernames.put(username, rec.user_id);
       void this.#s.users.put(rec.user_id, rec);
       void this.#s.profiles.put(rec.user_id, {
@@ -78,7 +78,7 @@ export class UserStore {
         return (await this.#hasher.verify(hashedPassword, u.password_hash)) ? u : null;
       });
     const user = from !== undefined && this.#byAddress ? await this.#byAddress.attempt(from, check) : await check();
-    if (!user) throw new ApiError(401, BAD_CREDENTIALS);
+    if (!user) throw new Denied(BAD_CREDENTIALS);
     return this.#s.users.get(user.user_id) ?? user;
   }
 
@@ -87,7 +87,7 @@ export class UserStore {
     const hash = newPassword === undefined ? undefined : await this.#hasher.hash(newPassword);
     return this.#s.root.transaction(() => {
       const u = this.#s.users.get(userId);
-      if (!u) throw new ApiError(404, `User ID not found: ${userId}`);
+      if (!u) throw new NotFound(`User ID not found: ${userId}`);
       const added = this.#keys.addSync(userId, newKeys);
       if (hash !== undefined) void this.#s.users.put(userId, { ...u, password_hash: hash, token_gen: u.token_gen + 1 });
       return added;

@@ -8,7 +8,7 @@ import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
 import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
-import { faultPoint } from '../store/test-faults.js';
+import { faultPoint } from '../testing/faults.js';
 import type { CircuitCommitterOptions, CommitterOptions, FromCommitter } from '../ledger/protocol.js';
 import { projectorEntries } from '../ledger/catalog.js';
 import { BlockBuilder, type BuildEntry } from '../ledger/block-builder.js';

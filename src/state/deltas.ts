@@ -44,7 +44,7 @@ export interface Checkpoint {
 /** ledger.meta key of the last checkpoint (a Checkpoint). */
 export const CHECKPOINT_KEY = 'state_checkpoint';
 
-/** ledger.meta key: state roots of blocks below this number were pruned (src/store/prune.ts). */
+/** ledger.meta key: state roots of blocks below this number were pruned (src/maintenance/prune.ts). */
 export const PRUNED_BELOW_KEY = 'state_pruned_below';
 
 /** The stores the state engine and its readers use. */

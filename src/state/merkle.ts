@@ -15,33 +15,22 @@
  * until another path in the same update needs to go through it. Computed hashes are hex
  * strings (the parent's encoding needs the hex anyway, and a hex digest is cheaper than a
  * Buffer one); hashes read from records stay binary.
+ *
+ * Beside it: the overlay's node types (merkle-nodes.ts), the errors (merkle-errors.ts) and
+ * the from-scratch reference root the tests compare with (merkle-reference.ts).
  */
-import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
-import { encode, encodeBytes, type CborValue } from '../codec/cbor.js';
 import { hashChain, hashLeaf, hashNode, type ChildHash, type LeafEncoding } from './node.js';
 import type { StateStore } from './state-store.js';
+import { CorruptStateError, UnknownRootError, missingRecord } from './merkle-errors.js';
+import { MNode, Ref, keyOf, parseHex, storedRef, type Hash, type Kid } from './merkle-nodes.js';
 import { BRANCH_HEAD, ENTRY, branchRecord, chainRecord, findChild, lowerBound, parseRecord, type MerkleRecord } from './records.js';
 
 export type { LeafEncoding };
+export { CorruptStateError, UnknownRootError } from './merkle-errors.js';
+export { rootOf } from './merkle-reference.js';
 
 export const EMPTY_ROOT = '708ca7fbb701799bb387f2e50deaca402e8502abe229f705693d2d4f350e1ad6';
-
-/** Thrown when a root passed to get/entries/update is malformed or not in the database. */
-export class UnknownRootError extends Error {
-  override name = 'UnknownRootError';
-  constructor(readonly root: string) {
-    super(`state root not found: ${root}`);
-  }
-}
-
-/**
- * A stored record does not hash to its key, or a record a node points at is missing: the
- * state database is damaged, and what it would return cannot be trusted.
- */
-export class CorruptStateError extends Error {
-  override name = 'CorruptStateError';
-}
 
 /** Hash (hex) of the top node of a stored record, recomputed from its content. */
 function recordHash(r: MerkleRecord, wrapped: boolean): string {
@@ -58,68 +47,7 @@ function recordHash(r: MerkleRecord, wrapped: boolean): string {
   return hashChain(r.tokens, end);
 }
 
-const ADDRESS_RE = /^(?:[0-9a-f]{2})*$/;
 const ROOT_RE = /^[0-9a-f]{64}$/;
-
-/**
- * Address text -> bytes. Lowercase only: upstream keys the tree by the address *text*, so an
- * uppercase address would hash differently there; rejecting it keeps us from diverging.
- */
-function parseHex(s: string, what: string, allowEmpty: boolean): Buffer {
-  if (typeof s !== 'string' || !ADDRESS_RE.test(s) || (!allowEmpty && s.length === 0)) {
-    throw new TypeError(`${what} must be ${allowEmpty ? '' : 'non-empty '}even-length lowercase hex: ${String(s)}`);
-  }
-  return Buffer.from(s, 'hex');
-}
-
-/** A node hash: 64-char lowercase hex (computed here) or 32 bytes (read from a record). */
-type Hash = string | Buffer;
-
-function keyOf(h: Hash): Buffer {
-  return typeof h === 'string' ? Buffer.from(h, 'hex') : h;
-}
-
-/** An unloaded subtree: either a stored record (hash known) or the rest of a chain. */
-class Ref {
-  constructor(
-    /** Hash of the subtree's top node; null until computed (only for unstored chains). */
-    public hash: Hash | null,
-    /** Whether `hash` is a record key. */
-    public stored: boolean,
-    /** Tokens of the single-child chain starting at this node; null = not loaded yet. */
-    public chain: Buffer | null,
-    /** The leaf's raw value (endLeaf) or the stored 32-byte hash the chain ends at. */
-    public end: Uint8Array | null,
-    public endLeaf: boolean,
-  ) {}
-}
-
-/** A node on a touched path. Children are kept sorted by token. */
-class MNode {
-  toks: number[] = [];
-  /**
-   * Children. A number is the offset of a stored child's 32-byte hash in `rec` (children
-   * of a loaded branch record that nothing touched: no object per child).
-   */
-  kids: Kid[] = [];
-  /** The branch record this node was loaded from, if any. */
-  rec: Buffer | null = null;
-  /** Raw leaf value (unwrapped) or null. */
-  value: Uint8Array | null = null;
-  /** Hash when known and current; recomputed for dirty nodes. */
-  hash: Hash | null = null;
-  /** Child hashes as of the last rehash (reused when the branch record is written). */
-  hs: ChildHash[] | null = null;
-  /** `hash` is a record key and the node is unchanged since it was loaded. */
-  stored = false;
-  dirty = false;
-}
-
-type Kid = MNode | Ref | number;
-
-function storedRef(hash: Buffer): Ref {
-  return new Ref(hash, true, null, null, false);
-}
 
 /** Index of t in sorted toks, or ~insertionPoint. */
 function search(toks: number[], t: number): number {
@@ -216,7 +144,7 @@ export class MerkleTree implements StateStore {
         r.end.copy(key);
       }
       raw = this.db.getBinaryFast(key);
-      if (raw === undefined) throw missing(key);
+      if (raw === undefined) throw missingRecord(key);
     }
   }
 
@@ -345,7 +273,7 @@ export class MerkleTree implements StateStore {
 
   private load(hash: Buffer): MerkleRecord {
     const rec = this.db.getBinary(hash);
-    if (rec === undefined) throw missing(hash);
+    if (rec === undefined) throw missingRecord(hash);
     return this.parse(hash, rec);
   }
 
@@ -539,41 +467,4 @@ export class MerkleTree implements StateStore {
     }
     writes.push([keyOf(this.hashOf(top)), rec]);
   }
-}
-
-function missing(hash: Buffer): Error {
-  return new CorruptStateError(`merkle record ${hash.toString('hex')} is missing: the state database is corrupt`);
-}
-
-/** Reference implementation: root hash computed from scratch from a full leaf map (used by tests; may be slow). */
-export function rootOf(leaves: Map<string, Uint8Array>, leafEncoding: LeafEncoding = 'cbor'): string {
-  interface T {
-    kids: Map<string, T>;
-    v: Uint8Array | null;
-  }
-  const top: T = { kids: new Map(), v: null };
-  for (const [address, raw] of leaves) {
-    parseHex(address, 'address', false);
-    let cur = top;
-    for (let i = 0; i < address.length; i += 2) {
-      const tok = address.slice(i, i + 2);
-      let nx = cur.kids.get(tok);
-      if (nx === undefined) {
-        nx = { kids: new Map(), v: null };
-        cur.kids.set(tok, nx);
-      }
-      cur = nx;
-    }
-    cur.v = raw;
-  }
-  const hash = (n: T): string => {
-    const c = new Map<CborValue, CborValue>();
-    for (const [tok, kid] of n.kids) c.set(tok, hash(kid));
-    const node = new Map<CborValue, CborValue>([
-      ['v', n.v === null ? null : leafEncoding === 'cbor' ? encodeBytes(n.v) : n.v],
-      ['c', c],
-    ]);
-    return crypto.createHash('sha512').update(encode(node)).digest('hex').slice(0, 64);
-  };
-  return hash(top);
 }

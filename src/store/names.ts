@@ -66,9 +66,6 @@ export function readModelDbName(prefix: string, name: string): string {
   return prefix ? `${prefix}.${name}` : name;
 }
 
-/** The node's own ledger. */
-export const LEDGER_DBS: LedgerDbNames = ledgerDbNames(NODE_LEDGER_PREFIX);
-
 /** Supply-chain read model the grid projector keeps in step with each block (msgpack values). */
 export const GRID_DB = {
   organization: 'grid.organization',
@@ -91,6 +88,18 @@ export const GRID_DB = {
 export const DATA_DB = {
   events: 'data.events',
   batchEvents: 'data.batch_events',
+} as const;
+
+/** The circuit admin service's stores (src/circuits/store.ts), written from the HTTP thread. */
+export const CIRCUITS_DB = {
+  /** Pending circuit proposals by circuit id (canonical CircuitProposal bytes). */
+  proposals: 'circuits.proposals',
+  /** Circuits by id (canonical Circuit bytes). */
+  circuits: 'circuits.circuits',
+  /** The admin event log by sequence number. */
+  events: 'circuits.events',
+  /** Accepted circuits whose members have not all reported ready. */
+  ready: 'circuits.ready',
 } as const;
 
 /** The node API's stores (users, keys, sessions, roles, registry…): `node.<name>`. */

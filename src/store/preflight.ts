@@ -13,6 +13,7 @@ import { lmdbFileProblem } from './files.js';
 import { openLedgerStores } from './ledger-stores.js';
 import { StartupError } from './lock.js';
 import { sealExisting } from './checksum.js';
+import { isHexId } from '../codec/hex.js';
 import { POOL_ID_KEY, decodeSegment } from './pending-pool.js';
 
 /** Key in ledger.meta of the identity of the pending pool this ledger acknowledges into. */
@@ -20,8 +21,6 @@ export const POOL_ID_META = 'pending_pool_id';
 
 export const LEDGER_FILE = 'ledger.mdb';
 export const PENDING_FILE = 'pending.mdb';
-
-const ID_RE = /^[0-9a-f]{128}$/;
 
 export function checkCommand(dir: string): string {
   return `npm run -s check -- --data-dir ${dir}`;
@@ -82,7 +81,7 @@ export function pendingRecordProblems(
         out.push(`${where} batch ${i}: not a decodable Batch`);
         return;
       }
-      if (!ID_RE.test(b.headerSignature)) {
+      if (!isHexId(b.headerSignature)) {
         out.push(`${where} batch ${i}: bad batch id`);
         return;
       }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { Signer } from '../../src/crypto/secp256k1.js';
-import { makeCylinderJwt } from '../../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../../src/auth/cylinder.js';
 import { startChild, type ChildNode } from './child.js';
 import { client, type Call } from './node-api.js';
 

@@ -2,7 +2,7 @@
  * TEST-ONLY storage fault injection below LMDB: an LD_PRELOAD library that makes the
  * write and sync calls on chosen files fail with a chosen errno, as a failing device
  * would. It reaches every thread of the process, lmdb-js's own write thread included,
- * which the JavaScript hook (src/store/test-faults.ts) cannot.
+ * which the JavaScript hook (src/testing/faults.ts) cannot.
  *
  * The rule is read from the file named by CAIRN_FAULT_SHIM (re-read when it changes), so a
  * test turns a fault on and off while the node runs:

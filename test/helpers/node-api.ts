@@ -3,7 +3,7 @@
  * cost and a short login backoff, an admin Cylinder token, and a small JSON client.
  */
 import { startTestNode, type TestNode } from './node.js';
-import { makeCylinderJwt } from '../../src/node-api/cylinder.js';
+import { makeCylinderJwt } from '../../src/auth/cylinder.js';
 
 export interface ApiResponse {
   status: number;

@@ -2,7 +2,7 @@
  * The supply-chain transaction families (Pike identities, schemas, products, locations,
  * purchase orders), each usable as a plain family and through the `sabre` family that
  * upstream clients wrap them in. Register `gridFamilies` with the engine; the read model
- * of their records is the data API's (src/data-api/read-model).
+ * of their records (src/ledger/read-model) is written by the committer and read by the data API.
  */
 import type { Family } from '../types.js';
 import { locationFamily } from './location.js';

@@ -62,8 +62,3 @@ export class ReadModel {
     return Array.from(this.#db(name).getRange(prefixRange(prefix)), ({ value }) => value as T);
   }
 }
-
-/** A page of an in-memory (filtered) list. */
-export function sliceOf<T>(all: T[], offset: number, limit: number): Slice<T> {
-  return { items: all.slice(offset, offset + limit), total: all.length };
-}

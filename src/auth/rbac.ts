@@ -3,17 +3,39 @@
  * per identity (`key` = public key, `user` = user id). The built-in role `admin`
  * grants every permission and can be neither changed nor removed.
  */
-import { ApiError } from '../http/server.js';
-import type { AssignmentRecord, IdentityType, RoleRecord, Stores } from './stores.js';
+import { Conflict, Invalid, NotFound } from '../store/record-errors.js';
+import type { Database, RootDatabase } from 'lmdb';
+
+export interface RoleRecord {
+  role_id: string;
+  display_name: string;
+  permissions: string[];
+}
+
+export type IdentityType = 'key' | 'user';
+
+export interface AssignmentRecord {
+  identity_type: IdentityType;
+  identity: string;
+  roles: string[];
+}
+
+/** The sub-databases the grants live in (opened with the node API's others, in src/node-api/stores.ts). */
+export interface RbacStores {
+  root: RootDatabase;
+  roles: Database<RoleRecord, string>;
+  /** `${identity_type}/${identity}` → assignment */
+  assignments: Database<AssignmentRecord, string>;
+}
 
 export const ADMIN_ROLE: RoleRecord = { role_id: 'admin', display_name: 'Administrator', permissions: ['*'] };
 
 const assignmentKey = (t: IdentityType, id: string): string => `${t}/${id}`;
 
 export class Rbac {
-  readonly #s: Stores;
+  readonly #s: RbacStores;
 
-  constructor(stores: Stores) {
+  constructor(stores: RbacStores) {
     this.#s = stores;
   }
 
@@ -37,16 +59,16 @@ export class Rbac {
 
   addRole(role: RoleRecord): Promise<void> {
     return this.#s.root.transaction(() => {
-      if (this.getRole(role.role_id)) throw new ApiError(409, `Role ${role.role_id} already exists`);
+      if (this.getRole(role.role_id)) throw new Conflict(`Role ${role.role_id} already exists`);
       void this.#s.roles.put(role.role_id, role);
     });
   }
 
   updateRole(id: string, patch: { display_name?: string; permissions?: string[] }): Promise<void> {
     return this.#s.root.transaction(() => {
-      if (id === ADMIN_ROLE.role_id) throw new ApiError(409, "The 'admin' role cannot be altered");
+      if (id === ADMIN_ROLE.role_id) throw new Conflict("The 'admin' role cannot be altered");
       const cur = this.#s.roles.get(id);
-      if (!cur) throw new ApiError(404, `Role ${id} not found`);
+      if (!cur) throw new NotFound(`Role ${id} not found`);
       void this.#s.roles.put(id, { ...cur, ...patch });
     });
   }
@@ -54,7 +76,7 @@ export class Rbac {
   /** Removes the role and takes it out of every assignment. */
   removeRole(id: string): Promise<boolean> {
     return this.#s.root.transaction(() => {
-      if (id === ADMIN_ROLE.role_id) throw new ApiError(409, "The 'admin' role cannot be removed");
+      if (id === ADMIN_ROLE.role_id) throw new Conflict("The 'admin' role cannot be removed");
       if (!this.#s.roles.get(id)) return false;
       void this.#s.roles.remove(id);
       for (const { key, value } of Array.from(this.#s.assignments.getRange({}))) {
@@ -77,9 +99,9 @@ export class Rbac {
     return this.#s.root.transaction(() => {
       const key = assignmentKey(a.identity_type, a.identity);
       const exists = this.#s.assignments.get(key) !== undefined;
-      if (mustExist && !exists) throw new ApiError(404, `Assignment for ${a.identity_type} ${a.identity} not found`);
-      if (!mustExist && exists) throw new ApiError(409, `${a.identity_type} ${a.identity} already has an assignment`);
-      for (const r of a.roles) if (!this.getRole(r)) throw new ApiError(400, `Invalid assignment payload: role ${r} does not exist`);
+      if (mustExist && !exists) throw new NotFound(`Assignment for ${a.identity_type} ${a.identity} not found`);
+      if (!mustExist && exists) throw new Conflict(`${a.identity_type} ${a.identity} already has an assignment`);
+      for (const r of a.roles) if (!this.getRole(r)) throw new Invalid(`Invalid assignment payload: role ${r} does not exist`);
       void this.#s.assignments.put(key, a);
     });
   }

@@ -83,7 +83,7 @@ function dataTypeName(n: number): DataTypeName {
   return DATA_TYPE_NAMES[n] ?? 'UNSET_DATA_TYPE';
 }
 
-export function propertyValueRecord(v: PropertyValueMsg): PropertyValueRecord {
+function propertyValueRecord(v: PropertyValueMsg): PropertyValueRecord {
   let value: unknown;
   switch (v.dataType) {
     case DataType.BYTES:
@@ -113,7 +113,7 @@ export function propertyValueRecord(v: PropertyValueMsg): PropertyValueRecord {
   return { name: v.name, data_type: dataTypeName(v.dataType), value };
 }
 
-export function propertyDefinitionRecord(d: PropertyDefinitionMsg): PropertyDefinitionRecord {
+function propertyDefinitionRecord(d: PropertyDefinitionMsg): PropertyDefinitionRecord {
   return {
     name: d.name,
     data_type: dataTypeName(d.dataType),

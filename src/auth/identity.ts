@@ -6,8 +6,16 @@
 import type { Req } from '../http/server.js';
 import { verifyCylinderJwt } from './cylinder.js';
 import type { TokenService } from './tokens.js';
-import type { Stores } from './stores.js';
-import type { OAuthSessions } from './oauth-sessions.js';
+
+/** What the authenticator reads of a credential user (the node API's user store satisfies it). */
+export interface UserLookup {
+  users: { get(userId: string): { user_id: string; token_gen: number } | undefined };
+}
+
+/** Resolves an OAuth2 bearer token to its live session (the node API's OAuth sessions satisfy it). */
+export interface SessionResolver {
+  resolve(token: string): Promise<{ userId: string; sessionKey: string } | null>;
+}
 
 export type Identity =
   | { kind: 'key'; publicKey: string }
@@ -41,11 +49,6 @@ export function parseCredential(req: Req): Credential | { problem: string } {
   return { kind, token: bearer.slice(colon + 1) };
 }
 
-export function readCredential(req: Req): Credential | null {
-  const c = parseCredential(req);
-  return 'problem' in c ? null : c;
-}
-
 const REJECTED: Record<Credential['kind'], string> = {
   Biome: 'the Biome token is invalid, expired or logged out; log in again (/biome/login) or refresh it (/biome/token)',
   Cylinder: 'the Cylinder token is not a valid JWT signed by the key it names, or it has expired',
@@ -54,10 +57,10 @@ const REJECTED: Record<Credential['kind'], string> = {
 
 export class Authenticator {
   readonly #tokens: TokenService;
-  readonly #stores: Stores;
-  readonly #oauth: OAuthSessions;
+  readonly #stores: UserLookup;
+  readonly #oauth: SessionResolver;
 
-  constructor(tokens: TokenService, stores: Stores, oauth: OAuthSessions) {
+  constructor(tokens: TokenService, stores: UserLookup, oauth: SessionResolver) {
     this.#tokens = tokens;
     this.#stores = stores;
     this.#oauth = oauth;

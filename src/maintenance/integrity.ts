@@ -14,10 +14,10 @@ import { verifyBatchList } from '../ledger/verify.js';
 import { StateReader } from '../state/reader.js';
 import { PRUNED_BELOW_KEY } from '../state/deltas.js';
 import { checkReplay } from '../state/engine.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead, type LedgerStores } from './ledger-stores.js';
-import { encodeIdRecord } from './id-index.js';
-import { pendingRecordProblems, poolIdentityProblem } from './preflight.js';
-import { CorruptRecordError } from './alarms.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
+import { encodeIdRecord } from '../store/id-index.js';
+import { pendingRecordProblems, poolIdentityProblem } from '../store/preflight.js';
+import { CorruptRecordError } from '../store/alarms.js';
 
 export const NULL_BLOCK_ID = '0000000000000000';
 /** ledger.meta key: state roots of blocks below this number were pruned (see prune.ts). */

@@ -12,7 +12,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
-import { ApiError } from '../http/server.js';
+import { ApiError } from '../http/api-error.js';
 
 function prehash(password: string): string {
   return createHash('sha256').update(password, 'utf8').digest('base64');

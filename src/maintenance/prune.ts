@@ -11,7 +11,7 @@ import type { RootDatabase } from 'lmdb';
 import { BlockHeader, Block, decode } from '../proto/index.js';
 import { parseRecord, BRANCH_HEAD, ENTRY } from '../state/records.js';
 import { deltaHead } from '../state/deltas.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead } from './ledger-stores.js';
+import { openLedgerStores, HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
 import { PRUNED_BELOW_KEY } from './integrity.js';
 
 export interface PruneResult {

@@ -43,12 +43,12 @@ function keyPart(part: string): string {
 }
 
 /** The read-model key of a record named by `parts` (injective, order kept per part). */
-export function compositeKey(...parts: string[]): string {
+function compositeKey(...parts: string[]): string {
   return safeKey(parts.map(keyPart).join(KEY_SEP));
 }
 
 /** The range prefix of every key whose leading parts are `parts`. */
-export function keyPrefix(...parts: string[]): string {
+function keyPrefix(...parts: string[]): string {
   return parts.map(keyPart).join(KEY_SEP) + KEY_SEP;
 }
 

@@ -1,0 +1,74 @@
+/**
+ * scripts/lint-src.mjs, the source rules `npm run lint` adds to biome: positional path
+ * parameters and `any` types fail it, with file:line; prose, strings and regular
+ * expressions that mention them do not. Run as `npm run lint` runs it, on temp dirs.
+ */
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const DOLLAR_BRACE = '$' + '{';
+const SCRIPT = join(import.meta.dirname, '..', 'scripts', 'lint-src.mjs');
+
+function lint(files: Record<string, string>): { status: number | null; out: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-lint-src-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, '..'), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  const r = spawnSync(process.execPath, [SCRIPT, dir], { cwd: dir, encoding: 'utf8' });
+  return { status: r.status, out: r.stderr + r.stdout };
+}
+
+t.test('a clean tree passes', async (t) => {
+  const r = lint({
+    'a.ts': [
+      "import type { Request } from './route.js';",
+      'export const id = (r: Request<object, URLSearchParams, Buffer, "/x/:id">): string => r.params.id;',
+      '// The alarm: any failed write turns the node read-only; as any reader of params[0] knows.',
+      "export const label = 'Data sign as any agent';",
+      'export const re = /params\\[\\d\\]: any/;',
+      '/* a block comment: as any, <any> */',
+      // `#` stands for a template literal's `${` here (biome flags `${` in a plain string).
+      'export const tpl = (x: string): string => `#x}: any #`params[0]`}`;'.replaceAll('#', DOLLAR_BRACE),
+      'export const many = [1].map((n) => n).some((x): x is number => x > 0);',
+    ].join('\n'),
+    'sub/b.mjs': 'export function company(x) {\n  return x.anything ?? x.many;\n}\n',
+  });
+  t.equal(r.status, 0, r.out);
+  t.equal(r.out, '');
+});
+
+t.test('positional path parameters and any types fail, each with its file and line', async (t) => {
+  const r = lint({
+    'ok.ts': 'export const a = 1;\n',
+    'routes/bad.ts': [
+      'export function h(req: { params: string[] }): string {',
+      '  return req.params[0]!;',
+      '}',
+      'export const x: any = 1;',
+      'export const y = 2 as any;',
+      'export const z: Array<any> = [];',
+      'export const w: Record<string, any> = {};',
+      'export const v = `#(1 as any) + 1}`;'.replaceAll('#', DOLLAR_BRACE),
+    ].join('\n'),
+  });
+  t.equal(r.status, 1);
+  const lines = r.out.trim().split('\n');
+  t.match(lines[0], /routes[/\\]bad\.ts:2: positional path parameter/);
+  t.match(lines[1], /routes[/\\]bad\.ts:4: `any` type annotation/);
+  t.match(lines[2], /routes[/\\]bad\.ts:5: `as any` cast/);
+  t.match(lines[3], /routes[/\\]bad\.ts:6: `any` type argument/);
+  t.match(lines[4], /routes[/\\]bad\.ts:7: `any` type argument/);
+  t.match(lines[5], /routes[/\\]bad\.ts:8: `as any` cast/);
+  t.equal(lines[6], 'lint-src: 6 findings');
+  t.notMatch(r.out, /ok\.ts/);
+});
+
+t.test('the project source itself is clean', async (t) => {
+  const r = spawnSync(process.execPath, [SCRIPT], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8' });
+  t.equal(r.status, 0, r.stderr);
+});
