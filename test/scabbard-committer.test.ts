@@ -20,7 +20,6 @@ import { contractRegistryAddress } from '../src/scabbard/sabre.js';
 import { BatchListMsg, encode } from '../src/scabbard/proto.js';
 import { openCircuitStores, scabbardPrefix } from '../src/scabbard/records.js';
 import { ScabbardService } from '../src/scabbard/service.js';
-import { projectorEntries } from '../src/ledger/catalog.js';
 import { StateReader } from '../src/state/reader.js';
 import { HEAD_KEY, type ChainHead } from '../src/store/ledger-stores.js';
 
@@ -156,11 +155,8 @@ t.test('a circuit committer whose write fails is replaced; the round commits on 
     circuitId: 'c1',
     serviceId: 'a',
     args: { peers: [], adminKeys: [admin.publicKey], coordinatorTimeoutMs: 5000, version: '2' },
-    signer: new Signer(randomPrivateKey()),
     transport: { send() {}, reachable: () => false },
     verify: () => Promise.reject(new Error('not used: accept() takes batches as given')),
-    projectors: projectorEntries(['grid']),
-    readModelPrefix: scabbardPrefix('c1', 'a'),
     roundMax: 200,
     queueHigh: 30,
     queueLow: 15,

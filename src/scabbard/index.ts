@@ -5,11 +5,9 @@
  * peer connections as circuit direct messages.
  */
 import type { RootDatabase } from 'lmdb';
-import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import type { AdminService } from '../circuits/admin-service.js';
 import { Status, type CircuitMsg } from '../circuits/proto.js';
-import { projectorEntries } from '../ledger/catalog.js';
 import type { ServiceLedger } from '../data-api/backend.js';
 import { ScabbardDataLedger } from './data-ledger.js';
 import { ScabbardService, parseServiceArgs, scabbardPrefix, type BodyVerifier } from './service.js';
@@ -44,7 +42,7 @@ export class ScabbardServices {
   constructor(
     private readonly admin: AdminService,
     private readonly db: RootDatabase,
-    private readonly signer: Signer,
+    /** The node's key file: the services' committer threads sign their blocks with it. */
     private readonly nodeKeyFile: string,
     /** Signature checks in the node ledger's verify workers (never on this thread). */
     private readonly verify: BodyVerifier,
@@ -138,17 +136,13 @@ export class ScabbardServices {
     const svc = c.roster.find((s) => s.serviceId === serviceId);
     if (!svc) throw new Error(`circuit ${c.circuitId} has no service ${serviceId}`);
     const args = parseServiceArgs(svc.arguments);
-    const prefix = scabbardPrefix(c.circuitId, serviceId);
     const s = new ScabbardService({
       db: this.db,
       circuitId: c.circuitId,
       serviceId,
       args,
-      signer: this.signer,
       nodeKeyFile: this.nodeKeyFile,
       verify: this.verify,
-      projectors: projectorEntries(['grid']),
-      readModelPrefix: prefix,
       transport: {
         send: (to, msg) => {
           const node = nodeOf(c, to);

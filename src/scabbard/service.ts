@@ -15,11 +15,9 @@
  * committer thread that stops (a failed write) is replaced (committer-link.ts).
  */
 import type { RootDatabase } from 'lmdb';
-import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import type { BlockEvent, ToCommitter } from '../ledger/protocol.js';
 import type { StatusEntry } from '../ledger/query.js';
-import type { ProjectorEntry } from '../ledger/catalog.js';
 import { StatusWaiters } from '../ledger/status-waiters.js';
 import { StateReader } from '../state/reader.js';
 import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
@@ -48,15 +46,10 @@ export interface ServiceOptions {
   circuitId: string;
   serviceId: string;
   args: ServiceArgs;
-  /** The node's key (its file signs the ledger's blocks in the committer thread, when given). */
-  signer: Signer;
+  /** The node's key file: the committer thread signs the ledger's blocks with it (absent: a key of its own). */
   nodeKeyFile?: string;
   transport: ServiceTransport;
   verify: BodyVerifier;
-  /** Read models kept (the committer thread keeps the grid's). */
-  projectors: readonly ProjectorEntry[];
-  /** Read-model sub-database names carry this prefix (see store/names.ts). */
-  readModelPrefix: string;
   roundMax: number;
   queueHigh: number;
   queueLow: number;
