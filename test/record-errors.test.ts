@@ -68,6 +68,16 @@ t.test('node API routes answer record errors, thrown at once or later', async (t
     throw new RangeError('not a record error');
   });
   router.add({ method: 'get', path: '/fine', permission: 'public', reply: ANY_JSON, handler: () => answer({ ok: true }) });
+  router.add({
+    method: 'post',
+    path: '/parsed',
+    permission: 'public',
+    reply: ANY_JSON,
+    body: () => {
+      throw new Invalid('`endpoints` must not be empty');
+    },
+    handler: () => answer({ ok: true }),
+  });
   const route = (path: string) => {
     const r = router.routes.find((x) => x.path === path);
     if (!r) throw new Error(path);
@@ -82,4 +92,7 @@ t.test('node API routes answer record errors, thrown at once or later', async (t
   const other = await runRoute(binding, route('/other'), req).catch((e: unknown) => e);
   t.ok(other instanceof RangeError, 'other errors are not turned into answers');
   t.same(await runRoute(binding, route('/fine'), req), answer({ ok: true }));
+  const parsed = await runRoute(binding, route('/parsed'), req).catch((e: unknown) => e);
+  t.ok(parsed instanceof ApiError, "a body parser's record error too");
+  t.match(parsed, { status: 400, message: '`endpoints` must not be empty' });
 });

@@ -28,6 +28,7 @@
  * schema that drops or retypes a field fails the test that exercises it.
  */
 import fastJson from 'fast-json-stringify';
+import { recordErrorAnswer } from './record-errors.js';
 import type { HttpServer, Method, Reply, Req } from './server.js';
 
 /** A JSON schema as fast-json-stringify takes it. */
@@ -168,6 +169,18 @@ export function paramNames(path: string): string[] {
   return path.split('/').flatMap((seg) => (seg.startsWith(':') ? [seg.slice(1)] : []));
 }
 
+const namesByPath = new Map<string, string[]>();
+
+/** `paramNames` of a route's path, computed once per path (not on every request). */
+function paramNamesOf(path: string): string[] {
+  let names = namesByPath.get(path);
+  if (names === undefined) {
+    names = paramNames(path);
+    namesByPath.set(path, names);
+  }
+  return names;
+}
+
 /** The named path parameters of a request, as a map without a prototype. */
 function namedParams(names: string[], values: string[]): Record<string, string> {
   const out = Object.create(null) as Record<string, string>;
@@ -216,15 +229,21 @@ export function toReply(route: RouteSpec<object, unknown>, write: (v: unknown) =
 
 /** Runs a route for a request snapshot: the interface's hook, the parsers, the handler. */
 export async function runRoute<C extends object, S extends RouteSpec<C, unknown>>(binding: ApiBinding<C, S>, route: S, req: Req): Promise<Outcome> {
-  const ctx = await binding.enter(req, route);
-  const r = {
-    ...ctx,
-    req,
-    params: namedParams(paramNames(route.path), req.params),
-    query: route.query ? route.query(req) : req.query,
-    body: route.body ? route.body(req) : req.body,
-  } as Request<C, unknown, unknown>;
-  return route.handler(r);
+  try {
+    const ctx = await binding.enter(req, route);
+    const r = {
+      ...ctx,
+      req,
+      params: namedParams(paramNamesOf(route.path), req.params),
+      query: route.query ? route.query(req) : req.query,
+      body: route.body ? route.body(req) : req.body,
+    } as Request<C, unknown, unknown>;
+    return await route.handler(r);
+  } catch (err) {
+    // A record store's error (not found, conflict…), from a parser or the handler, is
+    // answered with its status in every interface.
+    throw recordErrorAnswer(err);
+  }
 }
 
 /** Registers `routes` on `server`, compiling each reply schema once, now. */

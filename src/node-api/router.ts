@@ -5,22 +5,11 @@
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
 import { ApiError, type Method, type Reply, type Req } from '../http/server.js';
-import {
-  answer,
-  ANY_JSON,
-  type Answer,
-  type ApiBinding,
-  type HandlerResult,
-  type Outcome,
-  type Request,
-  type RouteDef,
-  type RouteSpec,
-} from '../http/route.js';
+import { answer, ANY_JSON, type Answer, type ApiBinding, type HandlerResult, type Request, type RouteDef, type RouteSpec } from '../http/route.js';
 import type { Authenticator, Identity } from '../auth/identity.js';
 import type { Access } from '../auth/access.js';
 import { authorize } from '../auth/authorize.js';
 import type { Permission } from '../auth/permissions.js';
-import { recordErrorAnswer } from '../http/record-errors.js';
 
 export type Version = 1 | 2;
 export const LATEST_VERSION: Version = 2;
@@ -112,7 +101,7 @@ export class Router {
   add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<'public', Path, Q, B>): void;
   add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<SecuredGuard, Path, Q, B>): void;
   add(def: NodeRoute): void {
-    this.routes.push(answeringRecordErrors(def));
+    this.routes.push(def);
   }
 
   /** Shorthand of `add` for a public route whose reply is any JSON (prefer `add` with a reply schema). */
@@ -130,33 +119,6 @@ export class Router {
   ): void {
     this.add({ method, path, permission: guard, reply: ANY_JSON, handler, minVersion });
   }
-}
-
-/** The route, its handler's record-store errors (src/store/record-errors.ts) answered with their HTTP status. */
-function answeringRecordErrors<R extends NodeRoute>(route: R): R {
-  const handler = route.handler.bind(route) as (c: Call) => Outcome | Promise<Outcome>;
-  // The parsers too: a body parser may check what it reads with a store's own rules.
-  const parse =
-    (p: ((req: Req) => unknown) | undefined) =>
-    (req: Req): unknown => {
-      try {
-        return p ? p.call(route, req) : undefined;
-      } catch (err) {
-        throw recordErrorAnswer(err);
-      }
-    };
-  return {
-    ...route,
-    ...(route.query ? { query: parse(route.query) } : {}),
-    ...(route.body ? { body: parse(route.body) } : {}),
-    handler: async (c: Call): Promise<Outcome> => {
-      try {
-        return await handler(c);
-      } catch (err) {
-        throw recordErrorAnswer(err);
-      }
-    },
-  };
 }
 
 /** The caller as a user, or 403 when it is a key (Cylinder) identity. */
