@@ -16,6 +16,7 @@ import { AdminService } from './admin-service.js';
 import { PeerNetwork } from './peers.js';
 import { AdminEvents, registerAdminRoutes } from './routes.js';
 import { AdminStore } from './store.js';
+import type { Signer } from '../crypto/secp256k1.js';
 import { ScabbardServices } from '../scabbard/index.js';
 import { registerScabbardRoutes } from '../scabbard/routes.js';
 import type { BodyVerifier } from '../scabbard/service.js';
@@ -28,8 +29,8 @@ export interface CircuitsContext {
   auth: { authn: Authenticator; access: Access };
   registry: Registry;
   identity: Promise<NodeIdentity>;
-  /** The node's key file: it signs the blocks of the circuit ledgers this node keeps (their committer threads read it). */
-  nodeKeyFile: string;
+  /** Signs the blocks of the circuit ledgers this node keeps. */
+  nodeSigner: Signer;
   /** Checks batch signatures for the circuit ledgers in the node ledger's verify workers. */
   verifyBodies: BodyVerifier;
 }
@@ -69,7 +70,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     holdPeersMs: 10_000,
   });
   registerAdminRoutes(ctx.router, admin);
-  const services = new ScabbardServices(admin, ctx.db, ctx.nodeKeyFile, ctx.verifyBodies);
+  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner, ctx.verifyBodies);
   registerScabbardRoutes(ctx.router, services);
   const events = new AdminEvents(ctx.server, admin, ctx.auth.authn, ctx.auth.access);
   const port = await net.listen();
@@ -80,7 +81,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     port,
     services,
     async close(): Promise<void> {
-      await services.close();
+      services.close();
       events.close();
       admin.close();
       await net.close();
