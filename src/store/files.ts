@@ -12,6 +12,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync, truncateSync } from 'node:fs';
 import { log } from '../log.js';
+import { snapshotProblem, type Snapshot } from './pages.js';
 
 const MAGIC = 0xbeefc0de;
 /** Pages a file may lack after a failed commit before it counts as truncated. */
@@ -19,11 +20,7 @@ const SHORT_PAGES = 8;
 const P_META = 0x08;
 const META_BYTES = 160;
 
-export interface MetaInfo {
-  pageSize: number;
-  lastPage: bigint;
-  txnId: bigint;
-}
+type MetaInfo = Snapshot;
 
 /** Why a meta page is unusable, or its content. */
 function readMeta(b: Buffer, index: number): MetaInfo | string {
@@ -34,7 +31,7 @@ function readMeta(b: Buffer, index: number): MetaInfo | string {
   if (version !== 2) return `meta page ${index} has unsupported data format version ${version}`;
   const pageSize = b.readUInt32LE(48);
   if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return `meta page ${index} has a bad page size ${pageSize}`;
-  return { pageSize, lastPage: b.readBigUInt64LE(144), txnId: b.readBigUInt64LE(152) };
+  return { pageSize, lastPage: b.readBigUInt64LE(144), txnId: b.readBigUInt64LE(152), dbs: Buffer.from(b.subarray(48, 144)) };
 }
 
 /**
@@ -78,7 +75,8 @@ export function lmdbFileProblem(file: string): string | null {
       if (short > BigInt(SHORT_PAGES * meta.pageSize)) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
       padTo(file, size, Number(need));
     }
-    return null;
+    const pages = snapshotProblem(fd, meta);
+    return pages === null ? null : `has a damaged page structure: ${pages}`;
   } finally {
     closeSync(fd);
   }

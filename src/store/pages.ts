@@ -1,0 +1,224 @@
+/**
+ * A walk of every page an LMDB file's newest snapshot reaches, read with plain file I/O
+ * before LMDB maps the file.
+ *
+ * LMDB trusts its pages. A bit flip in a page header or a node (a node offset, a key or data
+ * size, a child page number, a page's transaction id, a free-list entry) is not seen when
+ * the page is read: it sends the library out of bounds, or makes a write transaction take a
+ * page it must copy for one it may change in place (a write into the read-only map), or
+ * hand out a page that is still in use. Each of those ends in a signal or in silent damage,
+ * often only on the first write after a start. The record checksums (checksum.ts) cannot see
+ * them, and reading every record (scan.ts) does not reach the free list or the write path.
+ * Here every reachable page is checked the way LMDB will use it, so that such a file is
+ * refused at start with a message that names the page.
+ *
+ * Layout (LMDB data format version 2, as lmdb-js builds it; 64-bit page numbers,
+ * little-endian), from the library's own definitions:
+ *   page header (24 bytes): pgno u64 @0, txnid u64 @8, flags u16 @18, lower u16 @20,
+ *     upper u16 @22 (an overflow page holds its page count u32 @20 instead); lower and
+ *     upper count from the end of the header; node offsets (u16 each) follow the header
+ *   node (8 bytes + key + data): lo u16 @0, hi u16 @2, flags u16 @4, key size u16 @6; a
+ *     branch node's child is lo | hi << 16 | flags << 32, a leaf node's data size lo | hi << 16
+ *   database record (48 bytes): flags u16 @4, depth u16 @6, branch, leaf and overflow page
+ *     counts u64 @8, @16, @24, entries u64 @32, root page u64 @40 (all ones when empty);
+ *     the meta page holds the free-list database's record @48 and the main one's @96
+ *   free list: key a transaction id, value a page-number list (count u64, then the entries)
+ */
+import { readSync } from 'node:fs';
+
+const HEADER = 24;
+const NODE = 8;
+const DB_RECORD = 48;
+const P_BRANCH = 0x01;
+const P_LEAF = 0x02;
+const P_OVERFLOW = 0x04;
+const F_BIGDATA = 0x01;
+const F_SUBDATA = 0x02;
+const EMPTY = 0xffffffffffffffffn;
+
+export interface Snapshot {
+  pageSize: number;
+  lastPage: bigint;
+  txnId: bigint;
+  /** The meta page's two database records (free list, then main), 96 bytes. */
+  dbs: Buffer;
+}
+
+class Damage extends Error {}
+
+/** What each page of the file is to the snapshot (the index is the page number). */
+export const PAGE = { unreached: 0, branch: 1, leaf: 2, overflow: 3, free: 4 } as const;
+
+/**
+ * Walks every page the snapshot reaches: `problem` is null when all are sound, else the first
+ * damage found; `kinds` says what each page was found to be (PAGE), up to the damage.
+ */
+export function walkSnapshot(fd: number, s: Snapshot): { problem: string | null; kinds: Uint8Array } {
+  const walk = new Walk(fd, s);
+  try {
+    walk.run();
+    return { problem: null, kinds: walk.kinds };
+  } catch (err) {
+    if (err instanceof Damage) return { problem: err.message, kinds: walk.kinds };
+    throw err;
+  }
+}
+
+export function snapshotProblem(fd: number, s: Snapshot): string | null {
+  return walkSnapshot(fd, s).problem;
+}
+
+class Walk {
+  readonly #fd: number;
+  readonly #s: Snapshot;
+  /** Pages reached so far (PAGE): each belongs to one tree, once, or to the free list. */
+  readonly kinds: Uint8Array;
+
+  constructor(fd: number, s: Snapshot) {
+    this.#fd = fd;
+    this.#s = s;
+    this.kinds = new Uint8Array(Number(s.lastPage) + 1);
+  }
+
+  run(): void {
+    const freeList: Array<{ at: string; data: Buffer }> = [];
+    this.#tree('the free list', this.#s.dbs.subarray(0, DB_RECORD), (at, data) => freeList.push({ at, data }));
+    const subs: Array<{ name: string; record: Buffer }> = [];
+    this.#tree('the main database', this.#s.dbs.subarray(DB_RECORD, 2 * DB_RECORD), (at, data, key, flags) => {
+      if (flags & F_SUBDATA) {
+        if (data.length !== DB_RECORD) throw new Damage(`${at}: a sub-database record of ${data.length} bytes`);
+        subs.push({ name: key.toString('utf8').replace(/\0$/, ''), record: Buffer.from(data) });
+      }
+    });
+    for (const { name, record } of subs) this.#tree(`sub-database ${JSON.stringify(name)}`, record, () => undefined);
+    for (const { at, data } of freeList) this.#freePages(at, data);
+  }
+
+  /** Walks one B-tree; `leaf` gets each leaf value (copied out of the page buffer). */
+  #tree(name: string, record: Buffer, leaf: (at: string, data: Buffer, key: Buffer, flags: number) => void): void {
+    const depth = record.readUInt16LE(6);
+    const want = {
+      branch: record.readBigUInt64LE(8),
+      leaf: record.readBigUInt64LE(16),
+      overflow: record.readBigUInt64LE(24),
+      entries: record.readBigUInt64LE(32),
+    };
+    const root = record.readBigUInt64LE(40);
+    const seen = { branch: 0n, leaf: 0n, overflow: 0n, entries: 0n };
+    if (root === EMPTY) {
+      if (depth !== 0 || want.entries !== 0n) throw new Damage(`${name}: empty, but its record counts ${want.entries} entries in depth ${depth}`);
+      return;
+    }
+    const stack: Array<{ pgno: bigint; level: number }> = [{ pgno: root, level: 1 }];
+    while (stack.length) {
+      const { pgno, level } = stack.pop() as { pgno: bigint; level: number };
+      const at = `${name}, page ${pgno}`;
+      const p = this.#take(pgno, at, PAGE.branch);
+      const flags = p.readUInt16LE(18) & 0x7f;
+      const lower = p.readUInt16LE(20);
+      const upper = p.readUInt16LE(22);
+      const isLeaf = flags === P_LEAF;
+      if (flags !== P_BRANCH && !isLeaf) throw new Damage(`${at}: page flags 0x${flags.toString(16)}, neither a branch nor a leaf`);
+      if (isLeaf !== (level === depth)) throw new Damage(`${at}: a ${isLeaf ? 'leaf' : 'branch'} at level ${level} of a tree ${depth} deep`);
+      if (lower % 2 || lower > upper || HEADER + upper > this.#s.pageSize)
+        throw new Damage(`${at}: free-space bounds ${lower}..${upper} out of the page`);
+      const count = lower / 2;
+      if (isLeaf) {
+        this.kinds[Number(pgno)] = PAGE.leaf;
+        seen.leaf++;
+        seen.entries += BigInt(count);
+      } else seen.branch++;
+      for (let i = 0; i < count; i++) {
+        const off = HEADER + p.readUInt16LE(HEADER + 2 * i);
+        const node = `${at}, node ${i}`;
+        if (off < HEADER + upper || off + NODE > this.#s.pageSize) throw new Damage(`${node}: offset ${off} out of the node area`);
+        const lo = p.readUInt16LE(off);
+        const hi = p.readUInt16LE(off + 2);
+        const nodeFlags = p.readUInt16LE(off + 4);
+        const keySize = p.readUInt16LE(off + 6);
+        const keyEnd = off + NODE + keySize;
+        if (keyEnd > this.#s.pageSize) throw new Damage(`${node}: a ${keySize}-byte key runs past the page end`);
+        if (!isLeaf) {
+          stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), level: level + 1 });
+          continue;
+        }
+        const size = lo | (hi << 16);
+        if (nodeFlags & ~(F_BIGDATA | F_SUBDATA)) throw new Damage(`${node}: node flags 0x${nodeFlags.toString(16)}`);
+        const key = Buffer.from(p.subarray(off + NODE, keyEnd));
+        if (nodeFlags & F_BIGDATA) {
+          if (keyEnd + 8 > this.#s.pageSize) throw new Damage(`${node}: its overflow page number runs past the page end`);
+          const first = p.readBigUInt64LE(keyEnd);
+          seen.overflow += BigInt(this.#overflow(first, size, `${node}'s overflow page ${first}`));
+          leaf(node, this.#readData(first, size), key, nodeFlags);
+        } else {
+          if (keyEnd + size > this.#s.pageSize) throw new Damage(`${node}: ${size} bytes of data run past the page end`);
+          leaf(node, Buffer.from(p.subarray(keyEnd, keyEnd + size)), key, nodeFlags);
+        }
+      }
+    }
+    for (const k of ['branch', 'leaf', 'overflow', 'entries'] as const) {
+      if (seen[k] !== want[k])
+        throw new Damage(`${name}: its record counts ${want[k]} ${k === 'entries' ? 'entries' : `${k} pages`}, the tree has ${seen[k]}`);
+    }
+  }
+
+  /** Checks and claims an overflow run; returns its page count. */
+  #overflow(first: bigint, size: number, at: string): number {
+    const p = this.#take(first, at, PAGE.overflow);
+    if ((p.readUInt16LE(18) & 0x7f) !== P_OVERFLOW) throw new Damage(`${at}: not an overflow page`);
+    const pages = p.readUInt32LE(20);
+    if (pages < 1 || first + BigInt(pages) - 1n > this.#s.lastPage) throw new Damage(`${at}: a run of ${pages} pages past the last page`);
+    if (size > pages * this.#s.pageSize - HEADER) throw new Damage(`${at}: ${size} bytes do not fit its ${pages} pages`);
+    for (let i = 1; i < pages; i++) this.#claim(first + BigInt(i), at, PAGE.overflow);
+    return pages;
+  }
+
+  #readData(first: bigint, size: number): Buffer {
+    const b = Buffer.alloc(size);
+    readSync(this.#fd, b, 0, size, Number(first) * this.#s.pageSize + HEADER);
+    return b;
+  }
+
+  /**
+   * A free-list record: every page it lists lies in the file and in no tree. lmdb-js's page
+   * lists keep empty slots (0) for growth and store a run of pages as its negated length
+   * followed by its first page.
+   */
+  #freePages(at: string, data: Buffer): void {
+    if (data.length < 8) throw new Damage(`${at}: a free-list record of ${data.length} bytes`);
+    const count = data.readBigUInt64LE(0);
+    if ((count + 1n) * 8n > BigInt(data.length)) throw new Damage(`${at}: a free-list record of ${count} pages in ${data.length} bytes`);
+    const n = Number(count);
+    for (let i = 1; i <= n; i++) {
+      const entry = data.readBigInt64LE(8 * i);
+      if (entry === 0n) continue;
+      if (entry > 0n) {
+        this.#claim(entry, `${at}, free page`, PAGE.free);
+        continue;
+      }
+      if (i === n) throw new Damage(`${at}: a run of free pages without its first page`);
+      const first = data.readBigUInt64LE(8 * ++i);
+      if (-entry > this.#s.lastPage) throw new Damage(`${at}: a run of ${-entry} free pages`);
+      for (let k = 0n; k < -entry; k++) this.#claim(first + k, `${at}, free run from page ${first}`, PAGE.free);
+    }
+  }
+
+  #claim(pgno: bigint, at: string, kind: number): void {
+    if (pgno < 2n || pgno > this.#s.lastPage) throw new Damage(`${at}: page ${pgno} is not a data page of the file (last page ${this.#s.lastPage})`);
+    const i = Number(pgno);
+    if (this.kinds[i]) throw new Damage(`${at}: page ${pgno} is reached twice`);
+    this.kinds[i] = kind;
+  }
+
+  /** Claims page `pgno` and reads it; its header must name it and a committed transaction. */
+  #take(pgno: bigint, at: string, kind: number): Buffer {
+    this.#claim(pgno, at, kind);
+    const p = Buffer.allocUnsafe(this.#s.pageSize);
+    const n = readSync(this.#fd, p, 0, p.length, Number(pgno) * this.#s.pageSize);
+    if (n < p.length) throw new Damage(`${at}: past the end of the file`);
+    if (p.readBigUInt64LE(0) !== pgno) throw new Damage(`${at}: its header names page ${p.readBigUInt64LE(0)}`);
+    const txn = p.readBigUInt64LE(8);
+    if (txn > this.#s.txnId) throw new Damage(`${at}: written by transaction ${txn}, after the last one (${this.#s.txnId})`);
+    return p;
+  }
+}
