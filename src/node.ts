@@ -167,7 +167,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       auth: nodeApi.auth,
       registry: nodeApi.registry,
       identity: nodeApi.identity,
-      nodeSigner,
+      nodeKeyFile,
       verifyBodies: (bodies, families) => ledger.verifyBodies(bodies, families),
     });
   } catch (err) {

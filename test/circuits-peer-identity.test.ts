@@ -46,7 +46,6 @@ import {
 import { challengeToken, type Token } from '../src/circuits/connection.js';
 import { checkEnvelope, parsePayload, sha256Hex } from '../src/circuits/validate.js';
 import { PeerNetwork } from '../src/circuits/peers.js';
-import { projectorEntries } from '../src/ledger/catalog.js';
 import { openEnv } from '../src/store/db.js';
 import { scabbardDbNames } from '../src/store/names.js';
 import { startCircuitNodes, type CircuitNode } from './helpers/circuits.js';
@@ -152,11 +151,8 @@ async function rightRound(t: Test, b: BuiltBatch): Promise<RoundRecordMsg> {
     circuitId,
     serviceId: 'sA00',
     args: { peers: [], adminKeys: [A.admin.publicKey], coordinatorTimeoutMs: 5000, version: '2' },
-    signer: new Signer(randomPrivateKey()),
     transport: { send() {}, reachable: () => false },
     verify: () => Promise.reject(new Error('not used: accept() takes batches as given')),
-    projectors: projectorEntries(['grid']),
-    readModelPrefix: scabbardPrefix(circuitId, 'sA00'),
     roundMax: 200,
     queueHigh: 30,
     queueLow: 15,

@@ -25,7 +25,6 @@ import { contractRegistryAddress } from '../src/scabbard/sabre.js';
 import { MsgType, Proposal, ScabbardMessage, decode, encode, type RoundRecordMsg, type ScabbardMsg } from '../src/scabbard/proto.js';
 import { CircuitDirectMessage, CircuitMessage, CircuitMsgType, ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../src/circuits/proto.js';
 import { PeerNetwork } from '../src/circuits/peers.js';
-import { projectorEntries } from '../src/ledger/catalog.js';
 import { openEnv } from '../src/store/db.js';
 import { scabbardDbNames } from '../src/store/names.js';
 import { startCircuitNodes, type CircuitNode } from './helpers/circuits.js';
@@ -147,11 +146,8 @@ async function shadowRound(t: Test, batch: BuiltBatch): Promise<RoundRecordMsg> 
     circuitId,
     serviceId: 'sA00',
     args: { peers: [], adminKeys: [A.admin.publicKey], coordinatorTimeoutMs: 5000, version: '2' },
-    signer: new Signer(randomPrivateKey()),
     transport: { send() {}, reachable: () => false },
     verify: () => Promise.reject(new Error('not used: accept() takes batches as given')),
-    projectors: projectorEntries(['grid']),
-    readModelPrefix: scabbardPrefix(circuitId, 'sA00'),
     roundMax: 200,
     queueHigh: 30,
     queueLow: 15,

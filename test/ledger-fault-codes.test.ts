@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
-import { Committer } from '../src/ledger/committer.js';
+import { composeNodeCommitter, type NodeCommitter } from '../src/ledger/compose.js';
 import type { FromCommitter } from '../src/ledger/protocol.js';
 import { newSigner, intkeyBatch } from './helpers/batches.js';
 
@@ -25,9 +25,9 @@ t.test('a failed block write is reported as WRITE_FAILED with its cause', async 
     wake?.();
   };
   const signer = newSigner();
-  let committer: Committer;
+  let committer: NodeCommitter;
   try {
-    committer = new Committer(
+    committer = composeNodeCommitter(
       root,
       pending,
       signer,

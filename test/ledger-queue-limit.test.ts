@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
-import { Committer } from '../src/ledger/committer.js';
+import { composeNodeCommitter } from '../src/ledger/compose.js';
 import type { FromCommitter } from '../src/ledger/protocol.js';
 import { newSigner, intkeyBatch } from './helpers/batches.js';
 
@@ -34,7 +34,7 @@ t.test('limit = 10 × rolling average over a 5-sample window', async (t) => {
       };
     });
   const signer = newSigner();
-  const committer = new Committer(
+  const committer = composeNodeCommitter(
     root,
     pending,
     signer,

@@ -1,14 +1,18 @@
 /**
  * Entry of the committer thread (worker_threads) of one ledger. Opens its own handle on
- * the LMDB environment and on the ledger's pending pool, and runs the Committer; all
- * traffic with the HTTP thread is messages.
+ * the LMDB environment (and, for the node's ledger, on its pending pool), composes the
+ * committer with its collaborators (the node ledger's: src/ledger/compose.ts; a circuit's:
+ * src/scabbard/compose.ts) and runs it; all traffic with the HTTP thread is messages.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { RootDatabase } from 'lmdb';
 import { openEnv, openPendingEnv } from '../src/store/db.js';
-import { Committer } from '../src/ledger/committer.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
+import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
+import { composeNodeCommitter } from '../src/ledger/compose.js';
+import { composeCircuitCommitter } from '../src/scabbard/compose.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
 
 if (parentPort === null) throw new Error('workers/committer.ts runs only as a worker thread');
@@ -16,8 +20,40 @@ const port = parentPort;
 const opts = workerData as CommitterOptions;
 const post = (m: FromCommitter): void => port.postMessage(m);
 const db = openEnv(opts.dataDir);
-const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
-const committer = new Committer(db, pending, loadOrCreateKey(opts.nodeKeyFile), opts, post);
+// A circuit ledger started without the node's key file (a test's own service) signs with a
+// key of its own: members compare state roots and verdicts, never block ids.
+const signer = opts.nodeKeyFile ? loadOrCreateKey(opts.nodeKeyFile) : new Signer(randomPrivateKey());
+const envs: RootDatabase[] = [db];
+
+/** What the messages of the HTTP thread reach, by ledger kind. */
+type Handle = (m: ToCommitter) => void;
+let handle: Handle;
+const circuit = opts.circuit;
+const { committer } = (() => {
+  if (circuit) {
+    const c = composeCircuitCommitter(db, signer, opts, circuit, post);
+    handle = (m) => {
+      if (m.type === 'intake') c.rounds.add(m.batches);
+      else if (m.type === 'propose') c.rounds.propose(m.round);
+      else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
+      else if (m.type === 'catch-up') {
+        // A member's held proposal is given up: the agreed rounds take its place. (The
+        // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
+        if (!circuit.coordinator) c.consensus.abandon();
+        c.rounds.catchUp(m.from, m.rounds);
+      }
+    };
+    return c;
+  }
+  const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
+  envs.push(pending);
+  const n = composeNodeCommitter(db, pending, signer, opts, post);
+  handle = (m) => {
+    if (m.type === 'enqueue') n.enqueue(m.seg, m.batches);
+    else if (m.type === 'client-send') n.committer.sendClient(m.peer, m.body);
+  };
+  return n;
+})();
 
 // An error nothing handled stops block production and is reported as a fault (the node
 // then stops acknowledging and restarts), instead of ending this thread silently.
@@ -28,17 +64,14 @@ process.on('unhandledRejection', (err) => halt('unhandled promise rejection', er
 process.on('uncaughtException', (err) => halt('uncaught exception', err));
 
 port.on('message', (m: ToCommitter) => {
-  if (m.type === 'enqueue') committer.enqueue(m.seg, m.batches);
-  else if (m.type === 'client-send') committer.sendClient(m.peer, m.body);
-  else if (m.type === 'shutdown') {
-    void committer
-      .close()
-      .then(() => Promise.all([db.close(), pending.close()]))
-      .finally(() => {
-        post({ type: 'closed' });
-        port.close();
-      });
-  }
+  if (m.type !== 'shutdown') return handle(m);
+  void committer
+    .close()
+    .then(() => Promise.all(envs.map((e) => e.close())))
+    .finally(() => {
+      post({ type: 'closed' });
+      port.close();
+    });
 });
 
 committer.init().catch((err: unknown) => post({ type: 'fatal', code: 'START_FAILED', message: `committer failed to start: ${String(err)}` }));

@@ -16,7 +16,6 @@ import { AdminService } from './admin-service.js';
 import { PeerNetwork } from './peers.js';
 import { AdminEvents, registerAdminRoutes } from './routes.js';
 import { AdminStore } from './store.js';
-import type { Signer } from '../crypto/secp256k1.js';
 import { ScabbardServices } from '../scabbard/index.js';
 import { registerScabbardRoutes } from '../scabbard/routes.js';
 import type { BodyVerifier } from '../scabbard/service.js';
@@ -29,8 +28,8 @@ export interface CircuitsContext {
   auth: { authn: Authenticator; access: Access };
   registry: Registry;
   identity: Promise<NodeIdentity>;
-  /** Signs the blocks of the circuit ledgers this node keeps. */
-  nodeSigner: Signer;
+  /** The node's key file: it signs the blocks of the circuit ledgers this node keeps (their committer threads read it). */
+  nodeKeyFile: string;
   /** Checks batch signatures for the circuit ledgers in the node ledger's verify workers. */
   verifyBodies: BodyVerifier;
 }
@@ -70,7 +69,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     holdPeersMs: 10_000,
   });
   registerAdminRoutes(ctx.router, admin);
-  const services = new ScabbardServices(admin, ctx.db, ctx.nodeSigner, ctx.verifyBodies);
+  const services = new ScabbardServices(admin, ctx.db, ctx.nodeKeyFile, ctx.verifyBodies);
   registerScabbardRoutes(ctx.router, services);
   const events = new AdminEvents(ctx.server, admin, ctx.auth.authn, ctx.auth.access);
   const port = await net.listen();
@@ -81,7 +80,7 @@ export async function startCircuits(ctx: CircuitsContext): Promise<Circuits> {
     port,
     services,
     async close(): Promise<void> {
-      services.close();
+      await services.close();
       events.close();
       admin.close();
       await net.close();

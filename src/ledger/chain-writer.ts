@@ -150,17 +150,6 @@ export class ChainWriter {
   }
 
   /**
-   * A staged block is durable (or dropped). Its records stay in memory until a checkpoint
-   * after it is durable: a record nothing reaches any more costs memory only until then.
-   */
-  unstage(_built: BuiltBlock): void {}
-
-  /** A built block that is not to be written. */
-  discard(built: BuiltBlock): void {
-    this.unstage(built);
-  }
-
-  /**
    * Writes a built round in one LMDB transaction, only on top of its parent (once a round
    * failed, the rounds built on it fail too: the chain never gets a gap); resolves once
    * it is durable. `meta` entries are written in the same transaction.

@@ -5,7 +5,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
-import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, ToCommitter } from './protocol.js';
+import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, RoundSummary, ToCommitter } from './protocol.js';
 
 export type CommitterReady = Extract<FromCommitter, { type: 'ready' }>;
 
@@ -13,6 +13,8 @@ export interface CommitterHandlers {
   onBlock(e: BlockEvent): void;
   /** A message from a client of the component endpoint, or its departure. */
   onClient?(m: ClientTraffic): void;
+  /** A circuit's round summarized for its agreement, or given up (see src/scabbard). */
+  onRound?(m: RoundSummary | { type: 'dropped'; id: string }): void;
   /** The committer stopped: `reason` says why, for the fault report. */
   onFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED'): void;
 }
@@ -38,6 +40,7 @@ export class CommitterClient {
       if (m.type === 'block') h.onBlock(m);
       else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
       else if (m.type === 'client' || m.type === 'client-gone') h.onClient?.(m);
+      else if (m.type === 'summary' || m.type === 'dropped') h.onRound?.(m);
     });
     worker.on('error', (err) => h.onFault(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`, 'THREAD_FAILED'));
     worker.on('exit', (code) => {
@@ -73,6 +76,11 @@ export class CommitterClient {
   /** `transfer`: buffers the batches' bytes live in, moved to the committer (unusable here afterwards). */
   enqueue(seg: number, batches: Array<{ id: string; bytes: Uint8Array }>, transfer: ArrayBuffer[] = []): void {
     this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter, transfer);
+  }
+
+  /** A message of a circuit's agreement or intake (see ToCommitter). */
+  tell(m: ToCommitter): void {
+    if (!this.#closed) this.#worker.postMessage(m);
   }
 
   /** An envelope for a client of the component endpoint. */

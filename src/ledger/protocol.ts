@@ -33,6 +33,54 @@ export interface CommitterOptions {
   recovery?: boolean;
   /** Longest a block's transaction may take to become durable before it counts as failed (ms; default 15 000). */
   storageStallMs?: number;
+  /** Set for a circuit's ledger (src/scabbard): its rounds come from the circuit's agreement. */
+  circuit?: CircuitCommitterOptions;
+}
+
+/** What the committer of a circuit's ledger (one scabbard service) needs to know. */
+export interface CircuitCommitterOptions {
+  circuitId: string;
+  serviceId: string;
+  /** Whether this service coordinates (builds rounds from its intake) or verifies the coordinator's. */
+  coordinator: boolean;
+  /** The circuit's admin keys: the initial state of its ledger. */
+  adminKeys: string[];
+  /** Batches per round at most. */
+  roundMax: number;
+}
+
+/** A round of a circuit: its batches as an encoded BatchList, where it goes and what it gives. */
+export interface CircuitRound {
+  id: string;
+  height: number;
+  ts: number;
+  /** State root of the round it follows. */
+  parentRoot: string;
+  batches: Uint8Array;
+}
+
+/** A round committed elsewhere (catch-up): what it must give here. */
+export interface AgreedRound {
+  height: number;
+  ts: number;
+  batches: Uint8Array;
+  root: string;
+  verdicts: string;
+}
+
+/**
+ * A circuit round executed by the committer, for the agreement on the HTTP thread: the
+ * coordinator's round to propose, or a member's result for a proposal to vote on.
+ * `follows: false`: the proposal does not follow this member's tip (or is undecodable),
+ * nothing was executed; `height` is then the member's tip height.
+ */
+export interface RoundSummary extends CircuitRound {
+  type: 'summary';
+  follows: boolean;
+  root: string;
+  verdicts: string;
+  included: string[];
+  invalid: string[];
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
@@ -63,6 +111,14 @@ export type ToCommitter =
   | { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> }
   /** An envelope for a client of the component endpoint (hex routing id). */
   | { type: 'client-send'; peer: string; body: Uint8Array }
+  /** A circuit's accepted batches, durable in its intake (the coordinator builds rounds of them). */
+  | { type: 'intake'; batches: Array<{ id: string; bytes: Uint8Array }> }
+  /** A circuit member: execute the coordinator's proposed round and summarize it. */
+  | { type: 'propose'; round: CircuitRound }
+  /** Rounds committed elsewhere, their batches checked: re-execute and write them. */
+  | { type: 'catch-up'; from: string; rounds: AgreedRound[] }
+  /** The agreement's decision on a summarized round (`pauseMs`: wait before the next one). */
+  | { type: 'decide'; id: string; finalize: boolean; pauseMs?: number }
   | { type: 'shutdown' };
 
 /** Client traffic of the component endpoint, relayed to the HTTP thread (src/component/client-service.ts). */
@@ -80,6 +136,8 @@ export interface BlockEvent {
   queueLimit: number;
   /** Time the committer spent building this round (for metrics). */
   buildMs?: number;
+  /** A circuit's round: its id, height and agreed time. */
+  round?: { id: string; height: number; ts: number };
 }
 
 /** Why the committer stopped; the message says what exactly (it names the cause, e.g. ENOSPC). */
@@ -99,5 +157,8 @@ export type FromCommitter =
   | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number; componentEndpoint?: string | undefined }
   | BlockEvent
   | ClientTraffic
+  | RoundSummary
+  /** A summarized round the committer gave up waiting for (a catch-up replaced it). */
+  | { type: 'dropped'; id: string }
   | { type: 'fatal'; code: CommitterFaultCode; message: string }
   | { type: 'closed' };

@@ -35,9 +35,7 @@ export class ScabbardDataLedger implements DataLedger {
     return this.s.ledgerStatus(id);
   }
 
-  async waitFor(ids: string[], timeoutMs: number): Promise<void> {
-    const until = Date.now() + timeoutMs;
-    const pending = (): boolean => ids.some((id) => this.s.ledgerStatus(id).status === 'PENDING');
-    while (pending() && Date.now() < until) await this.s.changed(Math.min(500, until - Date.now()));
+  waitFor(ids: string[], timeoutMs: number): Promise<void> {
+    return this.s.waitNotPending(ids, timeoutMs);
   }
 }

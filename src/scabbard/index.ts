@@ -5,11 +5,9 @@
  * peer connections as circuit direct messages.
  */
 import type { RootDatabase } from 'lmdb';
-import type { Signer } from '../crypto/secp256k1.js';
 import { log } from '../log.js';
 import type { AdminService } from '../circuits/admin-service.js';
 import { Status, type CircuitMsg } from '../circuits/proto.js';
-import { projectorEntries } from '../ledger/catalog.js';
 import type { ServiceLedger } from '../data-api/backend.js';
 import { ScabbardDataLedger } from './data-ledger.js';
 import { ScabbardService, parseServiceArgs, scabbardPrefix, type BodyVerifier } from './service.js';
@@ -44,7 +42,8 @@ export class ScabbardServices {
   constructor(
     private readonly admin: AdminService,
     private readonly db: RootDatabase,
-    private readonly signer: Signer,
+    /** The node's key file: the services' committer threads sign their blocks with it. */
+    private readonly nodeKeyFile: string,
     /** Signature checks in the node ledger's verify workers (never on this thread). */
     private readonly verify: BodyVerifier,
     private readonly limits: ScabbardLimits = scabbardLimits(),
@@ -95,10 +94,12 @@ export class ScabbardServices {
     await this.sync();
   }
 
-  close(): void {
+  /** Stops every service; resolves once their committer threads have stopped. */
+  async close(): Promise<void> {
     this.#unsubscribe?.();
-    for (const s of this.#services.values()) s.close();
+    const all = [...this.#services.values()];
     this.#services.clear();
+    await Promise.all(all.map((s) => s.close()));
   }
 
   /** Starts the services of Active circuits, closes those of circuits no longer Active. */
@@ -114,7 +115,7 @@ export class ScabbardServices {
     }
     for (const [key, s] of this.#services) {
       if (!want.has(key)) {
-        s.close();
+        void s.close();
         this.#services.delete(key);
       }
     }
@@ -135,16 +136,13 @@ export class ScabbardServices {
     const svc = c.roster.find((s) => s.serviceId === serviceId);
     if (!svc) throw new Error(`circuit ${c.circuitId} has no service ${serviceId}`);
     const args = parseServiceArgs(svc.arguments);
-    const prefix = scabbardPrefix(c.circuitId, serviceId);
     const s = new ScabbardService({
       db: this.db,
       circuitId: c.circuitId,
       serviceId,
       args,
-      signer: this.signer,
+      nodeKeyFile: this.nodeKeyFile,
       verify: this.verify,
-      projectors: projectorEntries(['grid']),
-      readModelPrefix: prefix,
       transport: {
         send: (to, msg) => {
           const node = nodeOf(c, to);
@@ -161,6 +159,7 @@ export class ScabbardServices {
       await s.start();
     } catch (err) {
       log.error(`scabbard ${key}: failed to start: ${(err as Error).message}`);
+      await s.close();
       return;
     }
     this.#services.set(key, s);

@@ -25,12 +25,6 @@ export function statusJson(s: ScabbardService, id: string): unknown {
   };
 }
 
-/** Waits until every id is settled or the time is up. */
-export async function waitSettled(s: ScabbardService, ids: string[], seconds: number): Promise<void> {
-  const until = Date.now() + seconds * 1000;
-  while (Date.now() < until && !ids.every((id) => s.settled(id))) await s.changed(Math.min(500, until - Date.now()));
-}
-
 /** The query of `batch_statuses`: `ids` (checked once the service is known, as before) and `wait` (at most 300 s, as upstream). */
 interface StatusQuery {
   ids: string | null;
@@ -88,7 +82,7 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     handler: async ({ params, query }) => {
       const s = service(params);
       const ids = batchIds(query.ids);
-      await waitSettled(s, ids, query.wait);
+      await s.waitSettled(ids, query.wait * 1000);
       return json(ids.map((id) => statusJson(s, id)));
     },
   });

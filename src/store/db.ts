@@ -4,7 +4,7 @@
  * Sub-database names are listed in names.ts and never reused.
  */
 import { open, type RootDatabase } from 'lmdb';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 
 export function openEnv(dataDir: string): RootDatabase {
@@ -34,4 +34,11 @@ export function openPendingEnv(dataDir: string, file = 'pending.mdb'): RootDatab
     noSync: false,
     mapSize: 8 * 1024 * 1024 * 1024,
   });
+}
+
+/** The data directory of an environment opened by openEnv (another thread opens its own handle there). */
+export function dataDirOf(env: RootDatabase): string {
+  const path = (env as unknown as { path?: unknown }).path;
+  if (typeof path !== 'string') throw new Error('the LMDB environment has no path');
+  return dirname(path);
 }

@@ -8,11 +8,12 @@
  * CAIRN_TEST_FAULTS is a comma-separated list of `point:action`:
  *   point   `pending.write`  a write of verified batches to the pending pool (HTTP thread)
  *           `ledger.write`   a block or verdict transaction of the committer thread
+ *           `circuit.write`  a round transaction of a circuit ledger's committer thread
  *   action  `EIO@3`          the 3rd write at that point (counting from 1) fails with EIO
  *           `ENOSPC@2+`      the 2nd and every later write fails with ENOSPC
  *           `delay=500`      every write waits 500 ms first (pending.write only)
  */
-export type FaultPointName = 'pending.write' | 'ledger.write';
+export type FaultPointName = 'pending.write' | 'ledger.write' | 'circuit.write';
 
 export class FaultPoint {
   #count = 0;

@@ -1,0 +1,78 @@
+/**
+ * Composition of a circuit ledger's committer (workers/committer.ts): the chain writer over
+ * the service's own prefixed stores (raw Merkle leaves, the grid read model under the same
+ * prefix), the block builder with Sabre over the round reads, the circuit's agreed rounds as
+ * the batch source and the agreement as consensus; its initial state holds the admin setting.
+ */
+import type { RootDatabase } from 'lmdb';
+import type { Signer } from '../crypto/secp256k1.js';
+import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
+import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
+import { faultPoint } from '../testing/faults.js';
+import type { CircuitCommitterOptions, CommitterOptions, FromCommitter } from '../ledger/protocol.js';
+import { projectorEntries } from '../ledger/catalog.js';
+import { BlockBuilder, type BuildEntry } from '../ledger/block-builder.js';
+import { ChainWriter } from '../ledger/chain-writer.js';
+import { Committer } from '../ledger/committer.js';
+import { ADMIN_SETTING_ADDRESS, adminSettingValue, scabbardFamilies } from './sabre.js';
+import { ROUND_KEY, openCircuitStores, scabbardPrefix, type CircuitStores } from './records.js';
+import { RoundReads } from './round-reads.js';
+import { AgreedRounds } from './round-source.js';
+import { AgreementConsensus } from './agreement-consensus.js';
+
+export interface CircuitCommitter {
+  committer: Committer<BuildEntry>;
+  rounds: AgreedRounds;
+  consensus: AgreementConsensus;
+}
+
+/** The initial state of a circuit ledger: the admin setting on the empty root, as round 0. */
+async function initialState(s: CircuitStores, writer: ChainWriter, adminKeys: string[]): Promise<ChainHead> {
+  await writer.writeEmptyRoot();
+  const tree = new MerkleTree(s.ledger.merkle, { leafEncoding: 'raw' });
+  const update = tree.update(EMPTY_ROOT, new Map([[ADMIN_SETTING_ADDRESS, adminSettingValue(adminKeys)]]), []);
+  const head: ChainHead = { blockId: `initial-${update.root.slice(0, 16)}`, blockNum: 0, stateRoot: update.root };
+  await s.ledger.root.transaction(() => {
+    for (const [k, v] of update.writes) s.ledger.merkle.put(k, v);
+    s.ledger.meta.put(HEAD_KEY, head);
+    s.ledger.meta.put(ROUND_KEY, { height: 0, ts: 0 });
+  });
+  writer.loadState();
+  return head;
+}
+
+export function composeCircuitCommitter(
+  root: RootDatabase,
+  signer: Signer,
+  opts: CommitterOptions,
+  c: CircuitCommitterOptions,
+  post: (m: FromCommitter) => void,
+): CircuitCommitter {
+  const prefix = scabbardPrefix(c.circuitId, c.serviceId);
+  const stores = openCircuitStores(root, prefix);
+  const writer = new ChainWriter({
+    stores: stores.ledger,
+    leafEncoding: 'raw',
+    projectors: projectorEntries(['grid']),
+    // A committer started by a recovery runs without the test hook's fault: the hook models one failure.
+    writeFault: opts.recovery ? null : faultPoint('circuit.write'),
+    readModelPrefix: prefix,
+    stallMs: opts.storageStallMs,
+  });
+  const rounds = new AgreedRounds(stores, c, post);
+  const consensus = new AgreementConsensus(rounds, post, `scabbard ${c.circuitId}::${c.serviceId}`);
+  const committer = new Committer<BuildEntry>(
+    {
+      stores: stores.ledger,
+      writer,
+      builder: new BlockBuilder(new RoundReads(writer.state), signer, scabbardFamilies),
+      source: rounds,
+      consensus,
+      genesis: () => initialState(stores, writer, c.adminKeys),
+      component: null,
+      minBlockIntervalMs: 0,
+    },
+    post,
+  );
+  return { committer, rounds, consensus };
+}
