@@ -51,6 +51,12 @@ export interface CommitterParts<E extends BuildEntry> {
   component: ComponentServer | null;
   /** Least time between two blocks (ms). */
   minBlockIntervalMs: number;
+  /**
+   * A round due now is built on the next turn of the event loop (setImmediate) rather than
+   * after setTimeout(0)'s 1 ms: for a ledger whose every round waits on messages between
+   * threads (a circuit's agreement), where that millisecond is paid on each hop.
+   */
+  immediateRounds?: boolean;
   /** More of the ready message: the pending batches and the pool's next sequence number. */
   readyInfo?(): { pendingIds: string[]; nextSeq: number };
 }
@@ -67,7 +73,8 @@ export class Committer<E extends BuildEntry = BuildEntry> {
   readonly #inFlightTxns = new Set<string>();
   #inFlight = 0;
   #commits: Promise<void> = Promise.resolve();
-  #timer: NodeJS.Timeout | null = null;
+  /** The next round's wake-up: a timer, or an immediate (`immediateRounds`). */
+  #timer: { clear(): void } | null = null;
   #lastBlockAt = 0;
   #closing = false;
   /** Set when a write failed: nothing more is built, written or settled. */
@@ -107,14 +114,27 @@ export class Committer<E extends BuildEntry = BuildEntry> {
   #schedule(delay?: number): void {
     if (this.#timer || this.#building || this.#closing || this.#failed || this.#inFlight >= MAX_IN_FLIGHT) return;
     const wait = delay ?? Math.max(0, this.#lastBlockAt + this.#p.minBlockIntervalMs - Date.now());
-    this.#timer = setTimeout(() => {
+    const run = (): void => {
       this.#timer = null;
       try {
         this.#round();
       } catch (err) {
         this.#fail('BUILD_FAILED', `block production failed: ${err instanceof Error ? err.message : String(err)}`);
       }
-    }, wait);
+    };
+    // setTimeout(0) waits at least 1 ms; a round due now goes after the pending I/O instead.
+    if (wait === 0 && this.#p.immediateRounds) {
+      const i = setImmediate(run);
+      this.#timer = { clear: () => clearImmediate(i) };
+    } else {
+      const t = setTimeout(run, wait);
+      this.#timer = { clear: () => clearTimeout(t) };
+    }
+  }
+
+  #clearTimer(): void {
+    this.#timer?.clear();
+    this.#timer = null;
   }
 
   /**
@@ -255,8 +275,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
   #fail(code: CommitterFaultCode, message: string): void {
     if (this.#failed) return;
     this.#failed = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#clearTimer();
     this.#post({ type: 'fatal', code, message });
   }
 
@@ -292,8 +311,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
 
   async close(): Promise<void> {
     this.#closing = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#clearTimer();
     this.#p.consensus.close();
     await this.#p.component?.close();
     await this.#building;

@@ -49,6 +49,15 @@ export interface CircuitCommitterOptions {
   roundMax: number;
 }
 
+/**
+ * `bytes` in a buffer of its own size, for a message to another thread: a message copies
+ * the whole buffer under a view (a Buffer from the 8 KiB pool, a slice of a network frame),
+ * and the receiving thread's collector then has the rest of it to account for.
+ */
+export function ownBytes(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+}
+
 /** A round of a circuit: its batches as an encoded BatchList, where it goes and what it gives. */
 export interface CircuitRound {
   id: string;

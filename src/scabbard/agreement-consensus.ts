@@ -14,6 +14,7 @@ import type { AgreedRounds } from './round-source.js';
 import { roundRoot, roundVerdicts } from './records.js';
 
 const SCABBARD = Buffer.from('scabbard');
+const NONE = new Uint8Array(0);
 
 export class AgreementConsensus implements Consensus<BuildEntry> {
   #waiting: { id: string; resolve(ok: boolean): void } | null = null;
@@ -43,6 +44,8 @@ export class AgreementConsensus implements Consensus<BuildEntry> {
     }
     this.post({
       ...round,
+      // Only the coordinator's agreement sends the batches on (a member's has them): not copied back otherwise.
+      batches: this.rounds.coordinator ? round.batches : NONE,
       type: 'summary',
       follows: true,
       root,

@@ -11,7 +11,7 @@
  */
 import { log } from '../log.js';
 import { TwoPhaseCommit, decodeConsensus, encodeConsensus } from '../consensus/two-phase.js';
-import type { RoundSummary, ToCommitter } from '../ledger/protocol.js';
+import { ownBytes, type RoundSummary, type ToCommitter } from '../ledger/protocol.js';
 import { MsgType, Proposal, decode, encode, type ProposalMsg, type ScabbardMsg } from './proto.js';
 import type { BatchChecks, Forged } from './checks.js';
 
@@ -245,7 +245,7 @@ export class Agreement {
     const p = r.proposed;
     if (!p) return false;
     const summary = new Promise<RoundSummary>((resolve) => this.#summaries.set(r.id, resolve));
-    this.#h.tell({ type: 'propose', round: { id: r.id, height: r.height, ts: r.ts, parentRoot: p.parentRoot, batches: p.batches } });
+    this.#h.tell({ type: 'propose', round: { id: r.id, height: r.height, ts: r.ts, parentRoot: p.parentRoot, batches: ownBytes(p.batches) } });
     const [forged, s] = await Promise.all([p.checked, summary]);
     const refuse = (): boolean => {
       if (s.follows) this.#h.tell({ type: 'decide', id: r.id, finalize: false });

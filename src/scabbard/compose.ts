@@ -71,6 +71,7 @@ export function composeCircuitCommitter(
       genesis: () => initialState(stores, writer, c.adminKeys),
       component: null,
       minBlockIntervalMs: 0,
+      immediateRounds: true,
     },
     post,
   );

@@ -14,6 +14,8 @@ import type { ChainHead } from '../store/ledger-stores.js';
 import { ROUND_KEY, hex, roundRoot, roundVerdicts, type CircuitStores, type RoundMeta, type StatusRecord } from './records.js';
 import { BatchListMsg, decode, encode } from './proto.js';
 
+const NONE = new Uint8Array(0);
+
 /** A round waiting to be built: a proposal, a fetched round, or (coordinator) planned from the intake. */
 interface Item {
   round: CircuitRound;
@@ -58,6 +60,11 @@ export class AgreedRounds implements BatchSource {
     this.#o = o;
     this.#post = post;
     this.#label = `scabbard ${o.circuitId}::${o.serviceId}`;
+  }
+
+  /** Whether this is the coordinator's committer (its rounds come from the intake). */
+  get coordinator(): boolean {
+    return this.#o.coordinator;
   }
 
   attach(wake: () => void): void {
@@ -155,7 +162,17 @@ export class AgreedRounds implements BatchSource {
       const entries = r.height === this.#tipHeight + 1 && r.parentRoot === tip.stateRoot ? entriesOf(r.batches) : null;
       if (entries) return this.#plan(item, entries);
       // Not executed: the agreement votes it down (and catches up when this member is behind).
-      this.#post({ ...r, type: 'summary', follows: false, height: this.#tipHeight, root: '', verdicts: '', included: [], invalid: [] });
+      this.#post({
+        ...r,
+        batches: NONE,
+        type: 'summary',
+        follows: false,
+        height: this.#tipHeight,
+        root: '',
+        verdicts: '',
+        included: [],
+        invalid: [],
+      });
     }
     if (!this.#o.coordinator || Date.now() < this.#pausedUntil) return null;
     const picked: Array<[string, Uint8Array]> = [];

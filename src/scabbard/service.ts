@@ -16,7 +16,7 @@
  */
 import type { RootDatabase } from 'lmdb';
 import { log } from '../log.js';
-import type { BlockEvent, ToCommitter } from '../ledger/protocol.js';
+import { ownBytes, type BlockEvent, type ToCommitter } from '../ledger/protocol.js';
 import type { StatusEntry } from '../ledger/query.js';
 import { StatusWaiters } from '../ledger/status-waiters.js';
 import { StateReader } from '../state/reader.js';
@@ -352,7 +352,7 @@ export class ScabbardService {
     const live = added.filter((q) => !this.settled(q.id));
     for (const q of live) this.#queue.set(q.id, q);
     if (this.isCoordinator) {
-      this.#tell({ type: 'intake', batches: live.map((q) => ({ id: q.id, bytes: q.bytes })) });
+      this.#tell({ type: 'intake', batches: live.map((q) => ({ id: q.id, bytes: ownBytes(q.bytes) })) });
       this.#pressure();
     } else {
       this.#forward(live);
