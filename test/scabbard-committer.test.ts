@@ -112,6 +112,29 @@ t.test('coordinator: a round is written only once decided; a refused one writes 
   t.equal(s.stores.rounds.get(1)?.stateRoot, again.root, 'the round is logged');
 });
 
+t.test('coordinator: a pause ends with its timer even when the wall clock lags behind it', async (t) => {
+  const s = start(t, true, 'lag');
+  await s.c.committer.init();
+  const b = batch('lagging clock');
+  s.c.rounds.add([{ id: b.id, bytes: b.bytes }]);
+  const first = await s.next(isSummary);
+  // The wall clock runs 1 s behind from the refusal on: the pause's end (by Date.now()) is
+  // still ahead when its 50 ms timer fires, as it can be by a fraction of a millisecond.
+  const realNow = Date.now;
+  let lag = 0;
+  Date.now = () => realNow() - lag;
+  t.teardown(() => {
+    Date.now = realNow;
+  });
+  const at = s.events.length;
+  s.c.consensus.decide(first.id, false, 50);
+  lag = 1000;
+  const again = await s.next(isSummary, at);
+  Date.now = realNow;
+  t.not(again.id, first.id, 'built again once the timer fired');
+  t.same(again.included, [b.id]);
+});
+
 t.test('member: hostile proposals are answered, not executed; a following one is; a wrong catch-up round is not written', async (t) => {
   const s = start(t, false, 'member');
   await s.c.committer.init();

@@ -125,6 +125,11 @@ export class AgreedRounds implements BatchSource {
     if (this.#pauseTimer) clearTimeout(this.#pauseTimer);
     this.#pauseTimer = setTimeout(() => {
       this.#pauseTimer = null;
+      // The pause ends with its timer, not with the wall clock: a timer may fire a little
+      // before Date.now() reaches the end it was set for, and a round asked for then would
+      // find the pause still on, with no timer left to ask again (the circuit stalled until
+      // the next batch arrived).
+      this.#pausedUntil = 0;
       this.#wake();
     }, ms);
     this.#pauseTimer.unref();
