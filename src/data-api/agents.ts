@@ -59,10 +59,10 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/organization/:org_id/agent',
     reply: dataReplies.agents,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => requireOrg(be, params.org_id),
+    query: parsePage,
+    handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      requireOrg(be, orgId);
-      const page = parsePage(req);
       const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
       return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
     },

@@ -40,9 +40,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version',
     reply: dataReplies.versions,
-    handler: ({ req, be, params }) => {
-      const po = requirePo(be, params.uid);
-      const page = parsePage(req);
+    load: ({ be, params }) => requirePo(be, params.uid),
+    query: parsePage,
+    handler: ({ req, be, loaded: po, query: page }) => {
       const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
       return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
     },
@@ -74,10 +74,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.versions,
-    handler: ({ req, be, params }) => {
-      const po = requirePo(be, params.uid);
-      const v = requireVersion(be, po, params.version_id);
-      const page = parsePage(req);
+    load: ({ be, params }) => requireVersion(be, requirePo(be, params.uid), params.version_id),
+    query: parsePage,
+    handler: ({ req, be, loaded: v, query: page }) => {
       return ok({ data: page.offset === 0 ? [versionJson(be, v)] : [], paging: pagingOf(req, page, 1) });
     },
   });
@@ -86,8 +85,8 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'put',
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
-      const { items, path } = updateItems(req);
+    body: updateItems,
+    handler: ({ req, be, params, body: { items, path } }) => {
       const po = requirePo(be, params.uid);
       const vid = params.version_id;
       requireVersion(be, po, vid);
@@ -107,12 +106,14 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id/revision',
     reply: dataReplies.revisions,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => {
       const po = requirePo(be, params.uid);
-      const vid = params.version_id;
-      requireVersion(be, po, vid);
-      const page = parsePage(req);
-      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, vid), page.offset, page.limit);
+      requireVersion(be, po, params.version_id);
+      return po;
+    },
+    query: parsePage,
+    handler: ({ req, be, params, loaded: po, query: page }) => {
+      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, params.version_id), page.offset, page.limit);
       return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
     },
   });

@@ -45,10 +45,10 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id',
     reply: dataReplies.roles,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => requireOrg(be, params.org_id),
+    query: parsePage,
+    handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      requireOrg(be, orgId);
-      const page = parsePage(req);
       return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
     },
   });
@@ -57,11 +57,14 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.roles,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => {
       const { org_id: orgId, role_name: name } = params;
       const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
       if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
-      const page = parsePage(req);
+      return role;
+    },
+    query: parsePage,
+    handler: ({ req, be, loaded: role, query: page }) => {
       return ok({ data: page.offset === 0 ? [withService(be, role)] : [], paging: pagingOf(req, page, 1) });
     },
   });
