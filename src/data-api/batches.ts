@@ -25,7 +25,7 @@ export function batchListBody(req: Req): Buffer {
 }
 
 /** Submits a BatchList (checked by `batchListBody`) to the request's ledger. */
-export async function postBatches(req: Req, be: DataBackend, body: Buffer): Promise<Answer> {
+export async function postBatches(be: DataBackend, body: Buffer, wait: number): Promise<Answer> {
   const r = await be.ledger.submit(body);
   if (!r.ok) {
     const message =
@@ -39,5 +39,5 @@ export async function postBatches(req: Req, be: DataBackend, body: Buffer): Prom
     throw new ApiError(SUBMIT_STATUS[r.code], message);
   }
   const eventId = await be.events.record(r.ids);
-  return linkReply(req, be, r.ids, eventId);
+  return linkReply(be, r.ids, eventId, wait);
 }

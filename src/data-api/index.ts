@@ -26,6 +26,7 @@ import { mount } from '../http/route.js';
 import { registerSchemas } from './schemas.js';
 import { Signers } from './signers.js';
 import { batchStatuses, statusesQuery } from './statuses.js';
+import { waitQuery } from '../http/wait.js';
 
 export type { ServiceLedger, ServiceResolver } from './backend.js';
 
@@ -73,8 +74,9 @@ export function dataApiRoutes(ctx: DataApiContext): DataRoutes {
     method: 'post',
     path: '/batches',
     reply: dataReplies.submitted,
+    query: waitQuery,
     body: batchListBody,
-    handler: ({ req, be, body }) => postBatches(req, be, body),
+    handler: ({ be, body, query: wait }) => postBatches(be, body, wait),
   });
   r.route({
     method: 'get',

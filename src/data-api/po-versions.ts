@@ -14,7 +14,7 @@ import { requirePo, versionCreate, versionUpdate } from './po-common.js';
 import { revisionJson, versionJson } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
 import { show } from '../http/show.js';
 
@@ -53,9 +53,10 @@ export function registerPoVersions(r: DataRouter): void {
     path: '/purchase_order/:uid/version',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, params, body: items }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: items, query }) => {
       const po = requirePo(be, params.uid);
-      const signer = be.signers.pick(req);
+      const signer = be.signers.pick(query.signer);
       const seen = new Set<string>();
       const planned = items.map((item, i) => {
         const path = `data[${i}]`;
@@ -66,7 +67,7 @@ export function registerPoVersions(r: DataRouter): void {
           throw bad(`\`${path}.version_id\`: version ${vid} already exists in purchase order ${po.uid}`);
         return { action: { ...v, action: 'create_version' }, path };
       });
-      return submitActions(req, be, signer, planned);
+      return submitActions(be, signer, planned, query.wait);
     },
   });
 
@@ -86,11 +87,12 @@ export function registerPoVersions(r: DataRouter): void {
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.submitted,
     body: updateItems,
-    handler: ({ req, be, params, body: { items, path } }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: { items, path }, query }) => {
       const po = requirePo(be, params.uid);
       const vid = params.version_id;
       requireVersion(be, po, vid);
-      const signer = be.signers.pick(req);
+      const signer = be.signers.pick(query.signer);
       const planned = items.map((item, i) => {
         const p = path(i);
         if (!isObj(item)) throw bad(`\`${p || 'body'}\` must be a version object`);
@@ -98,7 +100,7 @@ export function registerPoVersions(r: DataRouter): void {
           throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
         return { action: { ...versionUpdate(be, po, { ...item, version_id: vid }, p, 'current'), action: 'update_version' }, path: p };
       });
-      return submitActions(req, be, signer, planned);
+      return submitActions(be, signer, planned, query.wait);
     },
   });
 
