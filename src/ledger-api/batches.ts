@@ -86,7 +86,7 @@ interface ListAt extends ListQuery {
 
 /**
  * The list query's parser: `limit`/`start`, `head` and `id` (listQuery), then the head
- * looked up (404 code 70), then `reverse` (400 code 57), in that order.
+ * looked up (404 code 50), then `reverse` (400 code 57), in that order.
  */
 function listAt(chain: ChainReader): (req: Req) => ListAt {
   return (req) => {

@@ -44,7 +44,7 @@ interface BlocksAt extends ListQuery {
 
 /**
  * The block list's parser: `limit`/`start`, `head` and `id` (listQuery), then the head
- * looked up (404 code 70), then, unless blocks are picked by id, `reverse` (400 code 57).
+ * looked up (404 code 50), then, unless blocks are picked by id, `reverse` (400 code 57).
  */
 function blocksAt(chain: ChainReader): (req: Req) => BlocksAt {
   return (req) => {

@@ -39,7 +39,7 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
   }
 }
 
-/** The `head` query of the state routes, looked up (404 code 50 for a head not on the chain). */
+/** The `head` query of the state routes, looked up (404 code 70 for a head not on the chain). */
 function stateHead(chain: ChainReader, req: Req): ResolvedHead {
   return chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
 }
