@@ -8,6 +8,7 @@ import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { Committer } from '../src/ledger/committer.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
+import { watchLmdbWriteErrors } from '../src/store/write-errors.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
 
@@ -26,6 +27,10 @@ const halt = (what: string, err: unknown): void =>
   void writeFailure(err).then((cause) => committer.halt(`${what} in the committer thread: ${cause.message}`));
 process.on('unhandledRejection', (err) => halt('unhandled promise rejection', err));
 process.on('uncaughtException', (err) => halt('uncaught exception', err));
+// A commit whose pages could not be written (lmdb-js prints it and settles none of its
+// promises): the blocks in flight will never be durable, so the committer fails now and the
+// ledger recovers it, instead of waiting out the stall limit with every batch held.
+watchLmdbWriteErrors((err) => committer.fail('WRITE_FAILED', `the storage library could not write a transaction: ${err.message}`));
 
 port.on('message', (m: ToCommitter) => {
   if (m.type === 'enqueue') committer.enqueue(m.seg, m.batches);

@@ -250,6 +250,11 @@ export class Committer {
     this.#fail('UNHANDLED', message);
   }
 
+  /** Stops the committer: `code` says why (a write the storage library reported as failed, for one). */
+  fail(code: CommitterFaultCode, message: string): void {
+    this.#fail(code, message);
+  }
+
   /**
    * A write failed: the blocks built on it are in memory only, so the committer stops
    * here (nothing more is built, written or settled) and reports it; the node stops
