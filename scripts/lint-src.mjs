@@ -4,7 +4,16 @@
  *
  * - no positional path parameters (`params[`): handlers read named ones (`params.block_id`),
  *   typed from the route's path (src/http/route.ts);
- * - no `any` as a type (`: any`, `as any`, `<any`, `, any>`): the types come from the parsers.
+ * - no `any` as a type (`: any`, `as any`, `<any`, `, any>`): the types come from the parsers;
+ * - no route handler (or load step) that reads the request's query or body itself: the
+ *   raw `req.query`/`req.body` (also as `c.req.query`, and the default `query.get(...)`),
+ *   `URLSearchParams`, `JSON.parse`, or a call of one of the query and body parsers
+ *   (`objectBody(...)`, `parsePage(...)`...). It declares `query:`/`body:` parsers instead
+ *   (src/http/route.ts), which run after its `load` step, so refusals keep their order. A
+ *   handler is the value of a `handler:` or `load:` property, up to the end of its route.
+ *   A handler that hands the request to a function of the linted tree that reads the raw
+ *   query or body (directly or through another such function) fails too, unless the
+ *   function only echoes the query into links (LINK_BUILDERS).
  *
  * Comments, strings and regular expressions are blanked before matching, so prose that
  * says "any" is no finding. Usage: `node scripts/lint-src.mjs [dir ...]` (default: src);
@@ -21,6 +30,80 @@ const RULES = [
   { re: /<\s*any\b/, what: '`any` type argument' },
   { re: /,\s*any\s*[>,]/, what: '`any` type argument' },
 ];
+
+/** What a handler or load step must not do: read the query or body without the route's parsers. */
+const HANDLER_RULES = [
+  { re: /\breq\s*\.\s*(?:query|body)\b/g, what: 'handler reads the raw query or body (declare a query: or body: parser)' },
+  {
+    re: /(?<![\w$.])query\s*\.\s*(?:get|getAll|has|entries|keys|values|forEach)\s*\(/g,
+    what: 'handler reads the raw query (declare a query: parser)',
+  },
+  { re: /\bURLSearchParams\b/g, what: 'handler reads the raw query (declare a query: parser)' },
+  { re: /\bJSON\s*\.\s*parse\b/g, what: 'handler parses JSON itself (declare a body: parser)' },
+  {
+    re: /\b(?:parseJson|parseJsonBody|objectBody|dataItems|credentialsBody|nodeFromBody|batchListBody|idArrayBody|parsePage|parsePageQuery|parsePaging|parseReverse|listQuery|filterIds|idQuery|idsAndWait|waitQuery|statusesQuery)\s*\(/g,
+    what: "handler calls a query or body parser (declare it as the route's query: or body: parser)",
+  },
+];
+
+/** Functions that read the request's query only to echo it into the reply's links. */
+const LINK_BUILDERS = new Set(['selfUrl', 'buildUrl', 'pagingOf', 'listBody', 'pagingEnvelope', 'baseUrl', 'callbackUri']);
+
+const RAW_READ = /\breq\s*\.\s*(?:query|body)\b/;
+
+/** Top-level function declarations of `code`: name and body (to the first line that is a lone `}`). */
+function functionsOf(code) {
+  const out = [];
+  for (const m of code.matchAll(/^(?:export\s+)?(?:async\s+)?function\s*\*?\s*([\w$]+)/gm)) {
+    const end = code.indexOf('\n}', m.index);
+    out.push({ name: m[1], body: code.slice(m.index + m[0].length, end === -1 ? code.length : end) });
+  }
+  return out;
+}
+
+/**
+ * The names of the functions (of all the `texts`) that read a request's raw query or
+ * body, directly or by calling another such function; link builders left out.
+ */
+export function readerNames(texts) {
+  const fns = texts.flatMap((t) => functionsOf(codeOnly(t))).filter((f) => !LINK_BUILDERS.has(f.name));
+  const readers = new Set(fns.filter((f) => RAW_READ.test(f.body)).map((f) => f.name));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const f of fns) {
+      if (readers.has(f.name)) continue;
+      if ([...readers].some((r) => new RegExp(`(?<![\\w$.])${r.replace(/\$/g, '\\$')}\\s*\\(`).test(f.body))) {
+        readers.add(f.name);
+        grew = true;
+      }
+    }
+  }
+  return readers;
+}
+
+/**
+ * The spans of `code` (comments and strings blanked) that are route handlers or load
+ * steps: from after `handler:` / `load:` to the `,` or closing bracket that ends the
+ * property's value.
+ */
+export function handlerSpans(code) {
+  const spans = [];
+  for (const m of code.matchAll(/\b(?:handler|load)\s*:/g)) {
+    const from = m.index + m[0].length;
+    let depth = 0;
+    let i = from;
+    for (; i < code.length; i++) {
+      const c = code[i];
+      if (c === '(' || c === '[' || c === '{') depth++;
+      else if (c === ')' || c === ']' || c === '}') {
+        if (depth === 0) break;
+        depth--;
+      } else if (c === ',' && depth === 0) break;
+    }
+    spans.push([from, i]);
+  }
+  return spans;
+}
 
 const SOURCE = /\.(?:ts|mts|cts|tsx|js|mjs|cjs)$/;
 
@@ -140,25 +223,50 @@ export function codeOnly(text) {
   return out.join('');
 }
 
-/** Findings in `text`: `{line, what}` per rule broken, in line order. */
-export function findings(text) {
+/**
+ * Findings in `text`: `{line, what}` per rule broken, in line order. `readers`: names of
+ * functions that read the raw query or body (readerNames), which handlers must not call.
+ */
+export function findings(text, readers = new Set()) {
   const found = [];
-  codeOnly(text)
-    .split('\n')
-    .forEach((line, k) => {
-      for (const rule of RULES) if (rule.re.test(line)) found.push({ line: k + 1, what: rule.what });
-    });
-  return found;
+  const code = codeOnly(text);
+  code.split('\n').forEach((line, k) => {
+    for (const rule of RULES) if (rule.re.test(line)) found.push({ line: k + 1, what: rule.what });
+  });
+  const lineOf = (at) => code.slice(0, at).split('\n').length;
+  const seen = new Set();
+  for (const [from, to] of handlerSpans(code)) {
+    const span = code.slice(from, to);
+    for (const rule of HANDLER_RULES) {
+      for (const m of span.matchAll(rule.re)) {
+        const line = lineOf(from + m.index);
+        const key = `${line}:${rule.what}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        found.push({ line, what: rule.what });
+      }
+    }
+    for (const m of span.matchAll(/(?<![\w$.])([\w$]+)\s*\(/g)) {
+      const name = m[1];
+      if (!readers.has(name) || HANDLER_RULES[4].re.source.includes(`|${name}|`)) continue;
+      const line = lineOf(from + m.index);
+      const key = `${line}:${name}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      found.push({ line, what: `handler calls ${name}, which reads the raw query or body (make it the route's query: or body: parser)` });
+    }
+  }
+  return found.sort((a, b) => a.line - b.line);
 }
 
 function main(dirs) {
   let count = 0;
-  for (const dir of dirs) {
-    for (const file of sources(dir)) {
-      for (const f of findings(readFileSync(file, 'utf8'))) {
-        console.error(`${relative(process.cwd(), file)}:${f.line}: ${f.what}`);
-        count++;
-      }
+  const files = dirs.flatMap((dir) => sources(dir).map((file) => ({ file, text: readFileSync(file, 'utf8') })));
+  const readers = readerNames(files.map((f) => f.text));
+  for (const { file, text } of files) {
+    for (const f of findings(text, readers)) {
+      console.error(`${relative(process.cwd(), file)}:${f.line}: ${f.what}`);
+      count++;
     }
   }
   if (count > 0) {

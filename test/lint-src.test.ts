@@ -72,3 +72,68 @@ t.test('the project source itself is clean', async (t) => {
   const r = spawnSync(process.execPath, [SCRIPT], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8' });
   t.equal(r.status, 0, r.stderr);
 });
+
+t.test('a handler or load step that reads the query or body itself fails; parsers and links pass', async (t) => {
+  const parsers = [
+    "import type { Req } from './server.js';",
+    '/** Reads the body: a parser. */',
+    'export function objectBody(req: Req): object {',
+    "  return JSON.parse(req.body.toString('utf8')) as object;",
+    '}',
+    '/** Reads the query through another function: a reader too. */',
+    'export function pageOf(req: Req): number {',
+    '  return limitOf(req) * 2;',
+    '}',
+    'function limitOf(req: Req): number {',
+    "  return Number(req.query.get('limit'));",
+    '}',
+    '/** Echoes the query into a link: allowed in a handler. */',
+    'export function selfUrl(req: Req): string {',
+    // `#` stands for a template literal's `${` (biome flags `${` in a plain string).
+    '  return `#req.path}?#req.query.toString()}`;'.replaceAll('#', DOLLAR_BRACE),
+    '}',
+  ].join('\n');
+  const routes = [
+    "import { objectBody, pageOf, selfUrl } from './parsers.js';",
+    'r.add({',
+    "  path: '/good',",
+    '  load: ({ params }) => find(params.id),',
+    '  query: pageOf,',
+    '  body: (req) => objectBody(req),',
+    '  handler: ({ req, query, body }) => answer({ query, body, link: selfUrl(req) }),',
+    '});',
+    'r.add({',
+    "  path: '/bad',",
+    '  handler: ({ req }) => {',
+    "    const q = req.query.get('q');",
+    '    const b = objectBody(req);',
+    '    const n = pageOf(req);',
+    '    return answer({ q, b, n });',
+    '  },',
+    '});',
+    'r.add({',
+    "  path: '/worse',",
+    '  load: (c) => find(c.req.body),',
+    "  handler: ({ query }) => answer(JSON.parse(query.get('x') ?? '') as unknown),",
+    '});',
+    "r.add({ path: '/raw', handler: ({ req }) => answer(new URLSearchParams(req.rawQuery)) });",
+    "// In prose, a handler: that reads req.query is no finding; nor is 'handler: req.body' in a string.",
+  ].join('\n');
+  const r = lint({ 'parsers.ts': parsers, 'routes.ts': routes });
+  t.equal(r.status, 1, r.out);
+  const lines = r.out.trim().split('\n');
+  t.same(
+    lines.map((l) => l.replace(/\\/g, '/').replace(/^.*?routes\.ts:/, '')),
+    [
+      '12: handler reads the raw query or body (declare a query: or body: parser)',
+      "13: handler calls a query or body parser (declare it as the route's query: or body: parser)",
+      "14: handler calls pageOf, which reads the raw query or body (make it the route's query: or body: parser)",
+      '20: handler reads the raw query or body (declare a query: or body: parser)',
+      '21: handler reads the raw query (declare a query: parser)',
+      '21: handler parses JSON itself (declare a body: parser)',
+      '23: handler reads the raw query (declare a query: parser)',
+      'lint-src: 7 findings',
+    ],
+  );
+  t.notMatch(r.out, /parsers\.ts/, 'the parsers themselves may read the request');
+});

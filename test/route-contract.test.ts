@@ -144,3 +144,104 @@ t.test("the interfaces' route tables declare typed routes", async (t) => {
   t.equal(data.routes.length, 1);
   t.equal(data.routes[0]?.path, '/d/:id');
 });
+
+t.test('a load step refuses before the parsers, and its result is typed for parsers and handler', async (t) => {
+  const shelves = new Map([['a', { name: 'A', max: 2 }]]);
+  const order: string[] = [];
+  const r = route({
+    method: 'post',
+    path: '/shelf/:shelf_id/item',
+    load: async ({ params, who }) => {
+      order.push('load');
+      const shelf = shelves.get(params.shelf_id);
+      if (shelf === undefined) throw new ApiError(404, `Shelf ${params.shelf_id} not found (asked by ${who})`);
+      return shelf;
+    },
+    // The parsers' second argument is what load returned (here inferred, not annotated).
+    query: (req, shelf) => {
+      order.push('query');
+      const n = Number(req.query.get('n') ?? '1');
+      if (!(n >= 1 && n <= shelf.max)) throw new ApiError(400, `\`n\` must be 1 to ${shelf.max}`);
+      return n;
+    },
+    body: (req, shelf) => {
+      order.push('body');
+      if (req.body.length === 0) throw new ApiError(400, `A body is required for ${shelf.name}`);
+      return req.body.toString('utf8');
+    },
+    reply: {},
+    handler: ({ loaded, query, body }) => {
+      order.push('handler');
+      // @ts-expect-error: the load step returns no `size`
+      const size: number = loaded.size;
+      return answer({ shelf: loaded.name, n: query, item: body, size });
+    },
+  });
+  const enter = { enter: () => ({ who: 'me' }) };
+  t.same(await answerOf(runRoute(enter, r, request('/shelf/a/item', ['a'], 'n=2', 'pen'))), { shelf: 'A', n: 2, item: 'pen' });
+  t.same(order, ['load', 'query', 'body', 'handler']);
+
+  const refusal = async (req: Req): Promise<ApiError> => {
+    order.length = 0;
+    const err = await runRoute(enter, r, req).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    if (!(err instanceof ApiError)) throw new Error('not refused');
+    return err;
+  };
+  // Wrong twice (no such shelf, bad n, no body): the load step's 404 is the answer, as it
+  // was when the lookup came first in the handler; the parsers never ran.
+  const both = await refusal(request('/shelf/zz/item', ['zz'], 'n=9', ''));
+  t.same([both.status, both.message, order], [404, 'Shelf zz not found (asked by me)', ['load']]);
+  const bad = await refusal(request('/shelf/a/item', ['a'], 'n=3', ''));
+  t.same([bad.status, bad.message, order], [400, '`n` must be 1 to 2', ['load', 'query']]);
+  const empty = await refusal(request('/shelf/a/item', ['a'], 'n=1', ''));
+  t.same([empty.status, empty.message, order], [400, 'A body is required for A', ['load', 'query', 'body']]);
+  // The enter hook's refusal still comes before all of it.
+  order.length = 0;
+  const denied = await runRoute(
+    {
+      enter: () => {
+        throw new ApiError(401, 'no');
+      },
+    },
+    r,
+    request('/shelf/zz/item', ['zz']),
+  ).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.equal((denied as ApiError).status, 401);
+  t.same(order, []);
+
+  // Without a load step the handler's `loaded` is undefined.
+  const plain = route({ method: 'get', path: '/plain', reply: {}, handler: ({ loaded }) => answer({ loaded: loaded === undefined }) });
+  t.same(await answerOf(runRoute(enter, plain, request('/plain', []))), { loaded: true });
+});
+
+t.test("the node API's load step sees the secured caller", async (t) => {
+  const node = new Router();
+  node.add({
+    method: 'post',
+    path: '/u/:name',
+    permission: 'authenticated',
+    load: ({ identity }) => {
+      if (identity.kind !== 'user') throw new ApiError(403, 'users only');
+      return { user: identity.userId };
+    },
+    body: (req, me) => ({ text: req.body.toString('utf8'), by: me.user }),
+    reply: {},
+    handler: ({ loaded, body, params }) => answer({ user: loaded.user, body, name: params.name }),
+  });
+  const [r] = node.routes;
+  if (!r) throw new Error('no route');
+  const asUser = { enter: () => ({ identity: { kind: 'user' as const, userId: 'u1', via: 'biome' as const }, version: 2 as const }) };
+  t.same(await answerOf(runRoute(asUser, r, request('/u/x', ['x'], '', 'hi'))), { user: 'u1', body: { text: 'hi', by: 'u1' }, name: 'x' });
+  const asKey = { enter: () => ({ identity: { kind: 'key' as const, publicKey: 'ab' }, version: 2 as const }) };
+  const err = await runRoute(asKey, r, request('/u/x', ['x'])).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  t.same([(err as ApiError).status, (err as ApiError).message], [403, 'users only']);
+});

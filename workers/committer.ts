@@ -10,6 +10,7 @@ import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
+import { watchLmdbWriteErrors } from '../src/store/write-errors.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
 import { composeNodeCommitter } from '../src/ledger/compose.js';
 import { composeCircuitCommitter } from '../src/scabbard/compose.js';
@@ -62,6 +63,10 @@ const halt = (what: string, err: unknown): void =>
   void writeFailure(err).then((cause) => committer.halt(`${what} in the committer thread: ${cause.message}`));
 process.on('unhandledRejection', (err) => halt('unhandled promise rejection', err));
 process.on('uncaughtException', (err) => halt('uncaught exception', err));
+// A commit whose pages could not be written (lmdb-js prints it and settles none of its
+// promises): the blocks in flight will never be durable, so the committer fails now and the
+// ledger recovers it, instead of waiting out the stall limit with every batch held.
+watchLmdbWriteErrors((err) => committer.fail('WRITE_FAILED', `the storage library could not write a transaction: ${err.message}`));
 
 port.on('message', (m: ToCommitter) => {
   if (m.type !== 'shutdown') return handle(m);

@@ -14,7 +14,7 @@ import { agentJson, requireOrg, sameService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
 
 const CREATE: Shape = {
@@ -59,10 +59,10 @@ export function registerAgents(r: DataRouter): void {
     method: 'get',
     path: '/organization/:org_id/agent',
     reply: dataReplies.agents,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => requireOrg(be, params.org_id),
+    query: parsePage,
+    handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      requireOrg(be, orgId);
-      const page = parsePage(req);
       const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
       return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
     },
@@ -109,10 +109,11 @@ export function registerAgents(r: DataRouter): void {
     path: '/organization/:org_id/agent',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, params, body: items }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: items, query }) => {
       const orgId = params.org_id;
       requireOrg(be, orgId);
-      const signer = be.signers.pick(req);
+      const signer = be.signers.pick(query.signer);
       const seen = new Set<string>();
       const planned = items.map((item, i) => {
         const path = `data[${i}]`;
@@ -126,7 +127,7 @@ export function registerAgents(r: DataRouter): void {
         if (existing !== undefined) throw bad(`\`${path}.public_key\`: agent ${pk} already exists`);
         return { action: agentAction(be, o, orgId, path, 'create_agent', true), path };
       });
-      return submitActions(req, be, signer, planned);
+      return submitActions(be, signer, planned, query.wait);
     },
   });
 
@@ -135,17 +136,21 @@ export function registerAgents(r: DataRouter): void {
     path: '/organization/:org_id/agent/:public_key',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const { org_id: orgId, public_key: pk } = params;
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'public_key', pk, '');
       sameService(be, o.service_id, 'service_id');
       const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
       if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [
-        { action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' },
-      ]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(
+        be,
+        signer,
+        [{ action: agentAction(be, { ...o, public_key: pk }, orgId, '', 'update_agent', agent.active), path: '' }],
+        query.wait,
+      );
     },
   });
 }

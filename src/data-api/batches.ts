@@ -12,7 +12,8 @@ import { linkReply } from './submit.js';
 
 const SUBMIT_STATUS = { EMPTY: 400, UNDECODABLE: 400, INVALID: 400, QUEUE_FULL: 429, UNAVAILABLE: 503 } as const;
 
-export async function postBatches(req: Req, be: DataBackend): Promise<Answer> {
+/** The body of POST /batches: the BatchList bytes, refused when sent as something else or empty. */
+export function batchListBody(req: Req): Buffer {
   const [mediaType = ''] = (req.headers['content-type'] ?? '').split(';');
   const ct = mediaType.trim().toLowerCase();
   // Upstream's CLI sends no content type; JSON or form bodies are clearly something else.
@@ -20,7 +21,12 @@ export async function postBatches(req: Req, be: DataBackend): Promise<Answer> {
     throw new ApiError(415, 'POST /batches takes a protobuf BatchList (Content-Type: application/octet-stream)');
   }
   if (req.body.length === 0) throw new ApiError(400, 'The BatchList is empty: submit at least one batch');
-  const r = await be.ledger.submit(req.body);
+  return req.body;
+}
+
+/** Submits a BatchList (checked by `batchListBody`) to the request's ledger. */
+export async function postBatches(be: DataBackend, body: Buffer, wait: number): Promise<Answer> {
+  const r = await be.ledger.submit(body);
   if (!r.ok) {
     const message =
       r.code === 'QUEUE_FULL'
@@ -33,5 +39,5 @@ export async function postBatches(req: Req, be: DataBackend): Promise<Answer> {
     throw new ApiError(SUBMIT_STATUS[r.code], message);
   }
   const eventId = await be.events.record(r.ids);
-  return linkReply(req, be, r.ids, eventId);
+  return linkReply(be, r.ids, eventId, wait);
 }

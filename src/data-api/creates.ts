@@ -4,12 +4,11 @@
  * within the request and not taken yet; then all records go into ONE batch signed by the
  * chosen key. Each resource supplies only what differs: the id check and the action.
  */
-import type { Req } from '../http/server.js';
 import type { Answer } from '../http/route.js';
 import type { GridActionInput } from '../families/grid/index.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
-import { submitActions } from './submit.js';
+import { submitActions, type WriteQuery } from './submit.js';
 import { at, bad, checkId, checkShape, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
 
 export interface CreateSpec {
@@ -27,8 +26,8 @@ export interface CreateSpec {
 }
 
 /** `items`: the request's `data` list, as the route's body parser (dataItems) read it. */
-export function submitCreates(req: Req, be: DataBackend, items: unknown[], spec: CreateSpec): Promise<Answer> {
-  const signer = be.signers.pick(req);
+export function submitCreates(be: DataBackend, query: WriteQuery, items: unknown[], spec: CreateSpec): Promise<Answer> {
+  const signer = be.signers.pick(query.signer);
   const seen = new Set<string>();
   const planned = items.map((item, i) => {
     const path = `data[${i}]`;
@@ -45,5 +44,5 @@ export function submitCreates(req: Req, be: DataBackend, items: unknown[], spec:
     if (taken !== undefined) throw bad(`\`${idPath}\`: ${taken}`);
     return { action: spec.action(o, id, path), path };
   });
-  return submitActions(req, be, signer, planned);
+  return submitActions(be, signer, planned, query.wait);
 }

@@ -13,7 +13,7 @@ import { registerAgents } from './agents.js';
 import { DataAuth, type DataAuthDeps } from './auth.js';
 import { log } from '../log.js';
 import { Backends, type ServiceResolver } from './backend.js';
-import { postBatches } from './batches.js';
+import { batchListBody, postBatches } from './batches.js';
 import { registerLocations } from './locations.js';
 import { registerOrganizations } from './organizations.js';
 import { registerPoVersions } from './po-versions.js';
@@ -25,7 +25,8 @@ import { dataReplies } from './replies.js';
 import { mount } from '../http/route.js';
 import { registerSchemas } from './schemas.js';
 import { Signers } from './signers.js';
-import { batchStatuses } from './statuses.js';
+import { batchStatuses, statusesQuery } from './statuses.js';
+import { waitQuery } from '../http/wait.js';
 
 export type { ServiceLedger, ServiceResolver } from './backend.js';
 
@@ -73,13 +74,16 @@ export function dataApiRoutes(ctx: DataApiContext): DataRoutes {
     method: 'post',
     path: '/batches',
     reply: dataReplies.submitted,
-    handler: ({ req, be }) => postBatches(req, be),
+    query: waitQuery,
+    body: batchListBody,
+    handler: ({ be, body, query: wait }) => postBatches(be, body, wait),
   });
   r.route({
     method: 'get',
     path: '/batch_statuses',
     reply: dataReplies.statuses,
-    handler: ({ req, be }) => batchStatuses(req, be),
+    query: statusesQuery,
+    handler: ({ req, be, query }) => batchStatuses(req, be, query),
   });
   registerOrganizations(r);
   registerAgents(r);

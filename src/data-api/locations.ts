@@ -17,7 +17,7 @@ import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
@@ -72,8 +72,9 @@ export function registerLocations(r: DataRouter): void {
     path: '/location',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, body }) =>
-      submitCreates(req, be, body, {
+    query: writeQuery,
+    handler: ({ be, body, query }) =>
+      submitCreates(be, query, body, {
         shape: CREATE,
         idField: 'location_id',
         invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
@@ -91,7 +92,8 @@ export function registerLocations(r: DataRouter): void {
     path: '/location/:location_id',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const id = params.location_id;
       samePath(o, 'location_id', id, '');
       sameService(be, o.service_id, 'service_id');
@@ -100,10 +102,13 @@ export function registerLocations(r: DataRouter): void {
         throw bad(`\`owner\` cannot change (the location belongs to ${l.owner})`);
       }
       const properties = checkPropertyValues(o.properties, 'properties');
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [
-        { action: { action: 'update_location', location_id: id, location_namespace: o.location_namespace, properties }, path: '' },
-      ]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(
+        be,
+        signer,
+        [{ action: { action: 'update_location', location_id: id, location_namespace: o.location_namespace, properties }, path: '' }],
+        query.wait,
+      );
     },
   });
 
@@ -111,11 +116,12 @@ export function registerLocations(r: DataRouter): void {
     method: 'del',
     path: '/location/:location_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    query: writeQuery,
+    handler: ({ be, params, query }) => {
       const id = params.location_id;
       stored(be, id);
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }], query.wait);
     },
   });
 }

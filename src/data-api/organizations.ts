@@ -11,7 +11,7 @@ import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions, type Planned } from './submit.js';
+import { submitActions, type Planned, writeQuery } from './submit.js';
 import { bad, checkId, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
@@ -52,8 +52,9 @@ export function registerOrganizations(r: DataRouter): void {
     path: '/organization',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, body: items }) => {
-      const signer = be.signers.pick(req);
+    query: writeQuery,
+    handler: ({ be, body: items, query }) => {
+      const signer = be.signers.pick(query.signer);
       if (items.length > 1) {
         throw bad(
           "`data`: one organization per request: its signer becomes the organization's admin agent, and a key is an agent of one organization only",
@@ -73,7 +74,7 @@ export function registerOrganizations(r: DataRouter): void {
       if (Array.isArray(o.locations) && o.locations.length > 0) {
         planned.push({ action: { action: 'update_organization', id, locations: o.locations }, path: 'data[0]' });
       }
-      return submitActions(req, be, signer, planned);
+      return submitActions(be, signer, planned, query.wait);
     },
   });
 
@@ -82,13 +83,14 @@ export function registerOrganizations(r: DataRouter): void {
     path: '/organization/:id',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const id = params.id;
       samePath(o, 'id', id, '');
       sameService(be, o.service_id, 'service_id');
       if (!be.rm.has('organization', gridKeys.organization(id))) throw new ApiError(404, `Organization ${id} not found`);
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }], query.wait);
     },
   });
 }

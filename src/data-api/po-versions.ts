@@ -14,7 +14,7 @@ import { requirePo, versionCreate, versionUpdate } from './po-common.js';
 import { revisionJson, versionJson } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
 import { show } from '../http/show.js';
 
@@ -40,9 +40,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version',
     reply: dataReplies.versions,
-    handler: ({ req, be, params }) => {
-      const po = requirePo(be, params.uid);
-      const page = parsePage(req);
+    load: ({ be, params }) => requirePo(be, params.uid),
+    query: parsePage,
+    handler: ({ req, be, loaded: po, query: page }) => {
       const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
       return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
     },
@@ -53,9 +53,10 @@ export function registerPoVersions(r: DataRouter): void {
     path: '/purchase_order/:uid/version',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, params, body: items }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: items, query }) => {
       const po = requirePo(be, params.uid);
-      const signer = be.signers.pick(req);
+      const signer = be.signers.pick(query.signer);
       const seen = new Set<string>();
       const planned = items.map((item, i) => {
         const path = `data[${i}]`;
@@ -66,7 +67,7 @@ export function registerPoVersions(r: DataRouter): void {
           throw bad(`\`${path}.version_id\`: version ${vid} already exists in purchase order ${po.uid}`);
         return { action: { ...v, action: 'create_version' }, path };
       });
-      return submitActions(req, be, signer, planned);
+      return submitActions(be, signer, planned, query.wait);
     },
   });
 
@@ -74,10 +75,9 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.versions,
-    handler: ({ req, be, params }) => {
-      const po = requirePo(be, params.uid);
-      const v = requireVersion(be, po, params.version_id);
-      const page = parsePage(req);
+    load: ({ be, params }) => requireVersion(be, requirePo(be, params.uid), params.version_id),
+    query: parsePage,
+    handler: ({ req, be, loaded: v, query: page }) => {
       return ok({ data: page.offset === 0 ? [versionJson(be, v)] : [], paging: pagingOf(req, page, 1) });
     },
   });
@@ -86,12 +86,13 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'put',
     path: '/purchase_order/:uid/version/:version_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
-      const { items, path } = updateItems(req);
+    body: updateItems,
+    query: writeQuery,
+    handler: ({ be, params, body: { items, path }, query }) => {
       const po = requirePo(be, params.uid);
       const vid = params.version_id;
       requireVersion(be, po, vid);
-      const signer = be.signers.pick(req);
+      const signer = be.signers.pick(query.signer);
       const planned = items.map((item, i) => {
         const p = path(i);
         if (!isObj(item)) throw bad(`\`${p || 'body'}\` must be a version object`);
@@ -99,7 +100,7 @@ export function registerPoVersions(r: DataRouter): void {
           throw bad(`\`${at(p, 'version_id')}\` (${show(item.version_id)}) does not match the path (${vid})`);
         return { action: { ...versionUpdate(be, po, { ...item, version_id: vid }, p, 'current'), action: 'update_version' }, path: p };
       });
-      return submitActions(req, be, signer, planned);
+      return submitActions(be, signer, planned, query.wait);
     },
   });
 
@@ -107,12 +108,14 @@ export function registerPoVersions(r: DataRouter): void {
     method: 'get',
     path: '/purchase_order/:uid/version/:version_id/revision',
     reply: dataReplies.revisions,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => {
       const po = requirePo(be, params.uid);
-      const vid = params.version_id;
-      requireVersion(be, po, vid);
-      const page = parsePage(req);
-      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, vid), page.offset, page.limit);
+      requireVersion(be, po, params.version_id);
+      return po;
+    },
+    query: parsePage,
+    handler: ({ req, be, params, loaded: po, query: page }) => {
+      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, params.version_id), page.offset, page.limit);
       return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
     },
   });

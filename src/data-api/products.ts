@@ -14,7 +14,7 @@ import { checkPropertyValues } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
@@ -57,8 +57,9 @@ export function registerProducts(r: DataRouter): void {
     path: '/product',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, body }) =>
-      submitCreates(req, be, body, {
+    query: writeQuery,
+    handler: ({ be, body, query }) =>
+      submitCreates(be, query, body, {
         shape: CREATE,
         idField: 'product_id',
         invalidId: gtinError,
@@ -76,17 +77,21 @@ export function registerProducts(r: DataRouter): void {
     path: '/product/:product_id',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const id = params.product_id;
       samePath(o, 'product_id', id, '');
       sameService(be, o.service_id, 'service_id');
       const p = stored(be, id);
       if (o.owner !== undefined && o.owner !== p.owner) throw bad(`\`owner\` cannot change (the product belongs to ${p.owner})`);
       const properties = checkPropertyValues(o.properties, 'properties');
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [
-        { action: { action: 'update_product', product_id: id, product_namespace: o.product_namespace, properties }, path: '' },
-      ]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(
+        be,
+        signer,
+        [{ action: { action: 'update_product', product_id: id, product_namespace: o.product_namespace, properties }, path: '' }],
+        query.wait,
+      );
     },
   });
 
@@ -94,11 +99,12 @@ export function registerProducts(r: DataRouter): void {
     method: 'del',
     path: '/product/:product_id',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    query: writeQuery,
+    handler: ({ be, params, query }) => {
       const id = params.product_id;
       stored(be, id);
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }], query.wait);
     },
   });
 }

@@ -18,7 +18,7 @@ import type { Slice } from '../ledger/read-model/reader.js';
 import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
@@ -106,8 +106,9 @@ export function registerPurchaseOrders(r: DataRouter): void {
     path: '/purchase_order',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, body }) =>
-      submitCreates(req, be, body, {
+    query: writeQuery,
+    handler: ({ be, body, query }) =>
+      submitCreates(be, query, body, {
         shape: CREATE,
         idField: 'uid',
         taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
@@ -138,7 +139,8 @@ export function registerPurchaseOrders(r: DataRouter): void {
     path: '/purchase_order/:uid',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const po = requirePo(be, params.uid);
       samePath(o, 'po_uid', po.uid, '');
       samePath(o, 'uid', po.uid, '');
@@ -150,7 +152,7 @@ export function registerPurchaseOrders(r: DataRouter): void {
         uniqueIn(seen, u.version_id as string, `${path}.version_id`);
         return u;
       });
-      const signer = be.signers.pick(req);
+      const signer = be.signers.pick(query.signer);
       const action = {
         action: 'update_po',
         po_uid: po.uid,
@@ -160,7 +162,7 @@ export function registerPurchaseOrders(r: DataRouter): void {
         alternate_ids: o.alternate_ids ?? po.alternate_ids.map((a) => `${a.id_type}:${a.id}`),
         version_updates: versionUpdates,
       };
-      return submitActions(req, be, signer, [{ action, path: '' }]);
+      return submitActions(be, signer, [{ action, path: '' }], query.wait);
     },
   });
 }

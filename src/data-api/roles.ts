@@ -11,7 +11,7 @@ import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { checkShape, dataItems, objectBody, reqString, samePath, type Obj, type Shape } from './validate.js';
 
 const CREATE: Shape = {
@@ -45,10 +45,10 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id',
     reply: dataReplies.roles,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => requireOrg(be, params.org_id),
+    query: parsePage,
+    handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      requireOrg(be, orgId);
-      const page = parsePage(req);
       return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
     },
   });
@@ -57,11 +57,14 @@ export function registerRoles(r: DataRouter): void {
     method: 'get',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.roles,
-    handler: ({ req, be, params }) => {
+    load: ({ be, params }) => {
       const { org_id: orgId, role_name: name } = params;
       const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
       if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
-      const page = parsePage(req);
+      return role;
+    },
+    query: parsePage,
+    handler: ({ req, be, loaded: role, query: page }) => {
       return ok({ data: page.offset === 0 ? [withService(be, role)] : [], paging: pagingOf(req, page, 1) });
     },
   });
@@ -71,10 +74,11 @@ export function registerRoles(r: DataRouter): void {
     path: '/role/:org_id',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, params, body }) => {
+    query: writeQuery,
+    handler: ({ be, params, body, query }) => {
       const orgId = params.org_id;
       requireOrg(be, orgId);
-      return submitCreates(req, be, body, {
+      return submitCreates(be, query, body, {
         shape: CREATE,
         idField: 'name',
         pathFields: { org_id: orgId },
@@ -89,14 +93,15 @@ export function registerRoles(r: DataRouter): void {
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const { org_id: orgId, role_name: name } = params;
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
       requireOrg(be, orgId);
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: roleAction(o, orgId, name, 'update_role'), path: '' }]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(be, signer, [{ action: roleAction(o, orgId, name, 'update_role'), path: '' }], query.wait);
     },
   });
 
@@ -104,11 +109,12 @@ export function registerRoles(r: DataRouter): void {
     method: 'del',
     path: '/role/:org_id/:role_name',
     reply: dataReplies.submitted,
-    handler: ({ req, be, params }) => {
+    query: writeQuery,
+    handler: ({ be, params, query }) => {
       const { org_id: orgId, role_name: name } = params;
       if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }], query.wait);
     },
   });
 }

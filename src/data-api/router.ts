@@ -34,8 +34,8 @@ export function dataBinding(backends: Backends, auth: DataAuth | null): ApiBindi
 export class DataRouter {
   readonly routes: DataRoute[] = [];
 
-  /** Declares a route: `params`, `query` and `body` of its handler are typed by its path and parsers. */
-  route<Path extends string, Q = URLSearchParams, B = Buffer>(def: RouteDef<DataCaller, never, Path, Q, B>): this {
+  /** Declares a route: `params`, `loaded`, `query` and `body` of its handler are typed by its path, load step and parsers. */
+  route<Path extends string, Q = URLSearchParams, B = Buffer, L = undefined>(def: RouteDef<DataCaller, never, Path, Q, B, object, L>): this {
     this.routes.push(def);
     return this;
   }

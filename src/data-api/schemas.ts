@@ -12,7 +12,7 @@ import { checkPropertyDefinitions, newDefinitions } from './properties.js';
 import { knownOrg, plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
-import { submitActions } from './submit.js';
+import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
 
 const CREATE: Shape = {
@@ -52,8 +52,9 @@ export function registerSchemas(r: DataRouter): void {
     path: '/schema',
     reply: dataReplies.submitted,
     body: dataItems,
-    handler: ({ req, be, body }) =>
-      submitCreates(req, be, body, {
+    query: writeQuery,
+    handler: ({ be, body, query }) =>
+      submitCreates(be, query, body, {
         shape: CREATE,
         idField: 'name',
         taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
@@ -71,7 +72,8 @@ export function registerSchemas(r: DataRouter): void {
     path: '/schema/:schema_name',
     reply: dataReplies.submitted,
     body: (req) => checkShape(objectBody(req), UPDATE, ''),
-    handler: ({ req, be, params, body: o }) => {
+    query: writeQuery,
+    handler: ({ be, params, body: o, query }) => {
       const name = params.schema_name;
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
@@ -80,8 +82,8 @@ export function registerSchemas(r: DataRouter): void {
       if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
       const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
       if (properties.length === 0) throw bad('`properties` adds no new property definition to the schema');
-      const signer = be.signers.pick(req);
-      return submitActions(req, be, signer, [{ action: { action: 'update_schema', name, owner: stored.owner, properties }, path: '' }]);
+      const signer = be.signers.pick(query.signer);
+      return submitActions(be, signer, [{ action: { action: 'update_schema', name, owner: stored.owner, properties }, path: '' }], query.wait);
     },
   });
 }

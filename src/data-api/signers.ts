@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Signer } from '../crypto/secp256k1.js';
-import { ApiError, type Req } from '../http/server.js';
+import { ApiError } from '../http/server.js';
 
 export const PUBLIC_KEY_RE = /^0[23][0-9a-f]{64}$/;
 
@@ -44,9 +44,12 @@ export class Signers {
     }
   }
 
-  /** The signer a request asks for (query `signer`), or the node's key. */
-  pick(req: Req): Signer {
-    const pk = req.query.get('signer');
+  /**
+   * The signer a request asks for (query `signer`, as the route's writeQuery read it), or
+   * the node's key. Checked here, when the handler asks, so its refusal keeps its place
+   * after the checks of the path and body.
+   */
+  pick(pk: string | null): Signer {
     if (pk === null || pk === this.#node.publicKey) return this.#node;
     if (!PUBLIC_KEY_RE.test(pk)) {
       throw new ApiError(400, '`signer` must be a compressed secp256k1 public key (66 lower-case hex characters)');

@@ -18,24 +18,37 @@ import { isHexId } from '../codec/hex.js';
 
 const MAX_IDS = 1000;
 
-export async function batchStatuses(req: Req, be: DataBackend): Promise<Answer> {
+/** The query of GET /batch_statuses: the ids asked for (each a batch id or an event id), and the wait. */
+export interface StatusesQuery {
+  ids: string[];
+  wait: number;
+}
+
+/** Reads and checks the ids (in order, the first bad one refused), then the wait. */
+export function statusesQuery(req: Req): StatusesQuery {
   const raw = req.query.get('id');
   if (raw === null || raw.trim() === '') throw bad('`id` is required: comma-separated batch ids or event ids');
   const ids = raw.split(',').map((s) => s.trim());
   if (ids.length > MAX_IDS) throw bad(`\`id\` lists more than ${MAX_IDS} ids`);
+  for (const id of ids) {
+    if (!isHexId(id) && !EVENT_ID_RE.test(id)) {
+      throw bad(`\`id\`: "${id.slice(0, 140)}" is neither a batch id (128 hex characters) nor an event id`);
+    }
+  }
+  return { ids, wait: waitQuery(req) };
+}
+
+export async function batchStatuses(req: Req, be: DataBackend, { ids, wait }: StatusesQuery): Promise<Answer> {
   // [batch id | null, event id | null] per entry, in request order.
   const wanted: Array<[string | null, string | null]> = [];
   for (const id of ids) {
     if (isHexId(id)) wanted.push([id, be.events.eventOf(id) ?? null]);
-    else if (EVENT_ID_RE.test(id)) {
+    else {
       const batches = be.events.batchesOf(id);
       if (batches === undefined) wanted.push([null, id]);
       else for (const b of batches) wanted.push([b, id]);
-    } else {
-      throw bad(`\`id\`: "${id.slice(0, 140)}" is neither a batch id (128 hex characters) nor an event id`);
     }
   }
-  const wait = waitQuery(req);
   const batchIds = wanted.flatMap(([b]) => (b === null ? [] : [b]));
   if (wait > 0) await be.ledger.waitFor(batchIds, wait * 1000);
   const data = wanted.map(

@@ -50,13 +50,28 @@ function overall(entries: StatusJson[]): BatchStatus {
 }
 
 /**
- * The answer to a submission: `{"link": {"batch_id", "event_id"}}`, after the wait the
- * request asked for. Several batches (a client BatchList) are listed comma-joined in
- * `batch_id`, the form `/batch_statuses?id=` takes.
+ * The query of the data API's writes: `wait` (seconds, as every mutation takes it) and
+ * `signer` (the agent key to sign with, null for the node's). Neither is refused here: a
+ * bad wait reads as the long one, and the signer is checked by `Signers.pick` when the
+ * handler gets to it, after the path and body checks, as it always was.
  */
-export async function linkReply(req: Req, be: DataBackend, batchIds: string[], eventId: string): Promise<Answer> {
+export interface WriteQuery {
+  wait: number;
+  signer: string | null;
+}
+
+/** The query parser of every data API write route. */
+export function writeQuery(req: Req): WriteQuery {
+  return { wait: waitQuery(req), signer: req.query.get('signer') };
+}
+
+/**
+ * The answer to a submission: `{"link": {"batch_id", "event_id"}}`, after `wait` seconds
+ * (the request's, from its query parser). Several batches (a client BatchList) are listed
+ * comma-joined in `batch_id`, the form `/batch_statuses?id=` takes.
+ */
+export async function linkReply(be: DataBackend, batchIds: string[], eventId: string, wait: number): Promise<Answer> {
   const link = { batch_id: batchIds.join(','), event_id: eventId };
-  const wait = waitQuery(req);
   if (wait === 0) return answer({ link }, 202);
   await be.ledger.waitFor(batchIds, wait * 1000);
   const entries = batchIds.map((id) => statusJson(be, id, eventId));
@@ -72,7 +87,7 @@ export interface Planned {
 }
 
 /** Builds, signs (one batch), records and submits the request's actions (Sabre-wrapped for a circuit's service). */
-export async function submitActions(req: Req, be: DataBackend, signer: Signer, planned: Planned[]): Promise<Answer> {
+export async function submitActions(be: DataBackend, signer: Signer, planned: Planned[], wait: number): Promise<Answer> {
   // A node that stopped on a fault acknowledges nothing more, its own writes included.
   if (be.ledger.fault !== null) throw new ApiError(503, `The node is read-only until its storage alarm clears: ${be.ledger.fault}`);
   const timestamp = Math.floor(Date.now() / 1000);
@@ -94,5 +109,5 @@ export async function submitActions(req: Req, be: DataBackend, signer: Signer, p
     if (err instanceof LedgerUnavailable) throw new ApiError(503, err.message);
     throw err;
   }
-  return linkReply(req, be, [batch.id], eventId);
+  return linkReply(be, [batch.id], eventId, wait);
 }

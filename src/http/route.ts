@@ -10,7 +10,15 @@
  * route's parsers (the URLSearchParams and raw bytes when it has none). A parser reads and
  * checks what the handler would otherwise read first, and throws ApiError; the interface's
  * `enter` hook runs before it, the handler after it. Positional path parameters (read by index) and `any`
- * are refused by `npm run lint` (scripts/lint-src.mjs).
+ * are refused by `npm run lint` (scripts/lint-src.mjs), and so is a handler that reads the
+ * raw query or body itself.
+ *
+ * Order of a request: `enter` (caller, permission, version), then the route's `load` step,
+ * then the `query` and `body` parsers, then the handler. `load` is for what must refuse
+ * before the input is read: a lookup of what the path names (404) or a check of the
+ * caller (403), so a request that is wrong twice gets the same answer as ever. What it
+ * returns is the handler's `loaded` (typed), and is passed to the parsers as their second
+ * argument, where the checks of the input depend on it.
  *
  * A handler is a plain function: it takes a typed request (the request snapshot, named
  * path parameters, the parsed query and body, and what the interface's `enter` hook
@@ -70,13 +78,22 @@ export type Params<Path extends string> = string extends Path ? Record<string, s
  * caller's identity), `Q` and `B` what the route's query and body parsers return, `Path`
  * the route's path (its `:name` segments are the keys of `params`).
  */
-export type Request<C extends object = object, Q = URLSearchParams, B = Buffer, Path extends string = string> = C & {
+export type Request<C extends object = object, Q = URLSearchParams, B = Buffer, Path extends string = string, L = undefined> = LoadRequest<
+  C,
+  Path
+> & {
+  query: Q;
+  body: B;
+  /** What the route's `load` step returned (undefined when it has none). */
+  loaded: L;
+};
+
+/** What a route's `load` step sees: the `enter` hook's context, the request snapshot, the named path parameters. */
+export type LoadRequest<C extends object = object, Path extends string = string> = C & {
   /** The request snapshot: headers, path, raw query, raw body (links and forwarding use it). */
   req: Req;
   /** Path parameters by their names in the route's path (`/blocks/:block_id` → `block_id`). */
   params: Params<Path>;
-  query: Q;
-  body: B;
 };
 
 /** What a handler returns. */
@@ -94,41 +111,47 @@ export interface RouteSpec<C extends object = object, P = never> {
   path: string;
   /** What the caller needs, in the interface's terms; checked by the interface's `enter` hook. */
   permission?: P;
-  /** Parses (and checks) the query; throws ApiError. Default: the URLSearchParams. */
-  query?(req: Req): unknown;
-  /** Parses (and checks) the body; throws ApiError. Default: the raw bytes. */
-  body?(req: Req): unknown;
+  /** Looks up what the path names, or checks the caller, before the input is read; throws ApiError. */
+  load?(r: LoadRequest<C>): unknown;
+  /** Parses (and checks) the query, given what `load` returned; throws ApiError. Default: the URLSearchParams. */
+  query?(req: Req, loaded: unknown): unknown;
+  /** Parses (and checks) the body, given what `load` returned; throws ApiError. Default: the raw bytes. */
+  body?(req: Req, loaded: unknown): unknown;
   /** fast-json-stringify schema of the answer's value. */
   reply: ReplySchema;
   /**
    * Method syntax (its parameter is compared both ways), so that a table can hold a
    * handler whose request is narrower: the one `defineRoute` typed from the route's parsers.
    */
-  handler(r: Request<C, unknown, unknown>): HandlerResult;
+  handler(r: Request<C, unknown, unknown, string, unknown>): HandlerResult;
 }
 
 /**
- * A route as declared: `Path` is the literal path, `Q` and `B` what its parsers return
- * (the raw URLSearchParams and bytes when it has none), and the handler's request is
- * typed by all three. `X` holds an interface's own fields (the node API's `minVersion`).
+ * A route as declared: `Path` is the literal path, `L` what its `load` step returns
+ * (undefined when it has none), `Q` and `B` what its parsers return (the raw
+ * URLSearchParams and bytes when it has none), and the handler's request is typed by all
+ * four. `X` holds an interface's own fields (the node API's `minVersion`). Declare `load`
+ * before the parsers, so that their second argument is typed from it.
  */
-export type RouteDef<C extends object, P, Path extends string, Q, B, X extends object = object> = X & {
+export type RouteDef<C extends object, P, Path extends string, Q, B, X extends object = object, L = undefined> = X & {
   method: Method;
   path: Path;
   permission?: P;
-  query?: (req: Req) => Q;
-  body?: (req: Req) => B;
+  load?: (r: LoadRequest<C, Path>) => L | Promise<L>;
+  query?: (req: Req, loaded: L) => Q;
+  body?: (req: Req, loaded: L) => B;
   reply: ReplySchema;
-  handler: (r: Request<C, Q, B, Path>) => HandlerResult;
+  handler: (r: Request<C, Q, B, Path, L>) => HandlerResult;
 };
 
 /**
  * The route declarer of an interface whose hook adds `C` and whose permissions are `P`:
- * `defineRoute<C, P>()({method, path, query, body, reply, handler})` infers the path's
- * parameter names and the parsers' types and checks the handler against them.
+ * `defineRoute<C, P>()({method, path, load, query, body, reply, handler})` infers the
+ * path's parameter names, the load step's and the parsers' types and checks the handler
+ * against them.
  */
-export function defineRoute<C extends object, P = never>(): <Path extends string, Q = URLSearchParams, B = Buffer>(
-  def: RouteDef<C, P, Path, Q, B>,
+export function defineRoute<C extends object, P = never>(): <Path extends string, Q = URLSearchParams, B = Buffer, L = undefined>(
+  def: RouteDef<C, P, Path, Q, B, object, L>,
 ) => RouteSpec<C, P> {
   return (def) => def;
 }
@@ -227,21 +250,24 @@ export function toReply(route: RouteSpec<object, unknown>, write: (v: unknown) =
   return { status: out.status ?? 200, body, headers: out.headers };
 }
 
-/** Runs a route for a request snapshot: the interface's hook, the parsers, the handler. */
+/** Runs a route for a request snapshot: the interface's hook, the load step, the parsers, the handler. */
 export async function runRoute<C extends object, S extends RouteSpec<C, unknown>>(binding: ApiBinding<C, S>, route: S, req: Req): Promise<Outcome> {
   try {
     const ctx = await binding.enter(req, route);
+    const params = namedParams(paramNamesOf(route.path), req.params);
+    const loaded = route.load ? await route.load({ ...ctx, req, params }) : undefined;
     const r = {
       ...ctx,
       req,
-      params: namedParams(paramNamesOf(route.path), req.params),
-      query: route.query ? route.query(req) : req.query,
-      body: route.body ? route.body(req) : req.body,
-    } as Request<C, unknown, unknown>;
+      params,
+      query: route.query ? route.query(req, loaded) : req.query,
+      body: route.body ? route.body(req, loaded) : req.body,
+      loaded,
+    } as Request<C, unknown, unknown, string, unknown>;
     return await route.handler(r);
   } catch (err) {
-    // A record store's error (not found, conflict…), from a parser or the handler, is
-    // answered with its status in every interface.
+    // A record store's error (not found, conflict…), from the load step, a parser or the
+    // handler, is answered with its status in every interface.
     throw recordErrorAnswer(err);
   }
 }

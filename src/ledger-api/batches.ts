@@ -14,7 +14,7 @@ import { selfUrl } from './links.js';
 import { replies } from './schemas.js';
 import { checkIds, listQuery, parseReverse, type ListQuery } from './params.js';
 import { pageList, pagingEnvelope, takePage, type Page } from './paging.js';
-import type { ChainBlock, ChainReader } from './chain.js';
+import type { ChainBlock, ChainReader, ResolvedHead } from './chain.js';
 import type { BatchJson, TxnJson } from './json.js';
 
 interface Position {
@@ -78,9 +78,25 @@ function* walk<T>(chain: ChainReader, kind: Kind<T>, headNum: number, reverse: b
   }
 }
 
-function list<T>(chain: ChainReader, kind: Kind<T>, req: Req, { paging, head: headParam, ids }: ListQuery): Answer {
-  const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
-  const reverse = parseReverse(req, 'default');
+/** The query of a batch or transaction list, its head looked up. */
+interface ListAt extends ListQuery {
+  at: ResolvedHead;
+  reverse: boolean;
+}
+
+/**
+ * The list query's parser: `limit`/`start`, `head` and `id` (listQuery), then the head
+ * looked up (404 code 50), then `reverse` (400 code 57), in that order.
+ */
+function listAt(chain: ChainReader): (req: Req) => ListAt {
+  return (req) => {
+    const q = listQuery(req);
+    const at = chain.resolveHead(q.head, LedgerErrorCode.HeadNotFound);
+    return { ...q, at, reverse: parseReverse(req, 'default') };
+  };
+}
+
+function list<T>(chain: ChainReader, kind: Kind<T>, req: Req, { paging, at: head, ids, reverse }: ListAt): Answer {
   const notInList = (): Error => ledgerError(LedgerErrorCode.InvalidPagingQuery, `: ${paging.start} is not in this list`);
   let page: Page<T>;
   if (ids !== undefined) {
@@ -114,7 +130,7 @@ export function batchRoutes(chain: ChainReader): LedgerRoute[] {
     ledgerRoute({
       method: 'get',
       path: '/batches',
-      query: listQuery,
+      query: listAt(chain),
       reply: BATCHES.listReply,
       handler: ({ req, query }) => list(chain, BATCHES, req, query),
     }),
@@ -127,7 +143,7 @@ export function batchRoutes(chain: ChainReader): LedgerRoute[] {
     ledgerRoute({
       method: 'get',
       path: '/transactions',
-      query: listQuery,
+      query: listAt(chain),
       reply: TRANSACTIONS.listReply,
       handler: ({ req, query }) => list(chain, TRANSACTIONS, req, query),
     }),

@@ -7,7 +7,7 @@ import { selfUrl } from './links.js';
 import { listEnvelope, replies } from './schemas.js';
 import { blockMarker, checkIds, listQuery, parseBlockMarker, parseReverse, type ListQuery } from './params.js';
 import { EMPTY_PAGE, pagingEnvelope, takePage } from './paging.js';
-import type { ChainReader } from './chain.js';
+import type { ChainReader, ResolvedHead } from './chain.js';
 
 function* numRange(from: number, to: number): Generator<number> {
   if (from <= to) for (let n = from; n <= to; n++) yield n;
@@ -35,8 +35,26 @@ function listOfSerialised(parts: Buffer[], envelope: object): Reply {
   return { status: 200, body: Buffer.concat(chunks) };
 }
 
-function listBlocks(chain: ChainReader, req: Req, { paging, head: headParam, ids }: ListQuery): Answer | Reply {
-  const head = chain.resolveHead(headParam, LedgerErrorCode.HeadNotFound);
+/** The query of the block list, its head looked up. */
+interface BlocksAt extends ListQuery {
+  at: ResolvedHead;
+  /** Read only for a list that is not picked by id (upstream ignores it there). */
+  reverse: boolean;
+}
+
+/**
+ * The block list's parser: `limit`/`start`, `head` and `id` (listQuery), then the head
+ * looked up (404 code 50), then, unless blocks are picked by id, `reverse` (400 code 57).
+ */
+function blocksAt(chain: ChainReader): (req: Req) => BlocksAt {
+  return (req) => {
+    const q = listQuery(req);
+    const at = chain.resolveHead(q.head, LedgerErrorCode.HeadNotFound);
+    return { ...q, at, reverse: q.ids === undefined && parseReverse(req, 'block_num') };
+  };
+}
+
+function listBlocks(chain: ChainReader, req: Req, { paging, at: head, ids, reverse }: BlocksAt): Answer | Reply {
   if (ids !== undefined) {
     // Upstream: blocks picked by id are neither sorted nor paged; those above the head are dropped.
     const data = ids.flatMap((id) => {
@@ -45,7 +63,6 @@ function listBlocks(chain: ChainReader, req: Req, { paging, head: headParam, ids
     });
     return answer({ data, ...pagingEnvelope(req, '/blocks', head.id, paging, EMPTY_PAGE) });
   }
-  const reverse = parseReverse(req, 'block_num');
   let from = reverse ? 0 : head.num;
   if (paging.start !== undefined) {
     const n = parseBlockMarker(paging.start);
@@ -69,7 +86,7 @@ export function blockRoutes(chain: ChainReader): LedgerRoute[] {
     ledgerRoute({
       method: 'get',
       path: '/blocks',
-      query: listQuery,
+      query: blocksAt(chain),
       reply: replies.blockList,
       handler: ({ req, query }) => listBlocks(chain, req, query),
     }),

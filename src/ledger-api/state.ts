@@ -7,9 +7,9 @@ import { ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { b64 } from './json.js';
 import { replies } from './schemas.js';
-import { ADDRESS_PREFIX_RE, parsePaging, parseReverse } from './params.js';
+import { ADDRESS_PREFIX_RE, parsePaging, parseReverse, type Paging } from './params.js';
 import { EMPTY_PAGE, pagingEnvelope, takePage, type Page } from './paging.js';
-import type { ChainReader } from './chain.js';
+import type { ChainReader, ResolvedHead } from './chain.js';
 
 type Leaf = { address: string; value: Buffer };
 
@@ -39,8 +39,12 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
   }
 }
 
-function fetchState(chain: ChainReader, req: Req, address: string): Answer {
-  const head = chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
+/** The `head` query of the state routes, looked up (404 code 70 for a head not on the chain). */
+function stateHead(chain: ChainReader, req: Req): ResolvedHead {
+  return chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
+}
+
+function fetchState(chain: ChainReader, req: Req, head: ResolvedHead, address: string): Answer {
   if (!ADDRESS_PREFIX_RE.test(address)) throw ledgerError(LedgerErrorCode.InvalidStateAddress, `: got "${address}"`);
   // Only a full address can hold a leaf; a shorter well-formed one names an interior node.
   const value = address.length === 70 ? withRoot(chain, () => chain.ledger.query.state.get(head.stateRoot, address)) : undefined;
@@ -48,12 +52,23 @@ function fetchState(chain: ChainReader, req: Req, address: string): Answer {
   return answer({ data: b64(value), head: head.id, link: selfUrl(req, { head: head.id }) });
 }
 
-function listState(chain: ChainReader, req: Req): Answer {
+/** The query of GET /state, in the order it is read: `limit`/`start`, `head` (looked up), `address`, `reverse`. */
+interface StateListQuery {
+  paging: Paging;
+  head: ResolvedHead;
+  prefix: string;
+  reverse: boolean;
+}
+
+function stateListQuery(chain: ChainReader, req: Req): StateListQuery {
   const paging = parsePaging(req);
-  const head = chain.resolveHead(req.query.get('head'), LedgerErrorCode.BlockNotFound);
+  const head = stateHead(chain, req);
   const prefix = req.query.get('address') ?? '';
   if (!ADDRESS_PREFIX_RE.test(prefix)) throw ledgerError(LedgerErrorCode.InvalidStateAddress, `: got "${prefix}"`);
-  const reverse = parseReverse(req, 'default');
+  return { paging, head, prefix, reverse: parseReverse(req, 'default') };
+}
+
+function listState(chain: ChainReader, req: Req, { paging, head, prefix, reverse }: StateListQuery): Answer {
   const tree = chain.ledger.query.state;
   const page: Page<Leaf> = withRoot(chain, () => {
     const start = paging.start;
@@ -75,12 +90,19 @@ function listState(chain: ChainReader, req: Req): Answer {
 
 export function stateRoutes(chain: ChainReader): LedgerRoute[] {
   return [
-    ledgerRoute({ method: 'get', path: '/state', reply: replies.stateList, handler: ({ req }) => listState(chain, req) }),
+    ledgerRoute({
+      method: 'get',
+      path: '/state',
+      query: (req) => stateListQuery(chain, req),
+      reply: replies.stateList,
+      handler: ({ req, query }) => listState(chain, req, query),
+    }),
     ledgerRoute({
       method: 'get',
       path: '/state/:address',
+      query: (req) => stateHead(chain, req),
       reply: replies.stateOne,
-      handler: ({ req, params }) => fetchState(chain, req, params.address),
+      handler: ({ req, params, query: head }) => fetchState(chain, req, head, params.address),
     }),
   ];
 }

@@ -260,7 +260,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     this.#fail('UNHANDLED', message);
   }
 
-  /** Stops the committer: `code` says why (the cleanup of the pending pool failed, for one). */
+  /** Stops the committer: `code` says why (a write the storage library reported as failed, for one). */
   fail(code: CommitterFaultCode, message: string): void {
     this.#fail(code, message);
   }

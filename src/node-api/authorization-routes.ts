@@ -171,10 +171,11 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     path: path,
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
-    handler: async ({ req, params }) => {
-      const type = identityType(params.identity_type);
-      const b = objectBody(req);
-      await rbac.putAssignment({ identity_type: type, identity: params.identity, roles: rolesOf(b) }, true);
+    // An unknown identity type in the path is refused before the body is read.
+    load: ({ params }) => identityType(params.identity_type),
+    body: (req) => rolesOf(objectBody(req)),
+    handler: async ({ params, loaded: type, body: roles }) => {
+      await rbac.putAssignment({ identity_type: type, identity: params.identity, roles }, true);
       return json({ message: 'Assignment updated successfully' });
     },
   });

@@ -100,10 +100,10 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     path: '/biome/verify',
     permission: 'authenticated',
     reply: nodeReplies.verified,
-    handler: async (c) => {
-      const userId = requireUser(c);
-      const { username, password } = credentialsBody(objectBody(c.req));
-      const u = await users.checkPassword(username, password, userId, c.req.remoteAddress);
+    load: requireUser,
+    body: (req) => credentialsBody(objectBody(req)),
+    handler: async ({ req, loaded: userId, body: { username, password } }) => {
+      const u = await users.checkPassword(username, password, userId, req.remoteAddress);
       return json({ message: 'Successful verification', user_id: u.user_id });
     },
   });

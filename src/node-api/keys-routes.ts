@@ -24,15 +24,15 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     permission: 'authenticated',
     minVersion: 2,
     reply: nodeReplies.message,
-    handler: async (c) => {
-      const userId = requireUser(c);
-      const body = parseJson(c.req);
+    load: requireUser,
+    body: (req) => {
+      const body = parseJson(req);
       if (!Array.isArray(body)) throw new ApiError(400, 'Request body must be a JSON array of keys');
       if (body.length > 1000) throw new ApiError(400, 'At most 1000 keys can be stored per user');
-      await keys.replaceAll(
-        userId,
-        body.map((k, i) => keyInput(k, `[${i}].`)),
-      );
+      return body.map((k, i) => keyInput(k, `[${i}].`));
+    },
+    handler: async ({ loaded: userId, body }) => {
+      await keys.replaceAll(userId, body);
       return json({ message: 'Keys replaced successfully' });
     },
   });
@@ -42,11 +42,12 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     path: '/biome/keys',
     permission: 'authenticated',
     reply: nodeReplies.message,
-    handler: async (c) => {
-      const userId = requireUser(c);
-      const b = objectBody(c.req);
-      const pk = reqString(b, 'public_key', { max: 520 });
-      const name = reqString(b, 'new_display_name', { max: 256, empty: true });
+    load: requireUser,
+    body: (req) => {
+      const b = objectBody(req);
+      return { pk: reqString(b, 'public_key', { max: 520 }), name: reqString(b, 'new_display_name', { max: 256, empty: true }) };
+    },
+    handler: async ({ loaded: userId, body: { pk, name } }) => {
       if (!(await keys.rename(userId, pk, name))) throw new ApiError(404, `Key with public key ${pk} and user ID ${userId} not found`);
       return json({ message: 'Key updated successfully' });
     },
@@ -57,9 +58,10 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     path: '/biome/keys',
     permission: 'authenticated',
     reply: nodeReplies.messageKey,
-    handler: async (c) => {
-      const userId = requireUser(c);
-      const added = await keys.add(userId, keyInput(objectBody(c.req)));
+    load: requireUser,
+    body: (req) => keyInput(objectBody(req)),
+    handler: async ({ loaded: userId, body }) => {
+      const added = await keys.add(userId, body);
       return json({ message: 'Key added successfully', data: keyJson(added) });
     },
   });

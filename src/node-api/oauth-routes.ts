@@ -51,12 +51,17 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     permission: 'public',
     minVersion: 2,
     reply: ANY_JSON,
-    handler: async ({ req }) => {
-      const c = client();
+    // No provider configured is a 404 whatever the query says.
+    load: client,
+    // Where the client wants to be sent back: `redirect_url`, else the Referer; an allowed address.
+    query: (req) => {
       const target = req.query.get('redirect_url') ?? req.headers.referer;
       if (!target) throw new ApiError(400, 'No valid redirect URL supplied');
       const clientRedirect = policy.check(target);
       if (!clientRedirect) throw new ApiError(400, 'The redirect URL is not an allowed client address (see CAIRN_OAUTH_ALLOWED_REDIRECTS)');
+      return clientRedirect;
+    },
+    handler: async ({ req, loaded: c, query: clientRedirect }) => {
       const state = oidc.randomState();
       const verifier = oidc.randomPKCECodeVerifier();
       const redirectUri = callbackUri(d.config, req);
@@ -74,13 +79,19 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     permission: 'public',
     minVersion: 2,
     reply: ANY_JSON,
-    handler: async ({ req }) => {
-      const c = client();
+    load: client,
+    // The login this callback ends (taken from the pending ones: a state is used once), then
+    // the provider's refusal, if it sent one.
+    query: (req) => {
       const state = req.query.get('state');
       const p = state ? pending.take(state) : undefined;
       if (!state || !p) throw new ApiError(400, 'Unknown or expired OAuth state; start again at /oauth/login');
       const err = req.query.get('error');
       if (err) throw new ApiError(400, `The OAuth provider refused the login: ${err.slice(0, 100)}`);
+      return { state, p };
+    },
+    handler: async ({ req, loaded: c, query: { state, p } }) => {
+      // The provider's answer goes on to the code exchange as it came (code, state, iss).
       const url = new URL(p.redirectUri);
       url.search = req.rawQuery;
       const login = await c.exchange(url, state, p.verifier).catch((e: unknown) => {

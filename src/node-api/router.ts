@@ -37,22 +37,23 @@ export type SecuredGuard = Exclude<Guard, 'public'>;
 
 export interface PublicRoute extends RouteSpec<Caller, 'public'>, Versioned {
   permission: 'public';
-  handler(c: Request<Caller, unknown, unknown>): HandlerResult;
+  handler(c: Request<Caller, unknown, unknown, string, unknown>): HandlerResult;
 }
 
 export interface SecuredRoute extends RouteSpec<Caller, SecuredGuard>, Versioned {
   permission: SecuredGuard;
-  handler(c: Request<AuthedCaller, unknown, unknown>): HandlerResult;
+  handler(c: Request<AuthedCaller, unknown, unknown, string, unknown>): HandlerResult;
 }
 
-/** A node API route as declared: its handler typed by its path, parsers and guard. */
-export type NodeRouteDef<G extends Guard, Path extends string, Q, B> = RouteDef<
+/** A node API route as declared: its handler typed by its path, load step, parsers and guard. */
+export type NodeRouteDef<G extends Guard, Path extends string, Q, B, L = undefined> = RouteDef<
   G extends 'public' ? Caller : AuthedCaller,
   G,
   Path,
   Q,
   B,
-  Versioned
+  Versioned,
+  L
 > & {
   permission: G;
 };
@@ -98,8 +99,8 @@ export class Router {
   readonly routes: NodeRoute[] = [];
 
   /** Declares a route: `params`, `query` and `body` of its handler are typed by its path and parsers. */
-  add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<'public', Path, Q, B>): void;
-  add<Path extends string, Q = URLSearchParams, B = Buffer>(def: NodeRouteDef<SecuredGuard, Path, Q, B>): void;
+  add<Path extends string, Q = URLSearchParams, B = Buffer, L = undefined>(def: NodeRouteDef<'public', Path, Q, B, L>): void;
+  add<Path extends string, Q = URLSearchParams, B = Buffer, L = undefined>(def: NodeRouteDef<SecuredGuard, Path, Q, B, L>): void;
   add(def: NodeRoute): void {
     this.routes.push(def);
   }
@@ -121,8 +122,8 @@ export class Router {
   }
 }
 
-/** The caller as a user, or 403 when it is a key (Cylinder) identity. */
-export function requireUser(c: AuthedCall): string {
+/** The caller as a user, or 403 when it is a key (Cylinder) identity (a secured route's `load` step, or its handler). */
+export function requireUser(c: { identity: Identity }): string {
   if (c.identity.kind !== 'user') throw new ApiError(403, 'This operation needs a user identity (a Biome or OAuth2 token)');
   return c.identity.userId;
 }

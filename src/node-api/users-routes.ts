@@ -45,12 +45,13 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     path: '/biome/users/:user_id',
     permission: 'identity.user.write',
     reply: nodeReplies.messageKeys,
-    body: objectBody,
-    handler: async ({ params, body: b }) => {
-      const userId = params.user_id;
+    body: (req) => {
+      const b = objectBody(req);
       const { username, password } = credentialsBody(b);
-      const newPassword = optString(b, 'new_password', PASSWORD_RULE);
-      const keys = newKeys(b);
+      return { username, password, newPassword: optString(b, 'new_password', PASSWORD_RULE), keys: newKeys(b) };
+    },
+    handler: async ({ params, body: { username, password, newPassword, keys } }) => {
+      const userId = params.user_id;
       if (!users.get(userId)) throw new ApiError(404, `User ID not found: ${userId}`);
       await users.checkPassword(username, password, userId);
       const added = await users.update(userId, newPassword, keys);

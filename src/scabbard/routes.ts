@@ -25,14 +25,30 @@ export function statusJson(s: ScabbardService, id: string): unknown {
   };
 }
 
-/** The query of `batch_statuses`: `ids` (checked once the service is known, as before) and `wait` (at most 300 s, as upstream). */
+/** The query of `batch_statuses`: `ids` (checked once the service is known) and `wait` (at most 300 s, as upstream). */
 interface StatusQuery {
-  ids: string | null;
+  ids: string[];
   wait: number;
 }
 
 function statusQuery(req: Req): StatusQuery {
-  return { ids: req.query.get('ids'), wait: waitQuery(req, MAX_WAIT_S) };
+  return { ids: batchIds(req.query.get('ids')), wait: waitQuery(req, MAX_WAIT_S) };
+}
+
+/** The `prefix` query of `state`: up to 70 lowercase hex characters (none: all entries). */
+function prefixQuery(req: Req): string {
+  const prefix = req.query.get('prefix') ?? '';
+  if (!HEX_RE.test(prefix) || prefix.length > 70) throw new ApiError(400, 'Invalid query: prefix must be up to 70 lowercase hex characters');
+  return prefix;
+}
+
+/**
+ * The body of `batches`: the BatchList bytes as sent. They are decoded and their
+ * signatures checked in the verify workers (asynchronously, by the handler), and only
+ * when the service is not busy.
+ */
+function batchListBytes(req: Req): Buffer {
+  return req.body;
 }
 
 /** The batch ids of a `batch_statuses` query, distinct, each 128 lowercase hex characters. */
@@ -45,7 +61,8 @@ function batchIds(raw: string | null): string[] {
 }
 
 export function registerScabbardRoutes(r: Router, services: ScabbardServices): void {
-  const service = (params: { circuit: string; service: string }): ScabbardService => {
+  /** Every route's load step: the service the path names (404 before anything else is read). */
+  const service = ({ params }: { params: { circuit: string; service: string } }): ScabbardService => {
     const { circuit, service: id } = params;
     const s = services.get(circuit, id);
     if (!s) throw new ApiError(404, `scabbard service ${id.slice(0, 64)} on circuit ${circuit.slice(0, 64)} not found`);
@@ -57,17 +74,18 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     path: '/scabbard/:circuit/:service/batches',
     permission: 'statesvc.write',
     reply: ANY_JSON,
-    handler: async ({ req, params }) => {
-      const s = service(params);
+    load: service,
+    body: batchListBytes,
+    handler: async ({ loaded: s, body }) => {
       // Refused before the signatures are checked: under back-pressure a retry costs no verification.
       if (s.busy) return { status: 429, body: '' };
       // Checked in the verify workers, not on this thread.
-      const v = await s.checkList(req.body);
+      const v = await s.checkList(body);
       if (!v.ok) {
         const m = v.code === 'UNDECODABLE' ? 'Invalid body: not a valid list of batches' : `No valid batches provided: ${v.message}`;
         throw new ApiError(400, m);
       }
-      await s.accept(v.batches.map((b) => ({ id: b.id, bytes: req.body.subarray(b.start, b.end) })));
+      await s.accept(v.batches.map((b) => ({ id: b.id, bytes: body.subarray(b.start, b.end) })));
       const ids = v.batches.map((b) => b.id).join(',');
       return json({ link: `/scabbard/${s.circuitId}/${s.serviceId}/batch_statuses?ids=${ids}` }, 202);
     },
@@ -78,11 +96,10 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     path: '/scabbard/:circuit/:service/batch_statuses',
     permission: 'statesvc.read',
     reply: ANY_JSON,
+    load: service,
     query: statusQuery,
-    handler: async ({ params, query }) => {
-      const s = service(params);
-      const ids = batchIds(query.ids);
-      await s.waitSettled(ids, query.wait * 1000);
+    handler: async ({ loaded: s, query: { ids, wait } }) => {
+      await s.waitSettled(ids, wait * 1000);
       return json(ids.map((id) => statusJson(s, id)));
     },
   });
@@ -92,10 +109,9 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     path: '/scabbard/:circuit/:service/state',
     permission: 'statesvc.read',
     reply: ANY_JSON,
-    query: (req) => req.query.get('prefix') ?? '',
-    handler: ({ params, query: prefix }) => {
-      const s = service(params);
-      if (!HEX_RE.test(prefix) || prefix.length > 70) throw new ApiError(400, 'Invalid query: prefix must be up to 70 lowercase hex characters');
+    load: service,
+    query: prefixQuery,
+    handler: ({ loaded: s, query: prefix }) => {
       return json(s.entries(prefix).map((e) => ({ address: e.address, value: [...e.value] })));
     },
   });
@@ -105,8 +121,8 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     path: '/scabbard/:circuit/:service/state/:address',
     permission: 'statesvc.read',
     reply: ANY_JSON,
-    handler: ({ params }) => {
-      const s = service(params);
+    load: service,
+    handler: ({ params, loaded: s }) => {
       if (!/^[0-9a-f]{70}$/.test(params.address)) throw new ApiError(400, 'Invalid address: 70 lowercase hex characters expected');
       const v = s.get(params.address);
       if (!v) throw new ApiError(404, 'Address not set');
@@ -119,6 +135,7 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     path: '/scabbard/:circuit/:service/state_root',
     permission: 'statesvc.read',
     reply: ANY_JSON,
-    handler: ({ params }) => json(service(params).stateRoot()),
+    load: service,
+    handler: ({ loaded: s }) => json(s.stateRoot()),
   });
 }
