@@ -131,8 +131,9 @@ t.test('coordinator: a pause ends with its timer even when the wall clock lags b
   lag = 1000;
   const again = await s.next(isSummary, at);
   Date.now = realNow;
-  t.not(again.id, first.id, 'built again once the timer fired');
-  t.same(again.included, [b.id]);
+  // (Its id may equal the first one's: the lagging clock can give it the same time.)
+  t.ok(s.events.indexOf(again) >= at, 'summarized again once the timer fired');
+  t.same(again.included, [b.id], 'with the batch');
 });
 
 t.test('member: hostile proposals are answered, not executed; a following one is; a wrong catch-up round is not written', async (t) => {
