@@ -5,20 +5,19 @@
  * types it, an agent's public key standing for that agent's organization; the ledger
  * stores and reads return the organization id.
  */
-import { submitCreates } from './creates.js';
+import { createRoute, deleteRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import { isValidGln } from '../families/grid/gs1.js';
 import type { AgentRecord, LocationRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
-import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
-import { plainJson, sameService, withService } from './records.js';
+import { sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions, writeQuery } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   location_id: reqString,
@@ -50,15 +49,7 @@ function ownerOrg(be: DataBackend, owner: unknown, path: string): string {
 }
 
 export function registerLocations(r: DataRouter): void {
-  r.route({
-    method: 'get',
-    path: '/location',
-    reply: dataReplies.locations,
-    query: parsePage,
-    handler: ({ req, be, query: page }) => {
-      return ok(listBody(req, page, be.rm.page<LocationRecord>('location', '', page.offset, page.limit), plainJson(be)));
-    },
-  });
+  listRoute(r, '/location', dataReplies.locations, 'location');
 
   r.route({
     method: 'get',
@@ -67,25 +58,17 @@ export function registerLocations(r: DataRouter): void {
     handler: ({ be, params }) => ok(withService(be, stored(be, params.location_id))),
   });
 
-  r.route({
-    method: 'post',
-    path: '/location',
-    reply: dataReplies.submitted,
-    body: dataItems,
-    query: writeQuery,
-    handler: ({ be, body, query }) =>
-      submitCreates(be, query, body, {
-        shape: CREATE,
-        idField: 'location_id',
-        invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
-        taken: (id) => (be.rm.has('location', gridKeys.location(id)) ? `location ${id} already exists` : undefined),
-        action: (o, id, path) => {
-          const owner = ownerOrg(be, o.owner, `${path}.owner`);
-          const properties = checkPropertyValues(o.properties, `${path}.properties`);
-          return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner, properties };
-        },
-      }),
-  });
+  createRoute(r, '/location', (be) => ({
+    shape: CREATE,
+    idField: 'location_id',
+    invalidId: (id) => (isValidGln(id) ? undefined : `Invalid GLN: ${id} (13 digits, the last a GS1 check digit)`),
+    taken: (id) => (be.rm.has('location', gridKeys.location(id)) ? `location ${id} already exists` : undefined),
+    action: (o, id, path) => {
+      const owner = ownerOrg(be, o.owner, `${path}.owner`);
+      const properties = checkPropertyValues(o.properties, `${path}.properties`);
+      return { action: 'create_location', location_id: id, location_namespace: o.location_namespace, owner, properties };
+    },
+  }));
 
   r.route({
     method: 'put',
@@ -112,16 +95,8 @@ export function registerLocations(r: DataRouter): void {
     },
   });
 
-  r.route({
-    method: 'del',
-    path: '/location/:location_id',
-    reply: dataReplies.submitted,
-    query: writeQuery,
-    handler: ({ be, params, query }) => {
-      const id = params.location_id;
-      stored(be, id);
-      const signer = be.signers.pick(query.signer);
-      return submitActions(be, signer, [{ action: { action: 'delete_location', location_id: id }, path: '' }], query.wait);
-    },
+  deleteRoute(r, '/location/:location_id', (be, { location_id }) => {
+    stored(be, location_id);
+    return { action: 'delete_location', location_id };
   });
 }

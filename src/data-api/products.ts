@@ -3,19 +3,18 @@
  * (properties replaced as a whole) and delete by `product_id`, a GTIN-12/13/14 whose
  * check digit is verified before anything is submitted.
  */
-import { submitCreates } from './creates.js';
+import { createRoute, deleteRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import { gtinError } from '../families/grid/gs1.js';
 import type { ProductRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
-import { listBody, parsePage } from './paging.js';
 import { checkPropertyValues } from './properties.js';
-import { knownOrg, plainJson, sameService, withService } from './records.js';
+import { knownOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   product_id: reqString,
@@ -35,15 +34,7 @@ function stored(be: DataBackend, id: string): ProductRecord {
 }
 
 export function registerProducts(r: DataRouter): void {
-  r.route({
-    method: 'get',
-    path: '/product',
-    reply: dataReplies.products,
-    query: parsePage,
-    handler: ({ req, be, query: page }) => {
-      return ok(listBody(req, page, be.rm.page<ProductRecord>('product', '', page.offset, page.limit), plainJson(be)));
-    },
-  });
+  listRoute(r, '/product', dataReplies.products, 'product');
 
   r.route({
     method: 'get',
@@ -52,25 +43,17 @@ export function registerProducts(r: DataRouter): void {
     handler: ({ be, params }) => ok(withService(be, stored(be, params.product_id))),
   });
 
-  r.route({
-    method: 'post',
-    path: '/product',
-    reply: dataReplies.submitted,
-    body: dataItems,
-    query: writeQuery,
-    handler: ({ be, body, query }) =>
-      submitCreates(be, query, body, {
-        shape: CREATE,
-        idField: 'product_id',
-        invalidId: gtinError,
-        taken: (id) => (be.rm.has('product', gridKeys.product(id)) ? `product ${id} already exists` : undefined),
-        action: (o, id, path) => {
-          knownOrg(be, o.owner, `${path}.owner`);
-          const properties = checkPropertyValues(o.properties, `${path}.properties`);
-          return { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties };
-        },
-      }),
-  });
+  createRoute(r, '/product', (be) => ({
+    shape: CREATE,
+    idField: 'product_id',
+    invalidId: gtinError,
+    taken: (id) => (be.rm.has('product', gridKeys.product(id)) ? `product ${id} already exists` : undefined),
+    action: (o, id, path) => {
+      knownOrg(be, o.owner, `${path}.owner`);
+      const properties = checkPropertyValues(o.properties, `${path}.properties`);
+      return { action: 'create_product', product_id: id, product_namespace: o.product_namespace, owner: o.owner, properties };
+    },
+  }));
 
   r.route({
     method: 'put',
@@ -95,16 +78,8 @@ export function registerProducts(r: DataRouter): void {
     },
   });
 
-  r.route({
-    method: 'del',
-    path: '/product/:product_id',
-    reply: dataReplies.submitted,
-    query: writeQuery,
-    handler: ({ be, params, query }) => {
-      const id = params.product_id;
-      stored(be, id);
-      const signer = be.signers.pick(query.signer);
-      return submitActions(be, signer, [{ action: { action: 'delete_product', product_id: id }, path: '' }], query.wait);
-    },
+  deleteRoute(r, '/product/:product_id', (be, { product_id }) => {
+    stored(be, product_id);
+    return { action: 'delete_product', product_id };
   });
 }

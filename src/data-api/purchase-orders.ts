@@ -6,7 +6,7 @@
  * current values when left out (`""` clears the accepted version); `workflow_state` is
  * required.
  */
-import { submitCreates } from './creates.js';
+import { createRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import type { PurchaseOrderRecord } from '../ledger/read-model/records.js';
 import { COLLABORATIVE } from '../families/grid/workflow.js';
@@ -19,7 +19,7 @@ import type { DataBackend } from './backend.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
-import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape, dataItems } from './validate.js';
+import { bad, checkShape, isObj, objectBody, reqString, samePath, uniqueIn, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   uid: reqString,
@@ -101,38 +101,30 @@ export function registerPurchaseOrders(r: DataRouter): void {
     handler: ({ be, params }) => ok(purchaseOrderJson(be, requirePo(be, params.uid))),
   });
 
-  r.route({
-    method: 'post',
-    path: '/purchase_order',
-    reply: dataReplies.submitted,
-    body: dataItems,
-    query: writeQuery,
-    handler: ({ be, body, query }) =>
-      submitCreates(be, query, body, {
-        shape: CREATE,
-        idField: 'uid',
-        taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
-        action: (o, uid, path) => {
-          knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
-          knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
-          checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
-          const version = isObj(o.create_version_payload)
-            ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`)
-            : undefined;
-          return {
-            action: 'create_po',
-            uid,
-            workflow_state: o.workflow_state,
-            buyer_org_id: o.buyer_org_id,
-            seller_org_id: o.seller_org_id,
-            alternate_ids: o.alternate_ids,
-            created_at: o.created_at,
-            workflow_id: o.workflow_id ?? COLLABORATIVE,
-            create_version_payload: version,
-          };
-        },
-      }),
-  });
+  createRoute(r, '/purchase_order', (be) => ({
+    shape: CREATE,
+    idField: 'uid',
+    taken: (uid) => (be.rm.has('purchaseOrder', gridKeys.purchaseOrder(uid)) ? `purchase order ${uid} already exists` : undefined),
+    action: (o, uid, path) => {
+      knownOrg(be, o.buyer_org_id, `${path}.buyer_org_id`);
+      knownOrg(be, o.seller_org_id, `${path}.seller_org_id`);
+      checkWorkflowId(o.workflow_id, `${path}.workflow_id`);
+      const version = isObj(o.create_version_payload)
+        ? versionCreate(be, o.create_version_payload, uid, `${path}.create_version_payload`)
+        : undefined;
+      return {
+        action: 'create_po',
+        uid,
+        workflow_state: o.workflow_state,
+        buyer_org_id: o.buyer_org_id,
+        seller_org_id: o.seller_org_id,
+        alternate_ids: o.alternate_ids,
+        created_at: o.created_at,
+        workflow_id: o.workflow_id ?? COLLABORATIVE,
+        create_version_payload: version,
+      };
+    },
+  }));
 
   r.route({
     method: 'put',

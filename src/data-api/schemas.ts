@@ -3,17 +3,16 @@
  * appends definitions to a schema: an update body may hold the whole list, and the
  * definitions the schema already has unchanged are left out of the transaction.
  */
-import { submitCreates } from './creates.js';
+import { createRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import type { SchemaRecord } from '../ledger/read-model/records.js';
 import { ApiError } from '../http/server.js';
-import { listBody, parsePage } from './paging.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';
-import { knownOrg, plainJson, sameService, withService } from './records.js';
+import { knownOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
-import { bad, checkShape, objectBody, reqString, samePath, type Shape, dataItems } from './validate.js';
+import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -26,15 +25,7 @@ const CREATE: Shape = {
 const UPDATE: Shape = { ...CREATE, name: 'string', owner: 'string' };
 
 export function registerSchemas(r: DataRouter): void {
-  r.route({
-    method: 'get',
-    path: '/schema',
-    reply: dataReplies.schemas,
-    query: parsePage,
-    handler: ({ req, be, query: page }) => {
-      return ok(listBody(req, page, be.rm.page<SchemaRecord>('schema', '', page.offset, page.limit), plainJson(be)));
-    },
-  });
+  listRoute(r, '/schema', dataReplies.schemas, 'schema');
 
   r.route({
     method: 'get',
@@ -47,25 +38,17 @@ export function registerSchemas(r: DataRouter): void {
     },
   });
 
-  r.route({
-    method: 'post',
-    path: '/schema',
-    reply: dataReplies.submitted,
-    body: dataItems,
-    query: writeQuery,
-    handler: ({ be, body, query }) =>
-      submitCreates(be, query, body, {
-        shape: CREATE,
-        idField: 'name',
-        taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
-        action: (o, name, path) => {
-          knownOrg(be, o.owner, `${path}.owner`);
-          const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
-          if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
-          return { action: 'create_schema', name, description: o.description, owner: o.owner, properties };
-        },
-      }),
-  });
+  createRoute(r, '/schema', (be) => ({
+    shape: CREATE,
+    idField: 'name',
+    taken: (name) => (be.rm.has('schema', gridKeys.schema(name)) ? `schema ${name} already exists` : undefined),
+    action: (o, name, path) => {
+      knownOrg(be, o.owner, `${path}.owner`);
+      const properties = checkPropertyDefinitions(o.properties, `${path}.properties`);
+      if (properties.length === 0) throw bad(`\`${path}.properties\` must not be empty`);
+      return { action: 'create_schema', name, description: o.description, owner: o.owner, properties };
+    },
+  }));
 
   r.route({
     method: 'put',
