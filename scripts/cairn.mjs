@@ -1,4 +1,4 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --initial-old-space-size=64
 /**
  * The package's `cairn` command (package.json "bin"; the npm scripts call it too).
  * `cairn start …` runs the node exactly as `npm start` does (scripts/start.mjs: compiles

@@ -62,7 +62,8 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
   const cwd = process.env.BENCH_NODE_DIR ?? process.cwd();
   const built = existsSync(join(cwd, 'dist/src/main.js')) && process.env.BENCH_FROM_SOURCE !== '1';
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const args = [...extra, ...(built ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
+  // The V8 setting `npm start` runs the node with (scripts/start.mjs), so that a bench measures the node as it is run.
+  const args = ['--initial-old-space-size=64', ...extra, ...(built ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
   const child = spawn(process.execPath, args, {
     env: {
       ...process.env,
