@@ -16,6 +16,7 @@ import { startTestNode } from './helpers/node.js';
 import { startChild, startRefused, runToExit, TS_ARGS } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';
 import { PAGE, walkSnapshot } from '../src/store/pages.js';
+import { newestSnapshot } from '../src/store/files.js';
 
 const dirs: string[] = [];
 t.teardown(() => {
@@ -208,14 +209,8 @@ t.test("one bit of a page's transaction id: refused at start, never a SIGSEGV on
   const file = join(d, 'ledger.mdb');
   const buf = readFileSync(file);
   const ps = 4096;
-  const meta = buf.readBigUInt64LE(152) >= buf.readBigUInt64LE(ps + 152) ? buf.subarray(0, ps) : buf.subarray(ps, 2 * ps);
   const fd = openSync(file, 'r');
-  const { problem, kinds } = walkSnapshot(fd, {
-    pageSize: ps,
-    lastPage: meta.readBigUInt64LE(144),
-    txnId: meta.readBigUInt64LE(152),
-    dbs: Buffer.from(meta.subarray(48, 144)),
-  });
+  const { problem, kinds } = walkSnapshot(fd, newestSnapshot(file));
   closeSync(fd);
   t.equal(problem, null, 'the copy is sound before the flip');
   const leaf = kinds.indexOf(PAGE.leaf);

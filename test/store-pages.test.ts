@@ -9,7 +9,7 @@ import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { lmdbFileProblem } from '../src/store/files.js';
+import { lmdbFileProblem, newestSnapshot } from '../src/store/files.js';
 import { PAGE, walkSnapshot, type Snapshot } from '../src/store/pages.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cairn-pages-'));
@@ -45,15 +45,9 @@ t.before(async () => {
   await env.close();
 });
 
-function snapshotOf(buf: Buffer): Snapshot {
-  const metas = [buf.subarray(0, PS), buf.subarray(PS, 2 * PS)];
-  const m = (metas[0] as Buffer).readBigUInt64LE(152) >= (metas[1] as Buffer).readBigUInt64LE(152) ? (metas[0] as Buffer) : (metas[1] as Buffer);
-  return { pageSize: PS, lastPage: m.readBigUInt64LE(144), txnId: m.readBigUInt64LE(152), dbs: Buffer.from(m.subarray(48, 144)) };
-}
-
 function kindsOf(path: string): { kinds: Uint8Array; buf: Buffer; snap: Snapshot } {
   const buf = readFileSync(path);
-  const snap = snapshotOf(buf);
+  const snap = newestSnapshot(path);
   const fd = openSync(path, 'r');
   try {
     const walk = walkSnapshot(fd, snap);

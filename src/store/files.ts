@@ -20,10 +20,8 @@ const SHORT_PAGES = 8;
 const P_META = 0x08;
 const META_BYTES = 160;
 
-type MetaInfo = Snapshot;
-
 /** Why a meta page is unusable, or its content. */
-function readMeta(b: Buffer, index: number): MetaInfo | string {
+function readMeta(b: Buffer, index: number): Snapshot | string {
   if (b.length < META_BYTES) return `meta page ${index} is cut short`;
   if (b.readUInt32LE(24) !== MAGIC) return `meta page ${index} has no LMDB magic number (zeroed or overwritten)`;
   if (b.readBigUInt64LE(0) !== BigInt(index) || (b.readUInt16LE(18) & P_META) === 0) return `meta page ${index} has a bad page header`;
@@ -32,6 +30,40 @@ function readMeta(b: Buffer, index: number): MetaInfo | string {
   const pageSize = b.readUInt32LE(48);
   if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return `meta page ${index} has a bad page size ${pageSize}`;
   return { pageSize, lastPage: b.readBigUInt64LE(144), txnId: b.readBigUInt64LE(152), dbs: Buffer.from(b.subarray(48, 144)) };
+}
+
+/**
+ * The snapshot LMDB opens a file of `size` bytes at (the meta page with the newer
+ * transaction), or what is wrong with its meta pages.
+ */
+function newestMeta(fd: number, size: number): Snapshot | string {
+  const read = (pos: number): Buffer => {
+    const b = Buffer.alloc(META_BYTES);
+    const n = readSync(fd, b, 0, META_BYTES, pos);
+    return b.subarray(0, n);
+  };
+  const m0 = readMeta(read(0), 0);
+  // Page 1 sits one page further; take the page size from page 0 when it is readable.
+  const pageSize = typeof m0 === 'string' ? 4096 : m0.pageSize;
+  if (size < 2 * pageSize) return `is ${size} bytes, less than its two meta pages: it was truncated`;
+  const m1 = readMeta(read(pageSize), 1);
+  if (typeof m0 === 'string') return m0;
+  if (typeof m1 === 'string') return m1;
+  if (m0.pageSize !== m1.pageSize) return 'its two meta pages disagree on the page size';
+  // LMDB opens the meta page with the newer transaction: every page it uses must be there.
+  return m0.txnId >= m1.txnId ? m0 : m1;
+}
+
+/** The snapshot LMDB would open `file` at (for tools and tests); throws when its meta pages are unusable. */
+export function newestSnapshot(file: string): Snapshot {
+  const fd = openSync(file, 'r');
+  try {
+    const meta = newestMeta(fd, fstatSync(fd).size);
+    if (typeof meta === 'string') throw new Error(`${file} ${meta}`);
+    return meta;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
@@ -49,21 +81,8 @@ export function lmdbFileProblem(file: string): string | null {
   try {
     const size = fstatSync(fd).size;
     if (size === 0) return 'is empty (0 bytes): it was truncated';
-    const read = (pos: number): Buffer => {
-      const b = Buffer.alloc(META_BYTES);
-      const n = readSync(fd, b, 0, META_BYTES, pos);
-      return b.subarray(0, n);
-    };
-    const m0 = readMeta(read(0), 0);
-    // Page 1 sits one page further; take the page size from page 0 when it is readable.
-    const pageSize = typeof m0 === 'string' ? 4096 : m0.pageSize;
-    if (size < 2 * pageSize) return `is ${size} bytes, less than its two meta pages: it was truncated`;
-    const m1 = readMeta(read(pageSize), 1);
-    if (typeof m0 === 'string') return m0;
-    if (typeof m1 === 'string') return m1;
-    if (m0.pageSize !== m1.pageSize) return 'its two meta pages disagree on the page size';
-    // LMDB opens the meta page with the newer transaction: every page it uses must be there.
-    const meta = m0.txnId >= m1.txnId ? m0 : m1;
+    const meta = newestMeta(fd, size);
+    if (typeof meta === 'string') return meta;
     const need = (meta.lastPage + 1n) * BigInt(meta.pageSize);
     // A commit that failed (a full disk, an I/O error) can leave the file a few pages short
     // of the last page its meta page records, pages it never wrote; LMDB would map them and

@@ -90,12 +90,16 @@ class Walk {
         subs.push({ name: key.toString('utf8').replace(/\0$/, ''), record: Buffer.from(data) });
       }
     });
-    for (const { name, record } of subs) this.#tree(`sub-database ${JSON.stringify(name)}`, record, () => undefined);
+    for (const { name, record } of subs) this.#tree(`sub-database ${JSON.stringify(name)}`, record);
     for (const { at, data } of freeList) this.#freePages(at, data);
   }
 
-  /** Walks one B-tree; `leaf` gets each leaf value (copied out of the page buffer). */
-  #tree(name: string, record: Buffer, leaf: (at: string, data: Buffer, key: Buffer, flags: number) => void): void {
+  /**
+   * Walks one B-tree; `leaf`, when given, gets each leaf's key and value (copied out of the
+   * page). Without it no value is read: a sub-database's overflow runs are checked by their
+   * headers, not read through.
+   */
+  #tree(name: string, record: Buffer, leaf?: (at: string, data: Buffer, key: Buffer, flags: number) => void): void {
     const depth = record.readUInt16LE(6);
     const want = {
       branch: record.readBigUInt64LE(8),
@@ -144,15 +148,15 @@ class Walk {
         }
         const size = lo | (hi << 16);
         if (nodeFlags & ~(F_BIGDATA | F_SUBDATA)) throw new Damage(`${node}: node flags 0x${nodeFlags.toString(16)}`);
-        const key = Buffer.from(p.subarray(off + NODE, keyEnd));
+        const key = (): Buffer => Buffer.from(p.subarray(off + NODE, keyEnd));
         if (nodeFlags & F_BIGDATA) {
           if (keyEnd + 8 > this.#s.pageSize) throw new Damage(`${node}: its overflow page number runs past the page end`);
           const first = p.readBigUInt64LE(keyEnd);
           seen.overflow += BigInt(this.#overflow(first, size, `${node}'s overflow page ${first}`));
-          leaf(node, this.#readData(first, size), key, nodeFlags);
+          leaf?.(node, this.#readData(first, size), key(), nodeFlags);
         } else {
           if (keyEnd + size > this.#s.pageSize) throw new Damage(`${node}: ${size} bytes of data run past the page end`);
-          leaf(node, Buffer.from(p.subarray(keyEnd, keyEnd + size)), key, nodeFlags);
+          leaf?.(node, Buffer.from(p.subarray(keyEnd, keyEnd + size)), key(), nodeFlags);
         }
       }
     }
