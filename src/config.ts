@@ -5,10 +5,23 @@
  */
 import { availableParallelism } from 'node:os';
 import { resolve, join } from 'node:path';
+import { parseEndpoints } from './cluster/endpoints.js';
 
 export interface Bind {
   host: string;
   port: number;
+}
+
+export interface ClusterConfig {
+  /** etcd client URLs. */
+  etcd: string[];
+  chainKeyFile: string;
+  /** PEM files of etcd TLS with client certificates. */
+  ca: string | undefined;
+  cert: string | undefined;
+  key: string | undefined;
+  /** The ledger gateway URL the other members and /peers show (default http://<ledger bind>). */
+  advertise: string | undefined;
 }
 
 export interface Config {
@@ -71,6 +84,8 @@ export interface Config {
   displayName: string | undefined;
   /** Peer endpoints reported by GET /peers and GET /status. */
   peers: string[];
+  /** A cluster member (src/cluster): etcd, the chain key, TLS; null for a single node. */
+  cluster: ClusterConfig | null;
   /** Endpoint this validator advertises. */
   endpoint: string;
   /** The component endpoint for transaction processors (ZeroMQ), or null when off. */
@@ -198,6 +213,24 @@ export const OPTIONS: Record<string, OptionSpec> = {
   displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
   peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
   endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },
+  clusterEtcd: {
+    flag: 'cluster-etcd',
+    env: 'CAIRN_CLUSTER_ETCD',
+    help: 'etcd URLs (comma-separated): run as a member of that cluster (default: a single node)',
+  },
+  chainKey: {
+    flag: 'chain-key',
+    env: 'CAIRN_CHAIN_KEY',
+    help: "the cluster's chain key file (cairn cluster init makes it); required with --cluster-etcd",
+  },
+  clusterEtcdCa: { flag: 'cluster-etcd-ca', env: 'CAIRN_CLUSTER_ETCD_CA', help: "CA certificate (PEM) of etcd's TLS" },
+  clusterEtcdCert: { flag: 'cluster-etcd-cert', env: 'CAIRN_CLUSTER_ETCD_CERT', help: 'client certificate (PEM) for etcd' },
+  clusterEtcdKey: { flag: 'cluster-etcd-key', env: 'CAIRN_CLUSTER_ETCD_KEY', help: 'client key (PEM) for etcd' },
+  clusterAdvertise: {
+    flag: 'cluster-advertise',
+    env: 'CAIRN_CLUSTER_ADVERTISE',
+    help: "this member's ledger gateway URL as the others list it (default http://<ledger bind>)",
+  },
   componentBind: {
     flag: 'component-bind',
     env: 'CAIRN_COMPONENT_BIND',
@@ -314,6 +347,38 @@ export function parseBind(v: string, what: string): Bind {
   return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) };
 }
 
+/** The cluster settings, or null without --cluster-etcd (flags win over the environment, as everywhere). */
+function clusterConfig(get: (key: keyof typeof OPTIONS) => string | undefined): ClusterConfig | null {
+  const etcd = get('clusterEtcd');
+  if (etcd === undefined) return null;
+  const chainKey = get('chainKey');
+  if (chainKey === undefined) throw new ConfigError('--cluster-etcd needs --chain-key FILE (CAIRN_CHAIN_KEY): the chain key cairn cluster init made');
+  let endpoints: string[];
+  try {
+    endpoints = parseEndpoints(etcd);
+  } catch (err) {
+    throw new ConfigError(`cluster etcd: ${(err as Error).message}`);
+  }
+  const pem = (k: keyof typeof OPTIONS): string | undefined => {
+    const v = get(k);
+    return v === undefined ? undefined : resolve(v);
+  };
+  const advertise = get('clusterAdvertise');
+  if (advertise !== undefined && !/^https?:\/\/[^/\s]+$/.test(advertise))
+    throw new ConfigError(`cluster advertise: expected http(s)://host:port, got "${advertise}"`);
+  const c: ClusterConfig = {
+    etcd: endpoints,
+    chainKeyFile: resolve(chainKey),
+    ca: pem('clusterEtcdCa'),
+    cert: pem('clusterEtcdCert'),
+    key: pem('clusterEtcdKey'),
+    advertise,
+  };
+  if ((c.ca || c.cert || c.key) && !(c.ca && c.cert && c.key))
+    throw new ConfigError('etcd TLS needs all three of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key');
+  return c;
+}
+
 function componentBind(v: string): Bind | null {
   return v === 'off' ? null : parseBind(v, 'component bind');
 }
@@ -372,6 +437,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
       .map((s) => s.trim())
       .filter(Boolean),
     endpoint: get('endpoint') ?? '',
+    cluster: clusterConfig(get),
     componentBind: componentBind(get('componentBind') ?? '127.0.0.1:4004'),
     componentSubscribers: int(get('componentSubscribers') ?? '1024', 'component subscribers', 1),
     componentQueue: int(get('componentQueue') ?? '1000', 'component queue', 1),

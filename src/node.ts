@@ -33,6 +33,7 @@ import { nodeDbName } from './store/names.js';
 import { writeGate } from './http/write-gate.js';
 import { registerAlarmRoutes } from './node-api/alarm-routes.js';
 import { openStore } from './store/checksum.js';
+import { ClusterMember } from './cluster/member.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -95,6 +96,24 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   // Metrics off: no registry, no hooks anywhere (each hook call site skips on undefined).
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;
+  // A cluster member: the chain must be the cluster's, and the node registers before it appends.
+  let member: ClusterMember | null = null;
+  if (config.cluster) {
+    try {
+      member = await ClusterMember.join(
+        {
+          etcd: { endpoints: config.cluster.etcd, ca: config.cluster.ca, cert: config.cluster.cert, key: config.cluster.key },
+          chainKeyFile: config.cluster.chainKeyFile,
+          nodeId: config.nodeId ?? `node-${nodeSigner.publicKey.slice(0, 12)}`,
+          diverge: process.env.CAIRN_TEST_CLUSTER_DIVERGE === '1',
+        },
+        nodeSigner,
+      );
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
+  }
   // The node's storage alarms: any failed write turns every interface read-only until it clears.
   const alarms = new AlarmBoard();
   const stallMs = config.storageStallSec * 1000;
@@ -106,13 +125,15 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await withinTime(db.flushed, stallMs, 'a node-store probe sync');
   };
   try {
-    const component = config.componentBind
-      ? {
-          bind: `${config.componentBind.host}:${config.componentBind.port}`,
-          externalFamilies: config.externalFamilies,
-          sendHighWaterMark: config.componentQueue,
-        }
-      : undefined;
+    // A cluster member runs no transaction processors: every member must execute alike.
+    const component =
+      config.componentBind && !member
+        ? {
+            bind: `${config.componentBind.host}:${config.componentBind.port}`,
+            externalFamilies: config.externalFamilies,
+            sendHighWaterMark: config.componentQueue,
+          }
+        : undefined;
     ledger = await Ledger.start({
       config,
       db,
@@ -123,8 +144,12 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       component,
       alarms,
       probes: [probeMain],
+      ...(member ? { log: member.sharedLog() } : {}),
     });
+    member?.checkGenesis(ledger);
   } catch (err) {
+    // (a ledger that started closes with the process: its committer thread is not waited for)
+    await member?.close();
     await db.close();
     throw err;
   }
@@ -142,7 +167,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     observe: metrics?.http('ledger'),
     ...writeGate(ledger, 'ledger'),
   });
-  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger });
+  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger, cluster: member });
   // The component endpoint's clients (event subscribers, ZeroMQ client requests).
   const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers, config }) : null;
   registerExplorer(ledgerServer);
@@ -214,8 +239,13 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await metrics?.close();
     await circuits.close();
     await ledger.close();
+    await member?.close();
     await db.close();
     throw err;
+  }
+  if (member) {
+    const h = config.ledgerBind.host;
+    await member.begin(ledger, config.cluster?.advertise ?? `http://${h.includes(':') ? `[${h}]` : h}:${ports.ledger}`);
   }
   // Test helpers and benchmarks find the ports in this line (its text or, in JSON, `ports`).
   log.fields(
@@ -249,6 +279,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       await nodeApi.close();
       await dataApi.close();
       await ledger.close();
+      await member?.close();
       await db.close();
       await lock.release();
     },

@@ -14,6 +14,7 @@ import { watchLmdbWriteErrors } from '../src/store/write-errors.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
 import { composeNodeCommitter } from '../src/ledger/compose.js';
 import { composeCircuitCommitter } from '../src/scabbard/compose.js';
+import { composeClusterCommitter } from '../src/cluster/compose.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
 
 if (parentPort === null) throw new Error('workers/committer.ts runs only as a worker thread');
@@ -43,6 +44,14 @@ const { committer } = (() => {
         if (!circuit.coordinator) c.consensus.abandon();
         c.rounds.catchUp(m.from, m.rounds);
       }
+    };
+    return c;
+  }
+  if (opts.cluster) {
+    // A cluster member signs its blocks with the chain key: every member writes the same ones.
+    const c = composeClusterCommitter(db, loadOrCreateKey(opts.cluster.chainKeyFile), opts, post);
+    handle = (m) => {
+      if (m.type === 'log') c.log.add(m.envelopes);
     };
     return c;
   }

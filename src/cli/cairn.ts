@@ -21,6 +21,7 @@ commands:
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
   alarm      list|clear: the node's storage alarms (a read-only node and why)
   bench      load-test a Sawtooth-compatible ledger: --url URL | --spawn; bench compare A.json B.json
+  cluster    init|status|join: nodes that share one chain through etcd
 common options: --url URL (the node to talk to), --json (JSON output and errors), --help
 exit status: 0 done, 1 failed (refused, invalid, unreachable), 2 usage error, 3 still pending
 `;
@@ -49,6 +50,7 @@ const COMMANDS: Record<string, () => Promise<Run>> = {
   prune: async () => (await import('./prune.js')).run,
   alarm: async () => (await import('./alarm.js')).run,
   bench: async () => (await import('./bench.js')).run,
+  cluster: async () => (await import('./cluster.js')).run,
 };
 
 /** The command names, for tests and the usage. */

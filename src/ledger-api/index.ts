@@ -15,20 +15,24 @@ import { selfUrl } from './links.js';
 import { replies } from './schemas.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ledgerBinding, ledgerRoute, type LedgerRoute } from './route.js';
+import type { ClusterMember } from '../cluster/member.js';
 
 export interface LedgerApiContext {
   config: Config;
   ledger: Ledger;
+  /** A cluster member: its peers are the other live members, and /status shows the cluster. */
+  cluster?: ClusterMember | null;
 }
 
 export interface LedgerApi {
   close(): void;
 }
 
-function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
+function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | null): LedgerRoute[] {
+  // Configured peers (a single node has none), or a cluster's other live members.
+  const peers = (): string[] => (cluster ? cluster.peers() : config.peers);
   return [
-    // Configured peers: a single node has none.
-    ledgerRoute({ method: 'get', path: '/peers', reply: replies.peers, handler: ({ req }) => answer({ data: config.peers, link: selfUrl(req) }) }),
+    ledgerRoute({ method: 'get', path: '/peers', reply: replies.peers, handler: ({ req }) => answer({ data: peers(), link: selfUrl(req) }) }),
     ledgerRoute({
       method: 'get',
       path: '/status',
@@ -40,7 +44,11 @@ function networkRoutes(config: Config, ledger: Ledger): LedgerRoute[] {
         if (ledger.fault !== null)
           throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator is read-only, storage alarm raised: ${ledger.fault}`, true);
         return answer({
-          data: { endpoint: config.endpoint, peers: [...config.peers].sort().map((endpoint) => ({ endpoint })) },
+          data: {
+            endpoint: config.endpoint,
+            peers: [...peers()].sort().map((endpoint) => ({ endpoint })),
+            ...(cluster ? { cluster: cluster.view() } : {}),
+          },
           link: selfUrl(req),
         });
       },
@@ -66,7 +74,7 @@ export function ledgerApiRoutes(ctx: LedgerApiContext): LedgerRoutes {
     ...blockRoutes(chain),
     ...stateRoutes(chain),
     ...receiptRoutes(ledger, waits),
-    ...networkRoutes(config, ledger),
+    ...networkRoutes(config, ledger, ctx.cluster ?? null),
   ];
   return { routes, chain, waits };
 }

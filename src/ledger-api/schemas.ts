@@ -132,6 +132,31 @@ export const replies = {
   peers: one(strArr),
   status: one({
     type: 'object',
-    properties: { endpoint: str, peers: { type: 'array', items: { type: 'object', properties: { endpoint: str } } } },
+    properties: {
+      endpoint: str,
+      peers: { type: 'array', items: { type: 'object', properties: { endpoint: str } } },
+      // A cluster member's view (absent on a single node).
+      cluster: {
+        type: 'object',
+        properties: {
+          node_id: str,
+          members: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: {
+                node_id: str,
+                public_key: str,
+                ledger_url: str,
+                live: { type: 'boolean' },
+                applied: { type: 'integer' },
+                height: { type: 'integer' },
+              },
+            },
+          },
+          log: { type: 'object', properties: { applied: { type: 'integer' }, seen: { type: 'integer' }, lag: { type: 'integer' } } },
+        },
+      },
+    },
   }),
 } satisfies Record<string, ReplySchema>;

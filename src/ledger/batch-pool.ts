@@ -22,6 +22,34 @@ const QUEUE_SAMPLES = 5;
 const DROP_INTERVAL_MS = 200;
 const DROP_GROUP = 4096;
 
+/**
+ * Sawtooth's back-pressure average: batches per block over the last blocks, sampled when a
+ * block took all there was room for or left batches waiting. The limit is a multiple of it.
+ */
+export class RollingAverage {
+  readonly #samples: number[];
+  #avg: number;
+
+  constructor(initial: number) {
+    this.#samples = [initial];
+    this.#avg = initial;
+  }
+
+  get value(): number {
+    return this.#avg;
+  }
+
+  /** A block consumed `consumed` batches out of `waiting`. */
+  note(consumed: number, waiting: number): void {
+    if (consumed === 0) return;
+    if (Math.max(waiting - consumed, 0) > this.#avg || consumed > this.#avg) {
+      this.#samples.push(consumed);
+      if (this.#samples.length > QUEUE_SAMPLES) this.#samples.shift();
+      this.#avg = Math.max(1, Math.floor(this.#samples.reduce((a, b) => a + b, 0) / this.#samples.length));
+    }
+  }
+}
+
 export interface PoolEntry extends BuildEntry {
   /** Key of the pending-pool record (segment) that holds it; -1 for genesis. */
   seg: number;
@@ -35,8 +63,7 @@ export class BatchPool {
   readonly #segments = new Map<number, number>();
   /** Next sequence number after those found in the pending pool at start. */
   nextSeq = 0;
-  readonly #samples: number[];
-  #avg: number;
+  readonly #average: RollingAverage;
   /** Removals of settled segments still being written (awaited on close). */
   readonly #drops = new Set<Promise<void>>();
   /** Settled segments not removed yet (see DROP_INTERVAL_MS). */
@@ -47,12 +74,11 @@ export class BatchPool {
     private readonly pending: RootDatabase<Buffer, number>,
     private readonly opts: { queueMultiplier: number; queueInitialAverage: number; onDropFailed(err: unknown): Promise<void> | void },
   ) {
-    this.#samples = [opts.queueInitialAverage];
-    this.#avg = opts.queueInitialAverage;
+    this.#average = new RollingAverage(opts.queueInitialAverage);
   }
 
   get queueLimit(): number {
-    return this.opts.queueMultiplier * this.#avg;
+    return this.opts.queueMultiplier * this.#average.value;
   }
 
   get length(): number {
@@ -143,12 +169,7 @@ export class BatchPool {
 
   /** A block consumed `consumed` batches out of `poolLen` waiting: updates the rolling average. */
   noteBlock(consumed: number, poolLen: number): void {
-    if (consumed === 0) return;
-    if (Math.max(poolLen - consumed, 0) > this.#avg || consumed > this.#avg) {
-      this.#samples.push(consumed);
-      if (this.#samples.length > QUEUE_SAMPLES) this.#samples.shift();
-      this.#avg = Math.max(1, Math.floor(this.#samples.reduce((a, b) => a + b, 0) / this.#samples.length));
-    }
+    this.#average.note(consumed, poolLen);
   }
 
   #drop(segments: number[]): Promise<void> {

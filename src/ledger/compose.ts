@@ -44,13 +44,8 @@ export class NodeCommitter {
   }
 }
 
-export function composeNodeCommitter(
-  root: RootDatabase,
-  pending: RootDatabase<Buffer, number>,
-  signer: Signer,
-  opts: CommitterOptions,
-  post: (m: FromCommitter) => void,
-): NodeCommitter {
+/** The chain writer and block builder of the node's ledger (a single node's or a cluster member's). */
+export function nodeLedgerParts(root: RootDatabase, signer: Signer, opts: CommitterOptions, component: ComponentServer | null) {
   const d = opts.description ?? NODE_LEDGER;
   const stores = openLedgerStores(root, d.storePrefix);
   const writer = new ChainWriter({
@@ -63,13 +58,24 @@ export function composeNodeCommitter(
     checkpointChunk: opts.stateCheckpointChunk,
     stallMs: opts.storageStallMs,
   });
+  const builder = new BlockBuilder(writer.state, signer, familyLookup(d.families), component ?? undefined);
+  return { stores, writer, builder, genesis: () => makeGenesis(signer, d.genesis, builder, writer) };
+}
+
+export function composeNodeCommitter(
+  root: RootDatabase,
+  pending: RootDatabase<Buffer, number>,
+  signer: Signer,
+  opts: CommitterOptions,
+  post: (m: FromCommitter) => void,
+): NodeCommitter {
   const component = opts.component
     ? new ComponentServer(opts.component, {
         message: (peer, body) => post({ type: 'client', peer, body }),
         gone: (peer, why) => post({ type: 'client-gone', peer, why }),
       })
     : null;
-  const builder = new BlockBuilder(writer.state, signer, familyLookup(d.families), component ?? undefined);
+  const { stores, writer, builder, genesis } = nodeLedgerParts(root, signer, opts, component);
   let committer: Committer<PoolEntry> | null = null;
   const pool = new PoolSource({
     stores,
@@ -88,7 +94,7 @@ export function composeNodeCommitter(
       builder,
       source: pool,
       consensus: new SoloConsensus(),
-      genesis: () => makeGenesis(signer, d.genesis, builder, writer),
+      genesis,
       component,
       minBlockIntervalMs: opts.minBlockIntervalMs,
       readyInfo: () => ({ pendingIds: pool.pendingIds, nextSeq: pool.nextSeq }),

@@ -7,7 +7,8 @@
 import { log } from '../log.js';
 import type { VerifyResult } from './verify.js';
 import { VerifyPool, type VerifyItem } from './verify-pool.js';
-import { LedgerUnavailable, type PendingWriter } from './pending-writer.js';
+import { LedgerUnavailable } from './pending-writer.js';
+import type { AckWriter } from './ack-writer.js';
 
 export type SubmitResult =
   | { ok: true; ids: string[] }
@@ -74,7 +75,7 @@ export interface IngestOptions {
   nodePublicKey: string;
   poolThreads: number;
   families: string[];
-  writer: PendingWriter;
+  writer: AckWriter;
   /** The back-pressure limit, as the committer last reported it. */
   queueLimit(): number;
   /** Whether a batch is settled already (committed or invalid): then it is not exempt. */

@@ -28,7 +28,9 @@ import { LedgerQuery, type StatusEntry } from './query.js';
 import { ANY_FAMILY } from './catalog.js';
 import type { ComponentOptions } from '../component/server.js';
 import type { VerifyResult } from './verify.js';
-import type { CommitterFaultCode, CommitterOptions } from './protocol.js';
+import type { CommitterFaultCode, CommitterOptions, ToCommitter } from './protocol.js';
+import type { AckWriter } from './ack-writer.js';
+import type { ClusterCommitterOptions } from '../cluster/protocol.js';
 import { AlarmBoard, ROOM_TO_CLEAR_BYTES, classifyInDir, freeBytes, type AlarmKind } from '../store/alarms.js';
 import { DEFAULT_STALL_MS } from './chain-writer.js';
 
@@ -68,6 +70,23 @@ export interface LedgerStartOptions {
   alarms?: AlarmBoard;
   /** Other durable writes a recovery must see succeed (e.g. the node API's stores). */
   probes?: Array<() => Promise<void>>;
+  /** A cluster member: batches go to the cluster's log, and rounds come from it (src/cluster). */
+  log?: SharedLog;
+}
+
+/** What a ledger gives the writer of a shared log. */
+export interface SharedLogHooks {
+  /** The next log revision the committer needs. */
+  nextRev: number;
+  tell(m: ToCommitter): void;
+  /** Null while batches may be acknowledged; else the message of the 503. */
+  refusal(): string | null;
+}
+
+/** A log several nodes share, in place of the pending pool (src/cluster/link.ts). */
+export interface SharedLog {
+  committer: ClusterCommitterOptions;
+  open(h: SharedLogHooks): AckWriter & { applied(rev: number): void; start(): void };
 }
 
 export class Ledger {
@@ -80,7 +99,9 @@ export class Ledger {
   /** tcp://host:port of the component endpoint, when it is served. */
   readonly componentEndpoint: string | undefined;
   readonly #ingest: Ingest;
-  readonly #writer: PendingWriter;
+  readonly #writer: AckWriter;
+  /** The shared log, on a cluster member (the same object as #writer). */
+  readonly #log: ReturnType<SharedLog['open']> | null;
   readonly #waiters = new StatusWaiters();
   readonly #listeners = new Set<(e: BlockEvent) => void>();
   #committer!: CommitterClient;
@@ -121,17 +142,21 @@ export class Ledger {
     this.head = ready.head;
     this.queueLimit = ready.queueLimit;
     this.componentEndpoint = ready.componentEndpoint;
-    this.#writer = new PendingWriter({
-      db: openPendingEnv(config.dataDir, description.pendingFile),
-      ackDurability: config.ackDurability,
-      nextSeq: ready.nextSeq,
-      pendingIds: ready.pendingIds,
-      committed: (id) => this.query.isBatchCommitted(id),
-      enqueue: (seg, batches, transfer) => this.#committer.enqueue(seg, batches, transfer),
-      refusal: () => (this.#closed ? 'The node is shutting down' : this.fault !== null ? this.#faultMessage() : null),
-      onFault: (err) => this.storageFault(err, description.pendingFile ?? 'pending.mdb'),
-      stallMs: this.#stallMs,
-    });
+    const refusal = (): string | null => (this.#closed ? 'The node is shutting down' : this.fault !== null ? this.#faultMessage() : null);
+    this.#log = opts.log ? opts.log.open({ nextRev: ready.nextSeq, tell: (m) => this.#committer.tell(m), refusal }) : null;
+    this.#writer =
+      this.#log ??
+      new PendingWriter({
+        db: openPendingEnv(config.dataDir, description.pendingFile),
+        ackDurability: config.ackDurability,
+        nextSeq: ready.nextSeq,
+        pendingIds: ready.pendingIds,
+        committed: (id) => this.query.isBatchCommitted(id),
+        enqueue: (seg, batches, transfer) => this.#committer.enqueue(seg, batches, transfer),
+        refusal,
+        onFault: (err) => this.storageFault(err, description.pendingFile ?? 'pending.mdb'),
+        stallMs: this.#stallMs,
+      });
     this.query = new LedgerQuery({
       db: opts.db,
       storePrefix: description.storePrefix,
@@ -170,6 +195,7 @@ export class Ledger {
       stateCheckpointBlocks: config.stateCheckpointBlocks,
       stateCheckpointChunk: config.stateCheckpointChunk,
       storageStallMs: (config.storageStallSec ?? DEFAULT_STALL_MS / 1000) * 1000,
+      ...(opts.log ? { cluster: opts.log.committer } : {}),
     };
     let started: Awaited<ReturnType<typeof CommitterClient.start>>;
     try {
@@ -199,6 +225,7 @@ export class Ledger {
     const { client, ready } = started;
     ledger = new Ledger(opts, description, ready, committerOptions, opts.alarms ?? new AlarmBoard());
     ledger.#committer = client;
+    ledger.#log?.start();
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
   }
@@ -343,6 +370,7 @@ export class Ledger {
     this.queueLimit = m.queueLimit;
     for (const id of m.committed) this.#settle(id);
     for (const id of m.invalid) this.#settle(id);
+    if (this.#log && m.round) this.#log.applied(m.round.height);
     for (const l of this.#listeners) l(m);
   }
 

@@ -35,6 +35,8 @@ export interface CommitterOptions {
   storageStallMs?: number;
   /** Set for a circuit's ledger (src/scabbard): its rounds come from the circuit's agreement. */
   circuit?: CircuitCommitterOptions;
+  /** Set on a cluster member (src/cluster): its rounds come from the cluster's log. */
+  cluster?: import('../cluster/protocol.js').ClusterCommitterOptions;
 }
 
 /** What the committer of a circuit's ledger (one scabbard service) needs to know. */
@@ -128,6 +130,8 @@ export type ToCommitter =
   | { type: 'catch-up'; from: string; rounds: AgreedRound[] }
   /** The agreement's decision on a summarized round (`pauseMs`: wait before the next one). */
   | { type: 'decide'; id: string; finalize: boolean; pauseMs?: number }
+  /** A cluster member: envelopes of the log, in order (src/cluster/link.ts). */
+  | { type: 'log'; envelopes: import('../cluster/protocol.js').LogEnvelope[] }
   | { type: 'shutdown' };
 
 /** Client traffic of the component endpoint, relayed to the HTTP thread (src/component/client-service.ts). */

@@ -12,7 +12,7 @@ import type { Req } from '../http/server.js';
 import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 
-const KINDS: readonly AlarmKind[] = ['NOSPACE', 'IO', 'STALLED', 'CORRUPT', 'COMMITTER'];
+const KINDS: readonly AlarmKind[] = ['NOSPACE', 'IO', 'STALLED', 'CORRUPT', 'COMMITTER', 'DIVERGED'];
 
 function isKind(k: string): k is AlarmKind {
   return (KINDS as readonly string[]).includes(k);

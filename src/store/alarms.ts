@@ -23,7 +23,9 @@ export type AlarmKind =
   /** A stored record failed its checksum, or LMDB found a damaged page. */
   | 'CORRUPT'
   /** A committer thread died for another reason, more often than the restart bound. */
-  | 'COMMITTER';
+  | 'COMMITTER'
+  /** A cluster member's chain differs from another member's at the same height (src/cluster). */
+  | 'DIVERGED';
 
 export interface Alarm {
   kind: AlarmKind;

@@ -1,0 +1,213 @@
+/**
+ * `cairn cluster init|status|join`: a network of nodes that share one chain through etcd.
+ *   init    makes the chain key (FILE, mode 0600, when it does not exist) and writes the
+ *           chain's record (key and genesis block) to etcd, exactly once (compare-and-set):
+ *           again with the same key it does nothing (exit 0), with another it refuses (1).
+ *   status  the chain and its members as etcd has them.
+ *   join    registers a node's key (its data directory's, made when missing) ahead of its
+ *           first start, after checking the chain key file is the cluster's.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Etcd3 } from 'etcd3';
+import { loadOrCreateKey } from '../store/keys.js';
+import { openEnv } from '../store/db.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import { nodeLedgerParts } from '../ledger/compose.js';
+import {
+  CHAIN_KEY,
+  LIVE,
+  NODES,
+  etcdClient,
+  etcdReason,
+  parseEndpoints,
+  readChain,
+  type ChainRecord,
+  type EtcdSettings,
+  type MemberRecord,
+} from '../cluster/etcd.js';
+import { isMain, parseOrUsage, print, runCommand, UsageError } from './args.js';
+
+export const USAGE = `usage: cairn cluster <init|status|join> --etcd URL[,URL…] [options]
+  init   --chain-key FILE       make the chain key (when FILE does not exist) and the chain in etcd
+  status                        the chain and its members
+  join   --chain-key FILE --data-dir DIR [--node-id ID]
+                                register the node of DIR (its key is made when missing)
+  --etcd URL[,URL…]             etcd client URLs (default CAIRN_CLUSTER_ETCD)
+  --cluster-etcd-ca/-cert/-key  PEM files of etcd's TLS with client certificates
+  --json                        JSON output
+Then start each member with CAIRN_CLUSTER_ETCD=URL[,URL…] CAIRN_CHAIN_KEY=FILE (flags --cluster-etcd, --chain-key).
+exit status: 0 done, 1 refused or etcd unreachable, 2 usage error
+`;
+
+const VALUED = ['etcd', 'chain-key', 'data-dir', 'node-id', 'cluster-etcd-ca', 'cluster-etcd-cert', 'cluster-etcd-key'];
+
+/** Block 0 of a chain signed by `chainKey`, made as a member makes it, in a throw-away directory. */
+export async function genesisBlockId(chainKey: Signer): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-genesis-'));
+  const db = openEnv(dir);
+  try {
+    const parts = nodeLedgerParts(
+      db,
+      chainKey,
+      { dataDir: dir, nodeKeyFile: '', maxBatchesPerBlock: 0, minBlockIntervalMs: 0, queueMultiplier: 1, queueInitialAverage: 1 },
+      null,
+    );
+    parts.writer.loadState();
+    return (await parts.genesis()).blockId;
+  } finally {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function settings(args: { options: Map<string, string> }): EtcdSettings {
+  const v = args.options.get('etcd') ?? process.env.CAIRN_CLUSTER_ETCD;
+  if (!v) throw new UsageError('--etcd URL[,URL…] is required');
+  let endpoints: string[];
+  try {
+    endpoints = parseEndpoints(v);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const pem = (k: string): string | undefined => {
+    const p = args.options.get(k);
+    return p === undefined ? undefined : resolve(p);
+  };
+  return { endpoints, ca: pem('cluster-etcd-ca'), cert: pem('cluster-etcd-cert'), key: pem('cluster-etcd-key') };
+}
+
+function chainKeyFile(args: { options: Map<string, string> }): string {
+  const f = args.options.get('chain-key') ?? process.env.CAIRN_CHAIN_KEY;
+  if (!f) throw new UsageError('--chain-key FILE is required');
+  return resolve(f);
+}
+
+async function withClient<T>(s: EtcdSettings, f: (c: Etcd3) => Promise<T>): Promise<T> {
+  const client = etcdClient(s);
+  try {
+    return await f(client);
+  } catch (err) {
+    if (err instanceof UsageError || (err as { exitCode?: number }).exitCode !== undefined) throw err;
+    throw new Error(`etcd at ${s.endpoints.join(',')}: ${etcdReason(err)}`);
+  } finally {
+    client.close();
+  }
+}
+
+class Refused extends Error {
+  readonly exitCode = 1;
+}
+
+async function init(args: { options: Map<string, string> }, json: boolean): Promise<number> {
+  const s = settings(args);
+  const file = chainKeyFile(args);
+  return withClient(s, async (client) => {
+    const existing = await readChain(client);
+    const compare = (chain: ChainRecord): number => {
+      if (!existsSync(file))
+        throw new Refused(
+          `the cluster already has a chain (key ${chain.chainKey.slice(0, 16)}…); ${file} does not exist: copy the chain key from where it was made`,
+        );
+      const key = loadOrCreateKey(file);
+      if (key.publicKey !== chain.chainKey)
+        throw new Refused(
+          `the cluster's chain is signed by another key (${chain.chainKey.slice(0, 16)}…, ${file} holds ${key.publicKey.slice(0, 16)}…): refusing`,
+        );
+      print(
+        json,
+        { ...chain, new: false },
+        `the cluster already has this chain (key ${chain.chainKey.slice(0, 16)}…, genesis ${chain.genesis.slice(0, 16)}…): nothing to do`,
+      );
+      return 0;
+    };
+    if (existing) return compare(existing);
+    const key = loadOrCreateKey(file);
+    const record: ChainRecord = { chainKey: key.publicKey, genesis: await genesisBlockId(key), created: new Date().toISOString() };
+    // Exactly once: only if no chain record was ever created.
+    const res = await client
+      .if(CHAIN_KEY, 'Create', '==', 0)
+      .then(client.put(CHAIN_KEY).value(JSON.stringify(record)))
+      .commit();
+    if (!res.succeeded) {
+      const now = await readChain(client);
+      if (now) return compare(now);
+    }
+    print(json, { ...record, new: true }, `chain created: key ${record.chainKey} (in ${file}), genesis ${record.genesis}`);
+    return 0;
+  });
+}
+
+async function status(args: { options: Map<string, string> }, json: boolean): Promise<number> {
+  const s = settings(args);
+  return withClient(s, async (client) => {
+    const chain = await readChain(client);
+    if (!chain) throw new Refused('the cluster has no chain yet (cairn cluster init)');
+    const [nodes, live] = await Promise.all([client.getAll().prefix(NODES).strings(), client.getAll().prefix(LIVE).strings()]);
+    const members = Object.entries(nodes).map(([k, v]) => {
+      const key = k.slice(NODES.length);
+      const r = JSON.parse(v) as MemberRecord;
+      const l = live[`${LIVE}${key}`];
+      const lr = l ? (JSON.parse(l) as MemberRecord) : null;
+      return {
+        node_id: r.nodeId,
+        public_key: key,
+        ledger_url: lr?.ledgerUrl ?? r.ledgerUrl,
+        live: lr !== null,
+        applied: lr?.applied ?? null,
+        height: lr?.height ?? null,
+      };
+    });
+    const lines = [
+      `chain key ${chain.chainKey}, genesis ${chain.genesis}`,
+      ...members.map((m) => `${m.live ? 'up  ' : 'down'} ${m.node_id} ${m.ledger_url || '-'} height ${m.height ?? '-'} log ${m.applied ?? '-'}`),
+    ];
+    print(json, { chain, members }, lines.join('\n'));
+    return 0;
+  });
+}
+
+async function joinNode(args: { options: Map<string, string> }, json: boolean): Promise<number> {
+  const s = settings(args);
+  const file = chainKeyFile(args);
+  const dir = resolve(args.options.get('data-dir') ?? (process.env.CAIRN_DATA_DIR || './data'));
+  return withClient(s, async (client) => {
+    const chain = await readChain(client);
+    if (!chain) throw new Refused('the cluster has no chain yet (cairn cluster init)');
+    if (!existsSync(file)) throw new Refused(`${file} does not exist: copy the chain key from where it was made`);
+    if (loadOrCreateKey(file).publicKey !== chain.chainKey) throw new Refused(`${file} is not this cluster's chain key`);
+    const node = loadOrCreateKey(join(dir, 'keys', 'validator.priv'));
+    const key = `${NODES}${node.publicKey}`;
+    const nodeId = args.options.get('node-id') ?? process.env.CAIRN_NODE_ID ?? `node-${node.publicKey.slice(0, 12)}`;
+    const rec: MemberRecord = { nodeId, publicKey: node.publicKey, ledgerUrl: '' };
+    await client
+      .if(key, 'Create', '==', 0)
+      .then(client.put(key).value(JSON.stringify(rec)))
+      .commit();
+    print(
+      json,
+      { node_id: nodeId, public_key: node.publicKey, data_dir: dir },
+      `registered ${nodeId} (${node.publicKey.slice(0, 16)}…); start it with CAIRN_DATA_DIR=${dir} CAIRN_CLUSTER_ETCD=${s.endpoints.join(',')} CAIRN_CHAIN_KEY=${file}`,
+    );
+    return 0;
+  });
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const args = parseOrUsage(argv, VALUED);
+  const [sub, ...extra] = args.positional;
+  if (args.help || sub === undefined) {
+    if (!args.help) throw new UsageError('missing subcommand: init, status or join');
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
+  const json = args.flags.has('json');
+  if (sub === 'init') return init(args, json);
+  if (sub === 'status') return status(args, json);
+  if (sub === 'join') return joinNode(args, json);
+  throw new UsageError(`unknown subcommand ${sub} (init, status or join)`);
+}
+
+if (isMain(import.meta.url)) void runCommand('cairn cluster', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

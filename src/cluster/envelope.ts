@@ -1,0 +1,112 @@
+/**
+ * An envelope: verified batches a member appends to the cluster's log in etcd, as one
+ * value, signed by that member's node key (the members check it before executing).
+ *
+ *   "CEV1" | signer public key (33) | time ms (u64) | count (u32) |
+ *   count × (length (u32) | batch bytes) | signature (64, compact r||s over SHA-256 of all before)
+ *
+ * The time is the ingesting member's clock when it packed the envelope: the round's time
+ * on every member (nothing in a block depends on a member's own clock).
+ */
+import { type Signer, verify } from '../crypto/secp256k1.js';
+
+const MAGIC = Buffer.from('CEV1');
+const HEAD = 4 + 33 + 8 + 4;
+const SIG = 64;
+
+export interface EnvelopeBatch {
+  id: string;
+  bytes: Uint8Array;
+}
+
+export interface Envelope {
+  signer: string;
+  ts: number;
+  batches: EnvelopeBatch[];
+}
+
+export class EnvelopeError extends Error {}
+
+/** Encodes and signs an envelope of `batches` (whose ids the caller has verified). */
+export function encodeEnvelope(signer: Signer, ts: number, batches: readonly Uint8Array[]): Buffer {
+  let size = HEAD + SIG;
+  for (const b of batches) size += 4 + b.length;
+  const out = Buffer.allocUnsafe(size);
+  MAGIC.copy(out, 0);
+  Buffer.from(signer.publicKey, 'hex').copy(out, 4);
+  out.writeBigUInt64BE(BigInt(ts), 37);
+  out.writeUInt32BE(batches.length, 45);
+  let o = HEAD;
+  for (const b of batches) {
+    out.writeUInt32BE(b.length, o);
+    out.set(b, o + 4);
+    o += 4 + b.length;
+  }
+  Buffer.from(signer.sign(out.subarray(0, o)), 'hex').copy(out, o);
+  return out;
+}
+
+/**
+ * Decodes an envelope and checks its signature. `known(signer)` says whether the signer
+ * may append (a registered member). Throws EnvelopeError naming what is wrong; a batch
+ * whose id cannot be read is refused with the envelope (an honest member never packs one).
+ */
+export function decodeEnvelope(value: Uint8Array, known: (signer: string) => boolean): Envelope {
+  const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  if (buf.length < HEAD + SIG || !buf.subarray(0, 4).equals(MAGIC)) throw new EnvelopeError('not an envelope (bad magic or too short)');
+  const signer = buf.toString('hex', 4, 37);
+  const ts = Number(buf.readBigUInt64BE(37));
+  const count = buf.readUInt32BE(45);
+  const body = buf.length - SIG;
+  const batches: EnvelopeBatch[] = [];
+  let o = HEAD;
+  for (let i = 0; i < count; i++) {
+    if (o + 4 > body) throw new EnvelopeError(`batch ${i} runs past the end`);
+    const len = buf.readUInt32BE(o);
+    if (len === 0 || o + 4 + len > body) throw new EnvelopeError(`batch ${i} runs past the end`);
+    const bytes = buf.subarray(o + 4, o + 4 + len);
+    const id = batchIdOf(bytes);
+    if (id === null) throw new EnvelopeError(`batch ${i} has no readable header signature`);
+    batches.push({ id, bytes });
+    o += 4 + len;
+  }
+  if (o !== body) throw new EnvelopeError('bytes after the last batch');
+  if (!known(signer)) throw new EnvelopeError(`signed by ${signer.slice(0, 16)}…, not a member of this cluster`);
+  if (!verify(buf.toString('hex', body), buf.subarray(0, body), signer)) throw new EnvelopeError('bad signature');
+  return { signer, ts, batches };
+}
+
+/**
+ * The id (header_signature, field 2) of an encoded Batch, read by a scan of its top-level
+ * fields without decoding it; null when the bytes are not a Batch with a 128-hex id.
+ */
+export function batchIdOf(b: Uint8Array): string | null {
+  let o = 0;
+  let id: string | null = null;
+  const varint = (): number => {
+    let v = 0;
+    for (let shift = 0; shift < 35; shift += 7) {
+      const x = b[o++];
+      if (x === undefined) return -1;
+      v += (x & 0x7f) * 2 ** shift;
+      if (x < 0x80) return v;
+    }
+    return -1;
+  };
+  while (o < b.length) {
+    const tag = varint();
+    if (tag < 0) return null;
+    const wire = tag & 7;
+    if (wire === 2) {
+      const l = varint();
+      if (l < 0 || o + l > b.length) return null;
+      if (tag >>> 3 === 2) id = Buffer.from(b.buffer, b.byteOffset + o, l).toString('latin1');
+      o += l;
+    } else if (wire === 0) {
+      if (varint() < 0) return null;
+    } else if (wire === 1) o += 8;
+    else if (wire === 5) o += 4;
+    else return null;
+  }
+  return id !== null && /^[0-9a-f]{128}$/.test(id) ? id : null;
+}

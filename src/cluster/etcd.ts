@@ -1,0 +1,84 @@
+/**
+ * The cluster's records in etcd and the client that reaches them (npm `etcd3`, over
+ * @grpc/grpc-js: etcd's own v3 gRPC API, with its leases, watches and transactions; one
+ * client per process).
+ *
+ *   cairn/chain              the chain: its key and genesis block (written once, by `cairn cluster init`)
+ *   cairn/nodes/<node key>   a member's registration (never deleted): id and ledger URL
+ *   cairn/live/<node key>    a member that is up (on a lease): URL, applied log revision, head
+ *   cairn/log/<node key>/<n> an envelope of verified batches (src/cluster/envelope.ts)
+ *   cairn/attest/<node key>  a member's latest (height, block id, state root)
+ */
+import { readFileSync } from 'node:fs';
+import { Etcd3, type IOptions } from 'etcd3';
+export { parseEndpoints } from './endpoints.js';
+
+export const PREFIX = 'cairn/';
+export const CHAIN_KEY = `${PREFIX}chain`;
+export const NODES = `${PREFIX}nodes/`;
+export const LIVE = `${PREFIX}live/`;
+export const LOG = `${PREFIX}log/`;
+export const ATTEST = `${PREFIX}attest/`;
+
+/** Longest one etcd request may take before it counts as failed (no quorum, unreachable). */
+export const REQUEST_DEADLINE_MS = 5_000;
+
+/** What `cairn cluster init` writes to CHAIN_KEY. */
+export interface ChainRecord {
+  /** The chain key's public key: every block is signed with it. */
+  chainKey: string;
+  /** Block 0 of the chain (a function of the chain key). */
+  genesis: string;
+  created: string;
+}
+
+/** A member as it registers (NODES) and as it is live (LIVE). */
+export interface MemberRecord {
+  nodeId: string;
+  publicKey: string;
+  ledgerUrl: string;
+  /** LIVE only: the last log revision applied, and the head block. */
+  applied?: number;
+  height?: number;
+  headId?: string;
+}
+
+export interface Attestation {
+  height: number;
+  blockId: string;
+  stateRoot: string;
+}
+
+export interface EtcdSettings {
+  endpoints: string[];
+  /** PEM files for TLS with client certificates (all three, or none). */
+  ca?: string | undefined;
+  cert?: string | undefined;
+  key?: string | undefined;
+}
+
+/** The etcd client: every unary request has a deadline; watches are streams and have none. */
+export function etcdClient(s: EtcdSettings): Etcd3 {
+  const opts: IOptions = {
+    hosts: s.endpoints,
+    dialTimeout: REQUEST_DEADLINE_MS,
+    defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + REQUEST_DEADLINE_MS }),
+  };
+  if (s.ca || s.cert || s.key) {
+    if (!s.ca || !s.cert || !s.key) throw new Error('etcd TLS needs all of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key');
+    opts.credentials = { rootCertificate: readFileSync(s.ca), certChain: readFileSync(s.cert), privateKey: readFileSync(s.key) };
+  }
+  return new Etcd3(opts);
+}
+
+/** The chain record, or null when the cluster has none yet. */
+export async function readChain(client: Etcd3): Promise<ChainRecord | null> {
+  const v = await client.get(CHAIN_KEY).string();
+  return v === null ? null : (JSON.parse(v) as ChainRecord);
+}
+
+/** A short reason for an etcd failure, for a 503 or a log line. */
+export function etcdReason(err: unknown): string {
+  const m = err instanceof Error ? err.message : String(err);
+  return m.replace(/\s+/g, ' ').slice(0, 200);
+}

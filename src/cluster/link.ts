@@ -1,0 +1,342 @@
+/**
+ * A cluster member's end of the log, on the HTTP thread. In place of the pending pool it
+ * takes the verified batches of POST /batches, packs them into envelopes (bounded count
+ * and bytes, a short linger), appends each to the log in etcd and answers only once etcd
+ * has committed it (the 202). It follows the log from the revision the committer last
+ * applied, checks each envelope (a registered member's signature, a readable layout) and
+ * hands them, in order, to the committer; garbage and forged envelopes are refused on
+ * every member alike. It knows which batches are pending: in the log, not applied here.
+ */
+import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
+import { log } from '../log.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import type { ToCommitter } from '../ledger/protocol.js';
+import { LedgerUnavailable } from '../ledger/pending-writer.js';
+import type { AckWriter } from '../ledger/ack-writer.js';
+import type { LogEnvelope } from './protocol.js';
+import { decodeEnvelope, encodeEnvelope, EnvelopeError } from './envelope.js';
+import { CHAIN_KEY, LOG, NODES, etcdReason } from './etcd.js';
+
+/** An envelope holds this many batches at most. */
+export const ENVELOPE_MAX_BATCHES = 1000;
+/** … and this many bytes (etcd refuses requests over 1.5 MiB by default). */
+export const ENVELOPE_MAX_BYTES = 1024 * 1024;
+/** How long the first batches of an envelope wait for more (ms). */
+const LINGER_MS = 2;
+/** Envelopes handed to the committer and not applied yet, at most (the rest wait here). */
+const MAX_FORWARDED = 64;
+/** Envelopes read per range request when catching up. */
+const RANGE_PAGE = 128;
+/** Wait before a failed read of the log is tried again (ms). */
+const RETRY_MS = 500;
+
+export interface ClusterLinkOptions {
+  client: Etcd3;
+  /** The node's key: it signs this member's envelopes. */
+  signer: Signer;
+  /** Next log revision to read (the committer's: the last one applied + 1). */
+  nextRev: number;
+  tell(m: ToCommitter): void;
+  /** Null while batches may be acknowledged; else the message of the 503. */
+  refusal(): string | null;
+  /** A log envelope refused (garbage, forged): for metrics and tests. */
+  onRefused?(rev: number, why: string): void;
+}
+
+interface Packing {
+  batches: Array<{ id: string; bytes: Uint8Array }>;
+  bytes: number;
+  done: Promise<void>;
+  resolve(): void;
+  reject(e: unknown): void;
+  timer: NodeJS.Timeout | null;
+}
+
+export class ClusterLink implements AckWriter {
+  readonly #o: ClusterLinkOptions;
+  readonly #keyPrefix: string;
+  #seq = 0;
+  /** Pending batch ids, by the revision of the envelope that holds them. */
+  readonly #pendingAt = new Map<string, number>();
+  readonly #byRev = new Map<number, string[]>();
+  /** Batches being appended (not committed by etcd yet), by id. */
+  readonly #writing = new Map<string, Promise<void>>();
+  #packing: Packing | null = null;
+  readonly #appends = new Set<Promise<void>>();
+  /** Registered members' keys and the revision each registered at. */
+  #members = new Map<string, number>();
+  /** The follower: next revision to read, envelopes read and not yet handed over, handed over and not applied. */
+  #readNext: number;
+  readonly #backlog: LogEnvelope[] = [];
+  /** Revisions handed to the committer and not applied yet, ascending. */
+  #forwarded: number[] = [];
+  #applied: number;
+  /** Revision of the last log entry read. */
+  #lastRead = 0;
+  #watcher: Watcher | null = null;
+  #generation = 0;
+  #order: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  constructor(o: ClusterLinkOptions) {
+    this.#o = o;
+    this.#keyPrefix = `${LOG}${o.signer.publicKey}/${Date.now().toString(16)}-`;
+    this.#readNext = o.nextRev;
+    this.#applied = o.nextRev - 1;
+  }
+
+  /** Starts following the log. */
+  start(): void {
+    void this.#follow(this.#generation);
+  }
+
+  get size(): number {
+    return this.#pendingAt.size;
+  }
+
+  /** The last log revision applied here, and the newest revision etcd has shown. */
+  get position(): { applied: number; seen: number } {
+    return { applied: this.#applied, seen: Math.max(this.#applied, this.#lastRead) };
+  }
+
+  has(id: string): boolean {
+    return this.#pendingAt.has(id);
+  }
+
+  isWriting(id: string): boolean {
+    return this.#writing.has(id);
+  }
+
+  settle(id: string): void {
+    this.#pendingAt.delete(id);
+  }
+
+  /** Appends the batches to the log; resolves once etcd has committed the envelope holding them. */
+  async persist(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    const refusal = this.#o.refusal();
+    if (refusal !== null) throw new LedgerUnavailable(refusal);
+    const waits: Array<Promise<void>> = [];
+    for (const b of batches) {
+      if (b.bytes.length + 200 > ENVELOPE_MAX_BYTES)
+        throw new LedgerUnavailable(
+          `a batch of ${b.bytes.length} bytes does not fit in one log entry (${ENVELOPE_MAX_BYTES} bytes at most in a cluster)`,
+        );
+      const writing = this.#writing.get(b.id);
+      if (writing) {
+        waits.push(writing);
+        continue;
+      }
+      if (this.#pendingAt.has(b.id)) continue;
+      const p = this.#pack(b);
+      this.#writing.set(b.id, p);
+      void p.then(
+        () => this.#writing.delete(b.id),
+        () => this.#writing.delete(b.id),
+      );
+      waits.push(p);
+    }
+    await Promise.all(waits);
+  }
+
+  #pack(b: { id: string; bytes: Uint8Array }): Promise<void> {
+    let p = this.#packing;
+    if (p && (p.batches.length >= ENVELOPE_MAX_BATCHES || p.bytes + b.bytes.length + 4 > ENVELOPE_MAX_BYTES)) {
+      this.#flush(p);
+      p = null;
+    }
+    if (!p) {
+      let resolve!: () => void;
+      let reject!: (e: unknown) => void;
+      const done = new Promise<void>((res, rej) => {
+        resolve = res;
+        reject = rej;
+      });
+      done.catch(() => undefined);
+      const fresh: Packing = { batches: [], bytes: 0, done, resolve, reject, timer: null };
+      fresh.timer = setTimeout(() => this.#flush(fresh), LINGER_MS);
+      this.#packing = p = fresh;
+    }
+    p.batches.push(b);
+    p.bytes += b.bytes.length + 4;
+    return p.done;
+  }
+
+  #flush(p: Packing): void {
+    if (p.timer) clearTimeout(p.timer);
+    p.timer = null;
+    if (this.#packing === p) this.#packing = null;
+    const value = encodeEnvelope(
+      this.#o.signer,
+      Date.now(),
+      p.batches.map((b) => b.bytes),
+    );
+    const key = `${this.#keyPrefix}${(this.#seq++).toString(16).padStart(8, '0')}`;
+    const put = this.#o.client
+      .put(key)
+      .value(value)
+      .exec()
+      .then(
+        (res) => {
+          const rev = Number(res.header.revision);
+          this.#track(
+            rev,
+            p.batches.map((b) => b.id),
+          );
+          p.resolve();
+        },
+        (err: unknown) => p.reject(new LedgerUnavailable(`the cluster's log (etcd) did not take the batches: ${etcdReason(err)}`)),
+      )
+      .finally(() => this.#appends.delete(put));
+    this.#appends.add(put);
+  }
+
+  /** Batches known to be in the log at `rev`: pending until this member applies it. */
+  #track(rev: number, ids: string[]): void {
+    if (rev <= this.#applied) return;
+    const list = this.#byRev.get(rev);
+    if (list) list.push(...ids);
+    else this.#byRev.set(rev, [...ids]);
+    for (const id of ids) this.#pendingAt.set(id, rev);
+  }
+
+  /** The committer applied the log up to `rev` (a block event of a round, or an envelope with nothing new). */
+  applied(rev: number): void {
+    if (rev <= this.#applied) return;
+    for (const [r, ids] of this.#byRev) {
+      if (r > rev) continue;
+      for (const id of ids) if (this.#pendingAt.get(id) === r) this.#pendingAt.delete(id);
+      this.#byRev.delete(r);
+    }
+    this.#forwarded = this.#forwarded.filter((r) => r > rev);
+    this.#applied = rev;
+    this.#pump();
+  }
+
+  /** Reads the log from #readNext: pages of a range request, then a watch from where they end. */
+  async #follow(gen: number): Promise<void> {
+    const { client } = this.#o;
+    while (!this.#closed && gen === this.#generation) {
+      try {
+        await this.#loadMembers();
+        let header = 0;
+        for (;;) {
+          const res = await client.getAll().prefix(LOG).sort('Mod', 'Ascend').minModRevision(String(this.#readNext)).limit(RANGE_PAGE).exec();
+          if (gen !== this.#generation) return;
+          header = Number(res.header.revision);
+          for (const kv of res.kvs) this.#take(kv, gen);
+          await this.#order;
+          if (!res.more) break;
+        }
+        const w = await client
+          .watch()
+          .prefix(LOG)
+          .startRevision(String(Math.max(this.#readNext, header + 1)))
+          .create();
+        if (gen !== this.#generation || this.#closed) {
+          await w.cancel();
+          return;
+        }
+        this.#watcher = w;
+        w.on('put', (kv) => this.#take(kv, gen));
+        await new Promise<void>((resolve) => {
+          w.once('error', (err) => {
+            log.warn(`cluster log watch failed (${etcdReason(err)}); reading the log again from revision ${this.#readNext}`);
+            resolve();
+          });
+          w.once('end', () => resolve());
+        });
+        if (this.#watcher === w) this.#watcher = null;
+        await w.cancel().catch(() => undefined);
+      } catch (err) {
+        if (this.#closed || gen !== this.#generation) return;
+        log.warn(`cluster log unreadable (${etcdReason(err)}); retrying`);
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
+  }
+
+  /** One log entry, in revision order: checked, then queued for the committer. */
+  #take(kv: IKeyValue, gen: number): void {
+    const rev = Number(kv.mod_revision);
+    if (rev < this.#readNext) return;
+    this.#readNext = rev + 1;
+    this.#lastRead = rev;
+    const value = kv.value;
+    this.#order = this.#order.then(async () => {
+      if (gen !== this.#generation) return;
+      const signer = value.length >= 37 ? value.toString('hex', 4, 37) : '';
+      if (signer && !this.#isMember(signer, rev)) await this.#loadMembers().catch(() => undefined);
+      let env: LogEnvelope;
+      try {
+        const e = decodeEnvelope(value, (s) => this.#isMember(s, rev));
+        env = { rev, ts: e.ts, batches: e.batches };
+      } catch (err) {
+        const why = err instanceof EnvelopeError ? err.message : String(err);
+        log.warn(`cluster log entry at revision ${rev} (${kv.key.toString()}) refused: ${why}`);
+        this.#o.onRefused?.(rev, why);
+        return;
+      }
+      this.#track(
+        rev,
+        env.batches.map((b) => b.id),
+      );
+      this.#backlog.push(env);
+      this.#pump();
+    });
+  }
+
+  /** A member may append at `rev` if it registered before it (registrations are never removed). */
+  #isMember(signer: string, rev: number): boolean {
+    const at = this.#members.get(signer);
+    return at !== undefined && at < rev;
+  }
+
+  async #loadMembers(): Promise<void> {
+    const res = await this.#o.client.getAll().prefix(NODES).exec();
+    const m = new Map<string, number>();
+    for (const kv of res.kvs) m.set(kv.key.toString().slice(NODES.length), Number(kv.create_revision));
+    this.#members = m;
+  }
+
+  /** Hands envelopes to the committer while fewer than MAX_FORWARDED are unapplied. */
+  #pump(): void {
+    if (this.#backlog.length === 0 || this.#forwarded.length >= MAX_FORWARDED) return;
+    const n = Math.min(this.#backlog.length, MAX_FORWARDED - this.#forwarded.length);
+    const envelopes = this.#backlog.splice(0, n);
+    for (const e of envelopes) this.#forwarded.push(e.rev);
+    this.#o.tell({ type: 'log', envelopes });
+  }
+
+  /** Appends in progress settle (a recovery restarts the committer after them). */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.#appends]);
+  }
+
+  /** A new committer took over at `nextRev`: the log is read again from there. */
+  reset(_pendingIds: readonly string[], nextRev: number): void {
+    this.#generation++;
+    const w = this.#watcher;
+    this.#watcher = null;
+    void w?.cancel().catch(() => undefined);
+    this.#backlog.length = 0;
+    this.#forwarded = [];
+    this.#readNext = nextRev;
+    this.#applied = nextRev - 1;
+    this.#order = Promise.resolve();
+    void this.#follow(this.#generation);
+  }
+
+  /** etcd answers a read (a recovery's check that acknowledgements may resume). */
+  async probe(): Promise<void> {
+    await this.#o.client.get(CHAIN_KEY).string();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#generation++;
+    if (this.#packing) this.#flush(this.#packing);
+    await this.drain();
+    await this.#watcher?.cancel().catch(() => undefined);
+    this.#watcher = null;
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * This node as a member of a cluster: it checks at start that the cluster's chain is the
+ * one its chain key signs, registers its node key (before it can append anything), keeps
+ * a lease-bound record of itself up (URL, applied log revision, head), reads the other
+ * members' records for /peers and /status, and compares the members' attestations
+ * (height, block id, state root): a member whose block at a height differs from another's
+ * raises the DIVERGED alarm, which stops its acknowledgements.
+ */
+import { existsSync } from 'node:fs';
+import type { Etcd3, Lease } from 'etcd3';
+import { log } from '../log.js';
+import type { Signer } from '../crypto/secp256k1.js';
+import type { Ledger, SharedLog } from '../ledger/ledger.js';
+import { loadOrCreateKey } from '../store/keys.js';
+import { StartupError } from '../store/lock.js';
+import { ClusterLink } from './link.js';
+import {
+  ATTEST,
+  LIVE,
+  NODES,
+  etcdClient,
+  etcdReason,
+  readChain,
+  type Attestation,
+  type ChainRecord,
+  type EtcdSettings,
+  type MemberRecord,
+} from './etcd.js';
+
+/** Seconds a member's live record outlives its last renewal. */
+const LEASE_TTL_S = 5;
+/** How often a member refreshes its record and reads the others' (ms). */
+const TICK_MS = 1_000;
+
+export interface MemberSettings {
+  etcd: EtcdSettings;
+  chainKeyFile: string;
+  nodeId: string;
+  /** Test hook: this member's state diverges (src/cluster/log-source.ts). */
+  diverge?: boolean;
+}
+
+/** A member as /status shows it (snake_case, as the gateway's other fields). */
+export interface MemberView {
+  node_id: string;
+  public_key: string;
+  ledger_url: string;
+  live: boolean;
+  applied: number;
+  height: number;
+}
+
+export class ClusterMember {
+  readonly client: Etcd3;
+  readonly chain: ChainRecord;
+  readonly #s: MemberSettings;
+  readonly #signer: Signer;
+  #ledgerUrl = '';
+  #ledger: Ledger | null = null;
+  #link: ClusterLink | null = null;
+  #lease: Lease | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #members: MemberView[] = [];
+  /** Other members' attestations not checked yet (their height is past this member's head). */
+  readonly #unchecked = new Map<string, Attestation>();
+  #attested = -1;
+  #closed = false;
+
+  private constructor(s: MemberSettings, signer: Signer, client: Etcd3, chain: ChainRecord) {
+    this.#s = s;
+    this.#signer = signer;
+    this.client = client;
+    this.chain = chain;
+  }
+
+  /**
+   * Joins the cluster: the chain must exist and be signed by this chain key, and the node
+   * registers before anything else (an envelope counts only after its signer registered).
+   */
+  static async join(s: MemberSettings, signer: Signer): Promise<ClusterMember> {
+    if (!existsSync(s.chainKeyFile))
+      throw new StartupError(`the chain key file ${s.chainKeyFile} does not exist: copy it from the member that ran \`cairn cluster init\``);
+    const chainKey = loadOrCreateKey(s.chainKeyFile);
+    const client = etcdClient(s.etcd);
+    try {
+      const chain = await readChain(client);
+      if (chain === null)
+        throw new StartupError(
+          `the cluster at ${s.etcd.endpoints.join(',')} has no chain yet: run \`cairn cluster init --etcd ${s.etcd.endpoints.join(',')} --chain-key ${s.chainKeyFile}\` first`,
+        );
+      if (chain.chainKey !== chainKey.publicKey)
+        throw new StartupError(
+          `the chain key in ${s.chainKeyFile} (${chainKey.publicKey.slice(0, 16)}…) is not this cluster's (${chain.chainKey.slice(0, 16)}…): refusing to join`,
+        );
+      const m = new ClusterMember(s, signer, client, chain);
+      await m.#register();
+      return m;
+    } catch (err) {
+      client.close();
+      if (err instanceof StartupError) throw err;
+      throw new StartupError(`the cluster's etcd (${s.etcd.endpoints.join(',')}) did not answer: ${etcdReason(err)}`);
+    }
+  }
+
+  async #register(): Promise<void> {
+    const rec: MemberRecord = { nodeId: this.#s.nodeId, publicKey: this.#signer.publicKey, ledgerUrl: this.#ledgerUrl };
+    await this.client.put(`${NODES}${this.#signer.publicKey}`).value(JSON.stringify(rec)).exec();
+  }
+
+  /** The ledger's shared log: this member's link to it. */
+  sharedLog(): SharedLog {
+    return {
+      committer: { chainKeyFile: this.#s.chainKeyFile, ...(this.#s.diverge ? { diverge: true } : {}) },
+      open: (h) => {
+        this.#link = new ClusterLink({ client: this.client, signer: this.#signer, nextRev: h.nextRev, tell: h.tell, refusal: h.refusal });
+        return this.#link;
+      },
+    };
+  }
+
+  /** The ledger's genesis block must be the cluster's (checked before the node listens). */
+  checkGenesis(ledger: Ledger): void {
+    const genesis = ledger.query.blockId(0);
+    if (genesis !== this.chain.genesis)
+      throw new StartupError(
+        `this data directory's genesis block (${String(genesis).slice(0, 16)}…) is not the cluster's (${this.chain.genesis.slice(0, 16)}…): ` +
+          'a member starts on its own empty data directory or one of this cluster',
+      );
+  }
+
+  /** The node listens: its records start (URL, position, attestations). */
+  async begin(ledger: Ledger, ledgerUrl: string): Promise<void> {
+    this.#ledger = ledger;
+    this.#ledgerUrl = ledgerUrl;
+    await this.#register();
+    ledger.onBlock((e) => {
+      if (e.head) this.#checkOwn();
+    });
+    await this.#tick();
+    this.#timer = setInterval(() => void this.#tick(), TICK_MS);
+    this.#timer.unref();
+  }
+
+  /** One round of the member's records: its live record and attestation out, the others' in. */
+  async #tick(): Promise<void> {
+    if (this.#closed || !this.#ledger) return;
+    try {
+      const head = this.#ledger.head;
+      const pos = this.#link?.position ?? { applied: 0, seen: 0 };
+      const me: MemberRecord = {
+        nodeId: this.#s.nodeId,
+        publicKey: this.#signer.publicKey,
+        ledgerUrl: this.#ledgerUrl,
+        applied: pos.applied,
+        height: head.blockNum,
+        headId: head.blockId,
+      };
+      if (!this.#lease) {
+        const lease = this.client.lease(LEASE_TTL_S);
+        lease.on('lost', () => {
+          if (this.#lease === lease) this.#lease = null;
+        });
+        this.#lease = lease;
+      }
+      await this.#lease.put(`${LIVE}${this.#signer.publicKey}`).value(JSON.stringify(me)).exec();
+      if (head.blockNum !== this.#attested) {
+        const a: Attestation = { height: head.blockNum, blockId: head.blockId, stateRoot: head.stateRoot };
+        await this.client.put(`${ATTEST}${this.#signer.publicKey}`).value(JSON.stringify(a)).exec();
+        this.#attested = head.blockNum;
+      }
+      const [registered, live, attest] = await Promise.all([
+        this.client.getAll().prefix(NODES).strings(),
+        this.client.getAll().prefix(LIVE).strings(),
+        this.client.getAll().prefix(ATTEST).strings(),
+      ]);
+      const views: MemberView[] = [];
+      for (const [k, v] of Object.entries(registered)) {
+        const key = k.slice(NODES.length);
+        const r = JSON.parse(v) as MemberRecord;
+        const l = live[`${LIVE}${key}`];
+        const lr = l ? (JSON.parse(l) as MemberRecord) : null;
+        views.push({
+          node_id: r.nodeId,
+          public_key: key,
+          ledger_url: lr?.ledgerUrl ?? r.ledgerUrl,
+          live: lr !== null,
+          applied: lr?.applied ?? 0,
+          height: lr?.height ?? -1,
+        });
+      }
+      this.#members = views.sort((a, b) => a.node_id.localeCompare(b.node_id));
+      for (const [k, v] of Object.entries(attest)) {
+        const key = k.slice(ATTEST.length);
+        if (key !== this.#signer.publicKey) this.#unchecked.set(key, JSON.parse(v) as Attestation);
+      }
+      this.#checkOwn();
+    } catch (err) {
+      if (!this.#closed) log.debug(`cluster records not refreshed: ${etcdReason(err)}`);
+    }
+  }
+
+  /** Compares the others' attestations at heights this member has reached with its own blocks. */
+  #checkOwn(): void {
+    const ledger = this.#ledger;
+    if (!ledger) return;
+    for (const [key, a] of this.#unchecked) {
+      if (a.height > ledger.head.blockNum) continue;
+      this.#unchecked.delete(key);
+      const mine = ledger.query.blockId(a.height);
+      if (mine === undefined || mine === a.blockId) continue;
+      const cause = `block ${a.height} here is ${mine.slice(0, 16)}…, member ${key.slice(0, 16)}… has ${a.blockId.slice(0, 16)}… (state root ${a.stateRoot.slice(0, 16)}…)`;
+      log.error(`this member's chain diverged from the cluster's: ${cause}`);
+      ledger.markFaulty(`chain diverged: ${cause}`, 'DIVERGED');
+    }
+  }
+
+  /** The other live members' ledger URLs. */
+  peers(): string[] {
+    return this.#members.filter((m) => m.live && m.public_key !== this.#signer.publicKey && m.ledger_url).map((m) => m.ledger_url);
+  }
+
+  /** The cluster as this member sees it, for /status. */
+  view(): { node_id: string; members: MemberView[]; log: { applied: number; seen: number; lag: number } } {
+    const pos = this.#link?.position ?? { applied: 0, seen: 0 };
+    return { node_id: this.#s.nodeId, members: this.#members, log: { ...pos, lag: Math.max(0, pos.seen - pos.applied) } };
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    await this.#lease?.revoke().catch(() => undefined);
+    this.client.close();
+  }
+}
