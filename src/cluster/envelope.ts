@@ -76,13 +76,10 @@ export function decodeEnvelope(value: Uint8Array, known: (signer: string) => boo
   return { signer, ts, batches };
 }
 
-/**
- * The id (header_signature, field 2) of an encoded Batch, read by a scan of its top-level
- * fields without decoding it; null when the bytes are not a Batch with a 128-hex id.
- */
-export function batchIdOf(b: Uint8Array): string | null {
+/** The length-delimited top-level fields of a protobuf message: field number and bytes; null if malformed. */
+export function delimitedFields(b: Uint8Array): Array<{ field: number; bytes: Uint8Array }> | null {
+  const out: Array<{ field: number; bytes: Uint8Array }> = [];
   let o = 0;
-  let id: string | null = null;
   const varint = (): number => {
     let v = 0;
     for (let shift = 0; shift < 35; shift += 7) {
@@ -100,7 +97,7 @@ export function batchIdOf(b: Uint8Array): string | null {
     if (wire === 2) {
       const l = varint();
       if (l < 0 || o + l > b.length) return null;
-      if (tag >>> 3 === 2) id = Buffer.from(b.buffer, b.byteOffset + o, l).toString('latin1');
+      out.push({ field: tag >>> 3, bytes: b.subarray(o, o + l) });
       o += l;
     } else if (wire === 0) {
       if (varint() < 0) return null;
@@ -108,5 +105,15 @@ export function batchIdOf(b: Uint8Array): string | null {
     else if (wire === 5) o += 4;
     else return null;
   }
-  return id !== null && /^[0-9a-f]{128}$/.test(id) ? id : null;
+  return o === b.length ? out : null;
+}
+
+/** The id (header_signature, field 2) of an encoded Batch, read without decoding it; null unless a 128-hex id. */
+export function batchIdOf(b: Uint8Array): string | null {
+  const fields = delimitedFields(b);
+  let f: { bytes: Uint8Array } | undefined;
+  for (const x of fields ?? []) if (x.field === 2) f = x;
+  if (!f) return null;
+  const id = Buffer.from(f.bytes.buffer, f.bytes.byteOffset, f.bytes.byteLength).toString('latin1');
+  return /^[0-9a-f]{128}$/.test(id) ? id : null;
 }

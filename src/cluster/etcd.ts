@@ -8,6 +8,7 @@
  *   cairn/live/<node key>    a member that is up (on a lease): URL, applied log revision, head
  *   cairn/log/<node key>/<n> an envelope of verified batches (src/cluster/envelope.ts)
  *   cairn/attest/<node key>  a member's latest (height, block id, state root)
+ *   cairn/floor              log entries at or below this revision may be deleted
  */
 import { readFileSync } from 'node:fs';
 import { Etcd3, type IOptions } from 'etcd3';
@@ -19,6 +20,8 @@ export const NODES = `${PREFIX}nodes/`;
 export const LIVE = `${PREFIX}live/`;
 export const LOG = `${PREFIX}log/`;
 export const ATTEST = `${PREFIX}attest/`;
+/** The highest log revision whose entries may have been deleted (written before they are). */
+export const FLOOR = `${PREFIX}floor`;
 
 /** Longest one etcd request may take before it counts as failed (no quorum, unreachable). */
 export const REQUEST_DEADLINE_MS = 5_000;

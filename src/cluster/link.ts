@@ -13,9 +13,13 @@ import type { Signer } from '../crypto/secp256k1.js';
 import type { ToCommitter } from '../ledger/protocol.js';
 import { LedgerUnavailable } from '../ledger/pending-writer.js';
 import type { AckWriter } from '../ledger/ack-writer.js';
+import type { ChainHead } from '../store/ledger-stores.js';
+import { verify } from '../crypto/secp256k1.js';
+import { BlockHeader, decode } from '../proto/index.js';
 import type { LogEnvelope } from './protocol.js';
-import { decodeEnvelope, encodeEnvelope, EnvelopeError } from './envelope.js';
-import { CHAIN_KEY, LOG, NODES, etcdReason } from './etcd.js';
+import { batchIdOf, decodeEnvelope, delimitedFields, encodeEnvelope, EnvelopeError } from './envelope.js';
+import { CHAIN_KEY, FLOOR, LOG, NODES, etcdReason } from './etcd.js';
+import { consensusRevision } from './consensus.js';
 
 /** An envelope holds this many batches at most. */
 export const ENVELOPE_MAX_BATCHES = 1000;
@@ -29,6 +33,18 @@ const MAX_FORWARDED = 64;
 const RANGE_PAGE = 128;
 /** Wait before a failed read of the log is tried again (ms). */
 const RETRY_MS = 500;
+/** Blocks asked of a member per request when catching up. */
+const CATCH_UP_PAGE = 64;
+/** Longest wait for a member's blocks (ms). */
+const FETCH_TIMEOUT_MS = 10_000;
+
+/** A block fetched from a member, checked: what the committer must make of it. */
+interface FetchedBlock {
+  num: number;
+  id: string;
+  rev: number;
+  batches: Array<{ id: string; bytes: Uint8Array }>;
+}
 
 export interface ClusterLinkOptions {
   client: Etcd3;
@@ -39,6 +55,14 @@ export interface ClusterLinkOptions {
   tell(m: ToCommitter): void;
   /** Null while batches may be acknowledged; else the message of the 503. */
   refusal(): string | null;
+  /** The chain key's public key: blocks fetched from a member must be signed with it. */
+  chainKey: string;
+  /** The other live members' ledger gateway URLs (where blocks are fetched from). */
+  peers(): string[];
+  /** The committer's last durable head. */
+  head(): ChainHead;
+  /** This member's chain is not the cluster's. */
+  diverged(cause: string): void;
   /** A log envelope refused (garbage, forged): for metrics and tests. */
   onRefused?(rev: number, why: string): void;
 }
@@ -218,6 +242,9 @@ export class ClusterLink implements AckWriter {
     while (!this.#closed && gen === this.#generation) {
       try {
         await this.#loadMembers();
+        const floor = Number((await client.get(FLOOR).string()) ?? '0');
+        // Entries this member has not applied were deleted: it takes the blocks from a member first.
+        if (this.#readNext <= floor && !(await this.#catchUp(gen))) continue;
         let header = 0;
         for (;;) {
           const res = await client.getAll().prefix(LOG).sort('Mod', 'Ascend').minModRevision(String(this.#readNext)).limit(RANGE_PAGE).exec();
@@ -255,6 +282,120 @@ export class ClusterLink implements AckWriter {
     }
   }
 
+  /**
+   * Catches up from the other members' chains: fetches the blocks after this member's head,
+   * checks each (the chain key's signature, the parent, the log revision it names) and has
+   * the committer execute them; each must come out as the same block. Returns once a member
+   * has no more blocks (then the log is read from the last revision applied); false when
+   * no member answered (tried again).
+   */
+  async #catchUp(gen: number): Promise<boolean> {
+    log.info(`the cluster's log before revision ${this.#readNext} was deleted: catching up from a member's blocks`);
+    for (;;) {
+      if (gen !== this.#generation || this.#closed) return false;
+      const tip = this.#o.head();
+      const blocks = await this.#fetchBlocks(tip);
+      if (blocks === null) {
+        log.warn('no member answered with its blocks; trying again');
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+        return false;
+      }
+      if (blocks.length === 0) {
+        log.info(`caught up from the members' blocks at block ${tip.blockNum}; following the log from revision ${this.#readNext}`);
+        return true;
+      }
+      const last = blocks[blocks.length - 1] as FetchedBlock;
+      const now = Date.now();
+      this.#backlog.push(...blocks.map((b) => ({ rev: b.rev, ts: now, batches: b.batches })));
+      for (const b of blocks)
+        this.#track(
+          b.rev,
+          b.batches.map((x) => x.id),
+        );
+      this.#pump();
+      await this.#appliedTo(last.rev, gen);
+      if (gen !== this.#generation) return false;
+      this.#readNext = last.rev + 1;
+      const head = this.#o.head();
+      if (head.blockId !== last.id) {
+        this.#o.diverged(
+          `block ${last.num} fetched from a member is ${last.id.slice(0, 16)}…, this member made ${head.blockId.slice(0, 16)}… of it (block ${head.blockNum})`,
+        );
+        return false;
+      }
+    }
+  }
+
+  /** Resolves once the committer applied `rev` (or the link restarted). */
+  #appliedTo(rev: number, gen: number): Promise<void> {
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (this.#applied >= rev || gen !== this.#generation || this.#closed) resolve();
+        else setTimeout(check, 20);
+      };
+      check();
+    });
+  }
+
+  /** The blocks after `tip` from the first member that answers, checked; null if none answered. */
+  async #fetchBlocks(tip: ChainHead): Promise<FetchedBlock[] | null> {
+    for (const url of this.#o.peers()) {
+      let body: Buffer;
+      try {
+        const r = await fetch(`${url}/cluster/blocks?from=${tip.blockNum + 1}&limit=${CATCH_UP_PAGE}`, {
+          signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+        });
+        if (!r.ok) throw new Error(`HTTP ${r.status}`);
+        body = Buffer.from(await r.arrayBuffer());
+      } catch (err) {
+        log.warn(`blocks from ${url} not fetched: ${etcdReason(err)}`);
+        continue;
+      }
+      try {
+        return this.#checkBlocks(body, tip);
+      } catch (err) {
+        log.warn(`blocks from ${url} refused: ${(err as Error).message}`);
+      }
+    }
+    return null;
+  }
+
+  #checkBlocks(body: Buffer, tip: ChainHead): FetchedBlock[] {
+    const out: FetchedBlock[] = [];
+    let prev = tip.blockId;
+    let num = tip.blockNum;
+    for (let o = 0; o < body.length; ) {
+      if (o + 4 > body.length) throw new Error('truncated reply');
+      const len = body.readUInt32BE(o);
+      if (o + 4 + len > body.length) throw new Error('truncated reply');
+      const bytes = body.subarray(o + 4, o + 4 + len);
+      o += 4 + len;
+      const fields = delimitedFields(bytes);
+      const header = fields?.find((f) => f.field === 1)?.bytes;
+      const sig = fields?.find((f) => f.field === 2)?.bytes;
+      if (!fields || !header || !sig) throw new Error(`block ${num + 1} is not a Block`);
+      const id = Buffer.from(sig).toString('latin1');
+      const h = decode(BlockHeader, header);
+      num++;
+      if (h.signerPublicKey !== this.#o.chainKey || !verify(id, header, this.#o.chainKey))
+        throw new Error(`block ${num} is not signed by the chain key`);
+      if (Number(h.blockNum) !== num || h.previousBlockId !== prev) throw new Error(`block ${num} does not follow block ${num - 1}`);
+      const rev = consensusRevision(h.consensus);
+      if (rev === null) throw new Error(`block ${num} names no log revision`);
+      const batches: Array<{ id: string; bytes: Uint8Array }> = [];
+      for (const f of fields) {
+        if (f.field !== 3) continue;
+        const bid = batchIdOf(f.bytes);
+        if (bid === null) throw new Error(`block ${num} holds a batch without an id`);
+        batches.push({ id: bid, bytes: f.bytes });
+      }
+      if (batches.map((b) => b.id).join() !== h.batchIds.join()) throw new Error(`block ${num}'s batches are not its header's`);
+      out.push({ num, id, rev, batches });
+      prev = id;
+    }
+    return out;
+  }
+
   /** One log entry, in revision order: checked, then queued for the committer. */
   #take(kv: IKeyValue, gen: number): void {
     const rev = Number(kv.mod_revision);
@@ -274,7 +415,8 @@ export class ClusterLink implements AckWriter {
         const why = err instanceof EnvelopeError ? err.message : String(err);
         log.warn(`cluster log entry at revision ${rev} (${kv.key.toString()}) refused: ${why}`);
         this.#o.onRefused?.(rev, why);
-        return;
+        // Applied as an envelope with nothing in it (on every member alike): the position moves past it.
+        env = { rev, ts: 0, batches: [] };
       }
       this.#track(
         rev,

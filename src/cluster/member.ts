@@ -16,6 +16,8 @@ import { StartupError } from '../store/lock.js';
 import { ClusterLink } from './link.js';
 import {
   ATTEST,
+  FLOOR,
+  LOG,
   LIVE,
   NODES,
   etcdClient,
@@ -31,6 +33,10 @@ import {
 const LEASE_TTL_S = 5;
 /** How often a member refreshes its record and reads the others' (ms). */
 const TICK_MS = 1_000;
+/** How often the log is trimmed (by the live member with the lowest node key) (ms). */
+const RETAIN_EVERY_MS = 5_000;
+/** Log keys deleted per request. */
+const DELETE_CHUNK = 128;
 
 export interface MemberSettings {
   etcd: EtcdSettings;
@@ -64,6 +70,8 @@ export class ClusterMember {
   /** Other members' attestations not checked yet (their height is past this member's head). */
   readonly #unchecked = new Map<string, Attestation>();
   #attested = -1;
+  #retainedAt = 0;
+  #floor = 0;
   #closed = false;
 
   private constructor(s: MemberSettings, signer: Signer, client: Etcd3, chain: ChainRecord) {
@@ -112,7 +120,20 @@ export class ClusterMember {
     return {
       committer: { chainKeyFile: this.#s.chainKeyFile, ...(this.#s.diverge ? { diverge: true } : {}) },
       open: (h) => {
-        this.#link = new ClusterLink({ client: this.client, signer: this.#signer, nextRev: h.nextRev, tell: h.tell, refusal: h.refusal });
+        this.#link = new ClusterLink({
+          client: this.client,
+          signer: this.#signer,
+          nextRev: h.nextRev,
+          tell: h.tell,
+          refusal: h.refusal,
+          chainKey: this.chain.chainKey,
+          peers: () => this.peers(),
+          head: h.head,
+          diverged: (cause) => {
+            log.error(`this member's chain diverged from the cluster's: ${cause}`);
+            h.fault(`chain diverged: ${cause}`, 'DIVERGED');
+          },
+        });
         return this.#link;
       },
     };
@@ -194,9 +215,34 @@ export class ClusterMember {
         if (key !== this.#signer.publicKey) this.#unchecked.set(key, JSON.parse(v) as Attestation);
       }
       this.#checkOwn();
+      await this.#retain();
     } catch (err) {
       if (!this.#closed) log.debug(`cluster records not refreshed: ${etcdReason(err)}`);
     }
+  }
+
+  /**
+   * Log retention, by one member (the live one with the lowest node key): entries every
+   * live member has applied are deleted, the floor written first (a member that was away
+   * and finds its position below it catches up from blocks), and etcd's history below it
+   * compacted, so that etcd stays within its quota.
+   */
+  async #retain(): Promise<void> {
+    const live = this.#members.filter((m) => m.live);
+    if (live.length === 0 || Date.now() - this.#retainedAt < RETAIN_EVERY_MS) return;
+    const first = live.reduce((a, b) => (b.public_key < a.public_key ? b : a));
+    if (first.public_key !== this.#signer.publicKey) return;
+    this.#retainedAt = Date.now();
+    const floor = Math.min(...live.map((m) => m.applied));
+    if (floor <= this.#floor) return;
+    const stored = Number((await this.client.get(FLOOR).string()) ?? '0');
+    if (floor > stored) await this.client.put(FLOOR).value(String(floor)).exec();
+    const keys = await this.client.getAll().prefix(LOG).maxModRevision(String(floor)).keys();
+    for (let i = 0; i < keys.length; i += DELETE_CHUNK)
+      await Promise.all(keys.slice(i, i + DELETE_CHUNK).map((k) => this.client.delete().key(k).exec()));
+    await this.client.kv.compact({ revision: String(floor) }).catch(() => undefined);
+    this.#floor = floor;
+    if (keys.length > 0) log.debug(`cluster log: ${keys.length} entries up to revision ${floor} deleted (every live member applied them)`);
   }
 
   /** Compares the others' attestations at heights this member has reached with its own blocks. */

@@ -16,6 +16,7 @@ import { replies } from './schemas.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ledgerBinding, ledgerRoute, type LedgerRoute } from './route.js';
 import type { ClusterMember } from '../cluster/member.js';
+import { clusterRoutes } from '../cluster/routes.js';
 
 export interface LedgerApiContext {
   config: Config;
@@ -75,6 +76,7 @@ export function ledgerApiRoutes(ctx: LedgerApiContext): LedgerRoutes {
     ...stateRoutes(chain),
     ...receiptRoutes(ledger, waits),
     ...networkRoutes(config, ledger, ctx.cluster ?? null),
+    ...(ctx.cluster ? clusterRoutes(ledger) : []),
   ];
   return { routes, chain, waits };
 }

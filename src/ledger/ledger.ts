@@ -81,6 +81,10 @@ export interface SharedLogHooks {
   tell(m: ToCommitter): void;
   /** Null while batches may be acknowledged; else the message of the 503. */
   refusal(): string | null;
+  /** The last durable head. */
+  head(): ChainHead;
+  /** Raises an alarm (a chain that differs from the cluster's). */
+  fault(cause: string, kind: AlarmKind): void;
 }
 
 /** A log several nodes share, in place of the pending pool (src/cluster/link.ts). */
@@ -143,7 +147,15 @@ export class Ledger {
     this.queueLimit = ready.queueLimit;
     this.componentEndpoint = ready.componentEndpoint;
     const refusal = (): string | null => (this.#closed ? 'The node is shutting down' : this.fault !== null ? this.#faultMessage() : null);
-    this.#log = opts.log ? opts.log.open({ nextRev: ready.nextSeq, tell: (m) => this.#committer.tell(m), refusal }) : null;
+    this.#log = opts.log
+      ? opts.log.open({
+          nextRev: ready.nextSeq,
+          tell: (m) => this.#committer.tell(m),
+          refusal,
+          head: () => this.head,
+          fault: (cause, kind) => this.markFaulty(cause, kind),
+        })
+      : null;
     this.#writer =
       this.#log ??
       new PendingWriter({

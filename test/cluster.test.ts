@@ -1,0 +1,163 @@
+/**
+ * A Cairn cluster of real processes: three etcd members, `cairn cluster init`, three nodes.
+ * Batches submitted to every node commit in identical blocks on all of them; /peers and
+ * /status show the members; garbage and forged log entries are refused by every member.
+ */
+import t from 'tap';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Etcd3 } from 'etcd3';
+import { batchList, getJson, intkeyBatch, newSigner, postBatches, waitCommitted, Signer } from './helpers/batches.js';
+import { cairnCluster, head, sameHead, startCluster } from './helpers/cluster.js';
+import { startRefused } from './helpers/child.js';
+import { encodeEnvelope } from '../src/cluster/envelope.js';
+import { randomPrivateKey } from '../src/crypto/secp256k1.js';
+
+const signer = newSigner();
+let seq = 0;
+const batch = (): ReturnType<typeof intkeyBatch> => intkeyBatch(signer, [['set', `c${seq++}`, seq]]);
+
+t.test('a three-node cluster', async (t) => {
+  const c = await startCluster(3);
+  t.teardown(() => c.stop());
+  const urls = c.nodes.map((n) => n?.ledgerUrl ?? '');
+  const endpoints = c.etcd.endpoints.join(',');
+
+  await t.test('cairn cluster init made the chain key (0600) and runs again as a no-op; another key is refused', async (t) => {
+    t.equal(statSync(c.chainKey).mode & 0o777, 0o600);
+    const again = await cairnCluster(['init', '--etcd', endpoints, '--chain-key', c.chainKey, '--json']);
+    t.equal(again.code, 0, again.log);
+    t.match(JSON.parse(again.log.trim().split('\n').pop() ?? '{}'), {
+      new: false,
+      chainKey: new Signer(readFileSync(c.chainKey, 'utf8').trim()).publicKey,
+    });
+    const missing = join(c.dir, 'missing.key');
+    const noFile = await cairnCluster(['init', '--etcd', endpoints, '--chain-key', missing]);
+    t.equal(noFile.code, 1, noFile.log);
+    t.match(noFile.log, /does not exist/);
+    t.notOk(existsSync(missing), 'no key file is made for a refused init');
+    const other = join(c.dir, 'other.key');
+    writeFileSync(other, `${randomPrivateKey()}\n`, { mode: 0o600 });
+    const refused = await cairnCluster(['init', '--etcd', endpoints, '--chain-key', other]);
+    t.equal(refused.code, 1, refused.log);
+    t.match(refused.log, /another key/);
+    const status = await cairnCluster(['status', '--etcd', endpoints, '--json']);
+    t.equal(status.code, 0, status.log);
+    const s = JSON.parse(status.log.trim().split('\n').pop() ?? '{}');
+    t.same(s.members.map((m: { node_id: string }) => m.node_id).sort(), ['n0', 'n1', 'n2']);
+  });
+
+  await t.test('batches sent to all three nodes commit in the same blocks on all three', async (t) => {
+    const ids: string[] = [];
+    await Promise.all(
+      urls.map(async (url) => {
+        for (let k = 0; k < 5; k++) {
+          const b = [batch(), batch(), batch()];
+          const r = await postBatches(url, batchList(...b));
+          t.equal(r.status, 202, `202 from ${url}`);
+          ids.push(...b.map((x) => x.id));
+        }
+      }),
+    );
+    for (const url of urls) {
+      const statuses = await waitCommitted(url, ids, 20);
+      t.ok(
+        statuses.every((s: { status: string }) => s.status === 'COMMITTED'),
+        `all ${ids.length} committed on ${url}`,
+      );
+    }
+    const h = await sameHead(urls, 1);
+    t.ok(h.num >= 1, `same head ${h.num} ${h.id.slice(0, 16)} on all three`);
+    // The same state at the head on every member.
+    const states = await Promise.all(urls.map((u) => getJson(`${u}/state?limit=1000`)));
+    t.same(states[1]?.json.data, states[0]?.json.data);
+    t.same(states[2]?.json.data, states[0]?.json.data);
+    // Every block of the chain is identical, byte for byte in its JSON.
+    const chains = await Promise.all(urls.map((u) => getJson(`${u}/blocks?limit=1000`)));
+    t.same(chains[1]?.json.data, chains[0]?.json.data);
+    t.same(chains[2]?.json.data, chains[0]?.json.data);
+  });
+
+  await t.test('a batch sent to two nodes commits once', async (t) => {
+    const b = batch();
+    const [r1, r2] = await Promise.all([postBatches(urls[0] ?? '', batchList(b)), postBatches(urls[1] ?? '', batchList(b))]);
+    t.equal(r1.status, 202);
+    t.equal(r2.status, 202);
+    await waitCommitted(urls[2] ?? '', [b.id], 20);
+    await sameHead(urls);
+    const blocks = await getJson(`${urls[2]}/blocks?limit=1000`);
+    const count = blocks.json.data.flatMap((x: { header: { batch_ids: string[] } }) => x.header.batch_ids).filter((id: string) => id === b.id).length;
+    t.equal(count, 1, 'in one block only');
+  });
+
+  await t.test('/peers lists the other members, /status the cluster', async (t) => {
+    for (const [i, url] of urls.entries()) {
+      const peers = (await getJson(`${url}/peers`)).json.data as string[];
+      t.same([...peers].sort(), urls.filter((_, k) => k !== i).sort(), `peers of node ${i}`);
+    }
+    const st = (await getJson(`${urls[0]}/status`)).json.data;
+    t.equal(st.cluster.node_id, 'n0');
+    t.same(
+      st.cluster.members.map((m: { node_id: string; live: boolean }) => [m.node_id, m.live]),
+      [
+        ['n0', true],
+        ['n1', true],
+        ['n2', true],
+      ],
+    );
+    t.ok(st.cluster.log.applied > 0);
+  });
+
+  await t.test('garbage and forged log entries are refused by every member', async (t) => {
+    const client = new Etcd3({ hosts: c.etcd.endpoints });
+    t.teardown(() => client.close());
+    const before = await sameHead(urls);
+    const forged = batch();
+    const outsider = newSigner();
+    // Not an envelope; an envelope signed by a key that never registered; a member's envelope with a flipped byte.
+    await client.put('cairn/log/garbage/1').value(Buffer.from('not an envelope at all, just bytes'));
+    await client.put('cairn/log/outsider/1').value(encodeEnvelope(outsider, Date.now(), [forged.bytes]));
+    const memberKey = new Signer(readFileSync(join(c.dir, 'n0', 'keys', 'validator.priv'), 'utf8').trim());
+    const tampered = encodeEnvelope(memberKey, Date.now(), [forged.bytes]);
+    tampered.writeUInt8((tampered.readUInt8(tampered.length - 70) ^ 1) & 0xff, tampered.length - 70);
+    await client.put('cairn/log/tampered/1').value(tampered);
+    const truncated = encodeEnvelope(memberKey, Date.now(), [forged.bytes]).subarray(0, 150);
+    await client.put('cairn/log/truncated/1').value(truncated);
+    // A real batch after them commits everywhere, and the forged one nowhere.
+    const good = batch();
+    t.equal((await postBatches(urls[1] ?? '', batchList(good))).status, 202);
+    for (const url of urls) {
+      const s = await waitCommitted(url, [good.id], 20);
+      t.equal(s[0]?.status, 'COMMITTED', `the next batch commits on ${url}`);
+      const f = await getJson(`${url}/batch_statuses?id=${forged.id}`);
+      t.equal(f.json.data[0]?.status, 'UNKNOWN', `the forged batch is not on ${url}`);
+    }
+    const after = await sameHead(urls);
+    t.equal(after.num, before.num + 1, 'one block more, the good batch');
+    for (const n of c.nodes)
+      t.match(n?.log() ?? '', /not an envelope[\s\S]*not a member of this cluster[\s\S]*bad signature[\s\S]*runs past the end/);
+  });
+
+  await t.test('a member refuses to start on another chain or without its chain key', async (t) => {
+    const single = join(c.dir, 'wrong-chain');
+    // The data directory of a single node (its own genesis block) cannot join.
+    const { startChild } = await import('./helpers/child.js');
+    const solo = await startChild(single);
+    await solo.stop();
+    const refused = await startRefused(single, c.env(7));
+    t.equal(refused.code, 1, refused.log);
+    t.match(refused.log, /genesis block .* is not the cluster's/);
+    const nokey = await startRefused(join(c.dir, 'n8'), { ...c.env(8), CAIRN_CHAIN_KEY: join(c.dir, 'missing.key') });
+    t.equal(nokey.code, 1);
+    t.match(nokey.log, /chain key file .* does not exist/);
+    writeFileSync(join(c.dir, 'wrong.key'), `${randomPrivateKey()}\n`, { mode: 0o600 });
+    const wrongKey = await startRefused(join(c.dir, 'n9'), { ...c.env(9), CAIRN_CHAIN_KEY: join(c.dir, 'wrong.key') });
+    t.equal(wrongKey.code, 1);
+    t.match(wrongKey.log, /is not this cluster's/);
+  });
+
+  await t.test('the head is the same on all three at the end', async (t) => {
+    const h = await sameHead(urls);
+    t.equal((await head(urls[2] ?? '')).id, h.id);
+  });
+});

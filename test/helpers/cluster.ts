@@ -1,0 +1,91 @@
+/**
+ * A Cairn cluster for tests: real etcd members (helpers/etcd.ts), `cairn cluster init`, and
+ * real Cairn nodes as child processes (helpers/child.ts) that share the chain.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runToExit, startChild, TS_ARGS, type ChildNode, type Exited } from './child.js';
+import { getJson } from './batches.js';
+import { startEtcdCluster, type EtcdCluster } from './etcd.js';
+
+export { TS_ARGS };
+
+export interface TestCluster {
+  etcd: EtcdCluster;
+  dir: string;
+  chainKey: string;
+  nodes: Array<ChildNode | null>;
+  /** Starts (or restarts) node i on its own data directory. */
+  start(i: number, env?: Record<string, string>): Promise<ChildNode>;
+  env(i: number): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/** `cairn cluster …` with the given arguments. */
+export function cairnCluster(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Exited> {
+  return runToExit(['src/cli/cairn.ts', 'cluster', ...args], env, 60_000);
+}
+
+export async function startCluster(n: number, opts: { etcdMembers?: number } = {}): Promise<TestCluster> {
+  const etcd = await startEtcdCluster(opts.etcdMembers ?? 3);
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-cluster-'));
+  const chainKey = join(dir, 'chain.key');
+  const init = await cairnCluster(['init', '--etcd', etcd.endpoints.join(','), '--chain-key', chainKey]);
+  if (init.code !== 0) {
+    await etcd.stop();
+    throw new Error(`cairn cluster init failed: ${init.log}`);
+  }
+  const nodes: Array<ChildNode | null> = Array.from({ length: n }, () => null);
+  const env = (i: number): Record<string, string> => ({
+    CAIRN_CLUSTER_ETCD: etcd.endpoints.join(','),
+    CAIRN_CHAIN_KEY: chainKey,
+    CAIRN_NODE_ID: `n${i}`,
+    CAIRN_LOG_FORMAT: 'json',
+  });
+  const c: TestCluster = {
+    etcd,
+    dir,
+    chainKey,
+    nodes,
+    env,
+    async start(i, extra = {}) {
+      const node = await startChild(join(dir, `n${i}`), { ...env(i), ...extra });
+      nodes[i] = node;
+      return node;
+    },
+    async stop() {
+      await Promise.all(nodes.map((x) => x?.kill9()));
+      await etcd.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await Promise.all(nodes.map((_, i) => c.start(i)));
+  } catch (err) {
+    await c.stop();
+    throw err;
+  }
+  return c;
+}
+
+/** The head block (id, number, state root) of a node. */
+export async function head(url: string): Promise<{ id: string; num: number; root: string }> {
+  const r = await getJson(`${url}/blocks?limit=1`);
+  const b = r.json.data[0];
+  return { id: b.header_signature, num: Number(b.header.block_num), root: b.header.state_root_hash };
+}
+
+/** Waits until every url has the same head block at `minNum` or above; resolves with it. */
+export async function sameHead(urls: string[], minNum = 0, seconds = 30): Promise<{ id: string; num: number; root: string }> {
+  const until = Date.now() + seconds * 1000;
+  let last: unknown;
+  for (;;) {
+    const heads = await Promise.all(urls.map((u) => head(u).catch(() => null)));
+    const h0 = heads[0];
+    if (h0 && h0.num >= minNum && heads.every((h) => h && h.id === h0.id && h.root === h0.root)) return h0;
+    last = heads;
+    if (Date.now() > until) throw new Error(`heads differ after ${seconds} s: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -1,0 +1,335 @@
+/**
+ * A real etcd cluster on loopback for tests: n members of the `etcd` binary on PATH (Debian's
+ * etcd-server 3.4), each on its own free ports with its own data dir under os.tmpdir(), short
+ * raft timers so a failover takes about a second, and SIGKILL / restart of single members.
+ * Every member is killed when the test process exits, however it exits.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { type AddressInfo, createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import type { Writable } from 'node:stream';
+
+export interface EtcdMember {
+  name: string;
+  clientUrl: string;
+  peerUrl: string;
+  dataDir: string;
+  /** etcd's own log (stdout and stderr, appended across restarts). */
+  logFile: string;
+  /** The running process's pid; undefined once it has exited. */
+  pid: number | undefined;
+  running: boolean;
+}
+
+export interface EtcdClusterOptions {
+  /** --heartbeat-interval, ms (default 50). */
+  heartbeatMs?: number;
+  /** --election-timeout, ms (default 500; etcd wants at least 5 heartbeats). */
+  electionMs?: number;
+}
+
+const NOT_FOUND = "etcd not found on PATH: install Debian's etcd-server (apt-get install etcd-server)";
+
+/** Whether an executable `etcd` is on PATH. */
+export function etcdAvailable(): boolean {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    try {
+      accessSync(join(dir, 'etcd'), constants.X_OK);
+      return true;
+    } catch {
+      // not in this directory
+    }
+  }
+  return false;
+}
+
+// Every etcd this process started that still runs, and the dirs of clusters not stopped yet.
+const live = new Set<ChildProcess>();
+const roots = new Set<string>();
+let exitHook = false;
+let watchdog: (Writable & { unref?: () => void }) | undefined;
+
+// A shell that holds the pids of running members and SIGKILLs them when its stdin closes: the
+// test process died without running its exit hook (a signal, such as tap's timeout).
+const WATCHDOG = `pids=' '
+while read -r op pid; do
+  case $op in
+    +) pids="$pids$pid " ;;
+    -) pids=$(printf '%s' "$pids" | sed "s/ $pid / /") ;;
+  esac
+done
+kill -9 $pids 2>/dev/null`;
+
+function tellWatchdog(line: string): void {
+  if (!watchdog) {
+    const w = spawn('sh', ['-c', WATCHDOG], { stdio: ['pipe', 'ignore', 'ignore'], detached: false });
+    w.on('error', () => {});
+    w.unref();
+    watchdog = w.stdin as Writable & { unref?: () => void };
+    watchdog.on('error', () => {}); // the watchdog is gone: the exit hook still covers a normal exit
+    watchdog.unref?.();
+  }
+  watchdog.write(`${line}\n`);
+}
+
+/** On exit (a failed test that never reached stop(), an uncaught error), SIGKILL what runs. */
+function hookExit(): void {
+  if (exitHook) return;
+  exitHook = true;
+  process.on('exit', () => {
+    for (const c of live) c.kill('SIGKILL');
+    for (const r of roots) {
+      try {
+        rmSync(r, { recursive: true, force: true });
+      } catch {
+        // a member still dying wrote into it: left in tmpdir
+      }
+    }
+  });
+}
+
+function track(child: ChildProcess): void {
+  live.add(child);
+  if (child.pid !== undefined) tellWatchdog(`+ ${child.pid}`);
+  child.once('exit', () => {
+    live.delete(child);
+    if (child.pid !== undefined) tellWatchdog(`- ${child.pid}`);
+  });
+}
+
+/** n distinct free loopback ports: all are held open at once so none is picked twice. */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
+  );
+  const ports = servers.map((s) => (s.address() as AddressInfo).port);
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  return ports;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function healthy(clientUrl: string): Promise<boolean> {
+  try {
+    const r = await fetch(`${clientUrl}/health`, { signal: AbortSignal.timeout(1000) });
+    if (!r.ok) return false;
+    return ((await r.json()) as { health?: unknown }).health === 'true';
+  } catch {
+    return false;
+  }
+}
+
+interface MemberStatus {
+  memberId: string;
+  leader: string;
+  raftTerm: bigint;
+}
+
+/** One member's view through the gRPC gateway; uint64 ids come as decimal strings. */
+async function status(clientUrl: string): Promise<MemberStatus | undefined> {
+  try {
+    const r = await fetch(`${clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+    if (!r.ok) return undefined;
+    const b = (await r.json()) as { header?: { member_id?: string; raft_term?: string }; leader?: string };
+    const memberId = b.header?.member_id;
+    if (!memberId || !b.leader || b.leader === '0') return { memberId: memberId ?? '', leader: '', raftTerm: 0n };
+    return { memberId, leader: b.leader, raftTerm: BigInt(b.header?.raft_term ?? '0') };
+  } catch {
+    return undefined;
+  }
+}
+
+interface Proc {
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+export class EtcdCluster {
+  readonly members: EtcdMember[];
+  readonly endpoints: string[];
+  private readonly procs: (Proc | undefined)[];
+  private readonly initialCluster: string;
+  private stopped = false;
+
+  constructor(
+    private readonly root: string,
+    members: EtcdMember[],
+    private readonly token: string,
+    private readonly opts: Required<EtcdClusterOptions>,
+  ) {
+    this.members = members;
+    this.endpoints = members.map((m) => m.clientUrl);
+    this.procs = members.map(() => undefined);
+    this.initialCluster = members.map((m) => `${m.name}=${m.peerUrl}`).join(',');
+  }
+
+  /** Spawns member i; `new` forms the cluster, `existing` rejoins it from the data dir. */
+  spawn(i: number, state: 'new' | 'existing'): void {
+    const m = this.member(i);
+    if (m.running) throw new Error(`etcd member ${i} is already running`);
+    const args = [
+      ['--name', m.name],
+      ['--data-dir', m.dataDir],
+      ['--listen-client-urls', m.clientUrl],
+      ['--advertise-client-urls', m.clientUrl],
+      ['--listen-peer-urls', m.peerUrl],
+      ['--initial-advertise-peer-urls', m.peerUrl],
+      ['--initial-cluster', this.initialCluster],
+      ['--initial-cluster-state', state],
+      ['--initial-cluster-token', this.token],
+      ['--heartbeat-interval', String(this.opts.heartbeatMs)],
+      ['--election-timeout', String(this.opts.electionMs)],
+      ['--logger', 'zap'],
+    ].flat();
+    // ETCD_* variables would configure etcd alongside the flags: the flags alone decide.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ETCD_')));
+    const log = openSync(m.logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn('etcd', args, { stdio: ['ignore', log, log], env, detached: false });
+    } finally {
+      closeSync(log);
+    }
+    const exited = new Promise<void>((resolve) => {
+      const done = (): void => {
+        m.running = false;
+        m.pid = undefined;
+        resolve();
+      };
+      child.once('exit', done);
+      child.once('error', () => {
+        if (child.pid === undefined) done(); // spawn failed: no exit event follows
+      });
+    });
+    m.pid = child.pid;
+    m.running = child.pid !== undefined;
+    if (m.running) track(child);
+    this.procs[i] = { child, exited };
+  }
+
+  /** Sends signal to member i (SIGKILL by default); resolves once the process has exited. */
+  async kill(i: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const m = this.member(i);
+    const p = this.procs[i];
+    if (!p) return;
+    if (m.running) p.child.kill(signal);
+    await p.exited;
+  }
+
+  /** Starts member i again on its ports and data dir, rejoining the cluster; resolves once it is healthy. */
+  async restart(i: number, timeoutMs = 20_000): Promise<void> {
+    this.spawn(i, 'existing');
+    await this.waitHealthy(timeoutMs, [i]);
+  }
+
+  /**
+   * Index of the current leader among the running members: a member whose own status names
+   * itself leader (of several, the one with the highest term). Retries until one is known.
+   */
+  async leader(timeoutMs = 10_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const views = await Promise.all(this.members.map((m) => (m.running ? status(m.clientUrl) : undefined)));
+      let best: number | undefined;
+      views.forEach((v, i) => {
+        if (v?.leader && v.leader === v.memberId && (best === undefined || v.raftTerm > (views[best]?.raftTerm ?? 0n))) best = i;
+      });
+      if (best !== undefined) return best;
+      if (Date.now() >= deadline) throw new Error(`no etcd leader among the running members within ${timeoutMs} ms`);
+      await sleep(50);
+    }
+  }
+
+  /**
+   * Resolves once every member in `which` (default: those running now) answers /health with
+   * {"health":"true"}; rejects with the log's tail if one exits, or on timeout.
+   */
+  async waitHealthy(timeoutMs = 20_000, which?: number[]): Promise<void> {
+    const wanted = which ?? this.members.flatMap((m, i) => (m.running ? [i] : []));
+    const deadline = Date.now() + timeoutMs;
+    const pending = new Set(wanted);
+    while (pending.size > 0) {
+      for (const i of pending) {
+        if (!this.member(i).running) throw new Error(`etcd member ${i} exited:\n${this.logTail(i)}`);
+      }
+      const ok = await Promise.all([...pending].map(async (i) => [i, await healthy(this.member(i).clientUrl)] as const));
+      for (const [i, h] of ok) if (h) pending.delete(i);
+      if (pending.size === 0) return;
+      if (Date.now() >= deadline) {
+        const i = [...pending][0] ?? 0;
+        throw new Error(`etcd members ${[...pending].join(', ')} not healthy within ${timeoutMs} ms; member ${i}:\n${this.logTail(i)}`);
+      }
+      await sleep(50);
+    }
+  }
+
+  /** The last lines of member i's log, for failure messages. */
+  logTail(i: number, lines = 20): string {
+    try {
+      return readFileSync(this.member(i).logFile, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    } catch {
+      return '(no log)';
+    }
+  }
+
+  /** SIGKILLs every member, waits for them to exit and removes the data dirs. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    await Promise.all(this.members.map((_, i) => this.kill(i, 'SIGKILL')));
+    rmSync(this.root, { recursive: true, force: true });
+    roots.delete(this.root);
+  }
+
+  private member(i: number): EtcdMember {
+    const m = this.members[i];
+    if (!m) throw new Error(`no etcd member ${i} (cluster of ${this.members.length})`);
+    return m;
+  }
+}
+
+/** Starts an n-member cluster on loopback; resolves once every member is healthy. */
+export async function startEtcdCluster(n = 3, opts: EtcdClusterOptions = {}): Promise<EtcdCluster> {
+  if (!etcdAvailable()) throw new Error(NOT_FOUND);
+  const ports = await freePorts(2 * n);
+  hookExit();
+  const root = mkdtempSync(join(tmpdir(), 'cairn-etcd-'));
+  roots.add(root);
+  const members = Array.from({ length: n }, (_, i): EtcdMember => {
+    const dir = join(root, `m${i}`);
+    mkdirSync(dir);
+    return {
+      name: `m${i}`,
+      clientUrl: `http://127.0.0.1:${ports[2 * i]}`,
+      peerUrl: `http://127.0.0.1:${ports[2 * i + 1]}`,
+      dataDir: join(dir, 'data'),
+      logFile: join(dir, 'etcd.log'),
+      pid: undefined,
+      running: false,
+    };
+  });
+  const cluster = new EtcdCluster(root, members, `cairn-${randomBytes(6).toString('hex')}`, {
+    heartbeatMs: opts.heartbeatMs ?? 50,
+    electionMs: opts.electionMs ?? 500,
+  });
+  try {
+    for (let i = 0; i < n; i++) cluster.spawn(i, 'new');
+    await cluster.waitHealthy(30_000);
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+  return cluster;
+}
