@@ -11,7 +11,8 @@
  *   cairn/floor              log entries at or below this revision may be deleted
  */
 import { readFileSync } from 'node:fs';
-import { Etcd3, type IOptions } from 'etcd3';
+import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, isBrokenCircuitError, retry } from 'cockatiel';
+import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
 export { parseEndpoints } from './endpoints.js';
 
 export const PREFIX = 'cairn/';
@@ -25,6 +26,11 @@ export const FLOOR = `${PREFIX}floor`;
 
 /** Longest one etcd request may take before it counts as failed (no quorum, unreachable). */
 export const REQUEST_DEADLINE_MS = 5_000;
+/**
+ * A member that failed three requests in a row is passed over for this long (the client's
+ * default, 5 s, kept every member out for 5 s after an etcd quorum came back).
+ */
+const HOST_PAUSE_MS = 1_000;
 
 /** What `cairn cluster init` writes to CHAIN_KEY. */
 export interface ChainRecord {
@@ -66,6 +72,14 @@ export function etcdClient(s: EtcdSettings): Etcd3 {
     hosts: s.endpoints,
     dialTimeout: REQUEST_DEADLINE_MS,
     defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + REQUEST_DEADLINE_MS }),
+    faultHandling: {
+      host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: HOST_PAUSE_MS, breaker: new ConsecutiveBreaker(3) }),
+      // A request that met a failing member or only paused ones is tried again on the others, shortly after.
+      global: retry(
+        handleWhen((e) => isRecoverableError(e) || isBrokenCircuitError(e)),
+        { maxAttempts: 3, backoff: new ExponentialBackoff({ initialDelay: 100, maxDelay: 1_000 }) },
+      ),
+    },
   };
   if (s.ca || s.cert || s.key) {
     if (!s.ca || !s.cert || !s.key) throw new Error('etcd TLS needs all of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key');

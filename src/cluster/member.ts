@@ -69,6 +69,10 @@ export class ClusterMember {
   #members: MemberView[] = [];
   /** Other members' attestations not checked yet (their height is past this member's head). */
   readonly #unchecked = new Map<string, Attestation>();
+  /** Whether each other member's chain agreed with this one where last compared. */
+  readonly #verdicts = new Map<string, { agrees: boolean; detail: string }>();
+  #divergedRaised = false;
+  #warned = false;
   #attested = -1;
   #retainedAt = 0;
   #floor = 0;
@@ -248,15 +252,39 @@ export class ClusterMember {
   /** Compares the others' attestations at heights this member has reached with its own blocks. */
   #checkOwn(): void {
     const ledger = this.#ledger;
-    if (!ledger) return;
+    if (!ledger || this.#divergedRaised) return;
+    let changed = false;
     for (const [key, a] of this.#unchecked) {
       if (a.height > ledger.head.blockNum) continue;
       this.#unchecked.delete(key);
       const mine = ledger.query.blockId(a.height);
-      if (mine === undefined || mine === a.blockId) continue;
-      const cause = `block ${a.height} here is ${mine.slice(0, 16)}…, member ${key.slice(0, 16)}… has ${a.blockId.slice(0, 16)}… (state root ${a.stateRoot.slice(0, 16)}…)`;
+      if (mine === undefined) continue;
+      // A member that differed once stays apart: chains that split never meet again.
+      if (this.#verdicts.get(key)?.agrees === false) continue;
+      const agrees = mine === a.blockId;
+      this.#verdicts.set(key, {
+        agrees,
+        detail: agrees ? '' : `block ${a.height} here is ${mine.slice(0, 16)}…, member ${key.slice(0, 16)}… has ${a.blockId.slice(0, 16)}…`,
+      });
+      changed = true;
+    }
+    if (!changed) return;
+    // This member is the one that diverged when those that differ from it are at least as
+    // many as those that agree with it (itself counted) and those not compared yet: with two
+    // members, both stop; with three, the one that differs from the two others.
+    const differ = [...this.#verdicts.entries()].filter(([, v]) => !v.agrees);
+    if (differ.length === 0) return;
+    const agree = 1 + [...this.#verdicts.values()].filter((v) => v.agrees).length;
+    // Members with a chain (an attestation) not compared yet: their height is past this one's.
+    const unknown = [...this.#unchecked.keys()].filter((k) => !this.#verdicts.has(k)).length;
+    const cause = differ.map(([, v]) => v.detail).join('; ');
+    if (differ.length >= agree + unknown) {
+      this.#divergedRaised = true;
       log.error(`this member's chain diverged from the cluster's: ${cause}`);
-      ledger.markFaulty(`chain diverged: ${cause}`, 'DIVERGED');
+      ledger.markFaulty(`chain diverged from the cluster's: ${cause}`, 'DIVERGED');
+    } else if (!this.#warned) {
+      this.#warned = true;
+      log.warn(`another member's chain differs from this one and the majority's: ${cause}`);
     }
   }
 

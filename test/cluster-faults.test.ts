@@ -1,0 +1,216 @@
+/**
+ * Faults of a Cairn cluster, with real processes: kill -9 of a node under load, kill -9 of
+ * the etcd leader, etcd without quorum, a member that comes back after the log it missed
+ * was deleted, and a member whose state diverges (a test hook).
+ */
+import t from 'tap';
+import { Etcd3 } from 'etcd3';
+import { batchList, getJson, intkeyBatch, newSigner, postBatches } from './helpers/batches.js';
+import { head, sameHead, startCluster, type TestCluster } from './helpers/cluster.js';
+
+const signer = newSigner();
+let seq = 0;
+const batch = (): ReturnType<typeof intkeyBatch> => intkeyBatch(signer, [['set', `f${seq++}`, seq]]);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Posts lists of `size` batches to the urls in turn until `stop()`; resolves with the ids acknowledged (202). */
+async function load(urls: () => string[], stop: () => boolean, size = 4): Promise<{ acked: string[]; refused: number; errors: number }> {
+  const acked: string[] = [];
+  let refused = 0;
+  let errors = 0;
+  for (let k = 0; !stop(); k++) {
+    const list = urls();
+    const url = list[k % list.length] ?? '';
+    const b = Array.from({ length: size }, batch);
+    try {
+      const r = await postBatches(url, batchList(...b));
+      if (r.status === 202) acked.push(...b.map((x) => x.id));
+      else refused++;
+    } catch {
+      errors++;
+      await sleep(20);
+    }
+  }
+  return { acked, refused, errors };
+}
+
+async function allCommitted(url: string, ids: string[], seconds = 30): Promise<string[]> {
+  const missing: string[] = [];
+  for (let i = 0; i < ids.length; i += 500) {
+    const part = ids.slice(i, i + 500);
+    const r = await fetch(`${url}/batch_statuses?wait=${seconds}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(part),
+    });
+    const body = (await r.json()) as { data?: Array<{ id: string; status: string }> };
+    if (!body.data) throw new Error(`batch_statuses on ${url}: HTTP ${r.status} ${JSON.stringify(body)}`);
+    for (const x of body.data) if (x.status !== 'COMMITTED') missing.push(`${x.id.slice(0, 12)}:${x.status}`);
+  }
+  return missing;
+}
+
+const urlsOf = (c: TestCluster, which = [0, 1, 2]): string[] => which.map((i) => c.nodes[i]?.ledgerUrl ?? '');
+
+t.test('cluster faults', async (t) => {
+  const c = await startCluster(3);
+  t.teardown(() => c.stop());
+
+  await t.test('kill -9 of a node under load loses no acknowledged batch', async (t) => {
+    let stop = false;
+    let victimUp = true;
+    const urls = (): string[] => (victimUp ? urlsOf(c) : urlsOf(c, [0, 1]));
+    const runs = [load(urls, () => stop), load(urls, () => stop), load(urls, () => stop)];
+    await sleep(1500);
+    await c.nodes[2]?.kill9();
+    victimUp = false;
+    await sleep(1500);
+    stop = true;
+    const results = await Promise.all(runs);
+    const acked = results.flatMap((r) => r.acked);
+    t.ok(acked.length > 20, `${acked.length} batches acknowledged`);
+    for (const url of urlsOf(c, [0, 1])) t.same(await allCommitted(url, acked), [], `every acknowledged batch committed on ${url}`);
+    await c.start(2);
+    const h = await sameHead(urlsOf(c));
+    t.ok(h.num > 0, `the restarted node caught up to block ${h.num}`);
+    t.same(await allCommitted(urlsOf(c, [2])[0] ?? '', acked), [], 'and holds every acknowledged batch');
+  });
+
+  await t.test('kill -9 of the etcd leader pauses commits for the election only, and loses nothing', async (t) => {
+    const url = urlsOf(c, [0])[0] ?? '';
+    let stop = false;
+    const heads: Array<{ at: number; num: number }> = [];
+    const watch = (async () => {
+      while (!stop) {
+        const h = await head(url).catch(() => null);
+        if (h && heads.at(-1)?.num !== h.num) heads.push({ at: Date.now(), num: h.num });
+        await sleep(50);
+      }
+    })();
+    const runs = [
+      load(
+        () => urlsOf(c, [0, 1]),
+        () => stop,
+        2,
+      ),
+      load(
+        () => urlsOf(c, [1, 2]),
+        () => stop,
+        2,
+      ),
+    ];
+    await sleep(1500);
+    const leader = await c.etcd.leader();
+    const killedAt = Date.now();
+    await c.etcd.kill(leader);
+    await sleep(9000);
+    stop = true;
+    const results = await Promise.all(runs);
+    await watch;
+    const acked = results.flatMap((r) => r.acked);
+    const after = heads.filter((h) => h.at > killedAt);
+    t.ok(after.length > 0, 'blocks were committed after the kill');
+    // The longest time without a new block from just before the kill to the end of the load.
+    let pause = 0;
+    let prev = killedAt;
+    for (const h of after) {
+      pause = Math.max(pause, h.at - prev);
+      prev = h.at;
+    }
+    t.ok(pause <= 10_000, `the longest pause in commits after the kill: ${pause} ms (the election and etcd's request timeout)`);
+    for (const u of urlsOf(c)) t.same(await allCommitted(u, acked), [], `every acknowledged batch committed on ${u}`);
+    await sameHead(urlsOf(c));
+    await c.etcd.restart(leader);
+  });
+
+  await t.test('etcd without quorum: 503, never a 202; back when a member returns', async (t) => {
+    const url = urlsOf(c, [0])[0] ?? '';
+    await c.etcd.kill(0);
+    await c.etcd.kill(1);
+    const answers: number[] = [];
+    for (let k = 0; k < 3; k++) {
+      const b = batch();
+      const r = await postBatches(url, batchList(b));
+      answers.push(r.status);
+      if (r.status !== 202) t.match(r.json.error?.message ?? '', /etcd|log/, 'the 503 names the cluster log');
+    }
+    t.same(answers, [503, 503, 503], 'every submission refused with 503');
+    await c.etcd.restart(1);
+    let ok: string | null = null;
+    const until = Date.now() + 30_000;
+    while (!ok && Date.now() < until) {
+      const b = batch();
+      const r = await postBatches(url, batchList(b)).catch(() => ({ status: 0, json: null }));
+      if (r.status === 202) ok = b.id;
+      else await sleep(500);
+    }
+    t.ok(ok, 'a submission is acknowledged again once etcd has a quorum');
+    if (ok) t.same(await allCommitted(urlsOf(c, [2])[0] ?? '', [ok]), [], 'and commits');
+    await c.etcd.restart(0);
+    await sameHead(urlsOf(c));
+  });
+
+  await t.test('a member whose log position was deleted catches up from a member', async (t) => {
+    const client = new Etcd3({ hosts: c.etcd.endpoints });
+    t.teardown(() => client.close());
+    const st = await getJson(`${urlsOf(c, [2])[0]}/status`);
+    const applied = Number(st.json.data.cluster.log.applied);
+    await c.nodes[2]?.kill9();
+    const ids: string[] = [];
+    for (let k = 0; k < 10; k++) {
+      const b = [batch(), batch()];
+      const r = await postBatches(urlsOf(c, [k % 2])[0] ?? '', batchList(...b));
+      t.equal(r.status, 202);
+      ids.push(...b.map((x) => x.id));
+    }
+    t.same(await allCommitted(urlsOf(c, [0])[0] ?? '', ids), []);
+    // The live members (two) applied it all: the log is trimmed past the stopped member's position.
+    let floor = 0;
+    const until = Date.now() + 30_000;
+    while (floor <= applied + 1 && Date.now() < until) {
+      floor = Number((await client.get('cairn/floor').string()) ?? '0');
+      await sleep(250);
+    }
+    t.ok(floor > applied + 1, `the log was trimmed to revision ${floor} (the stopped member applied ${applied})`);
+    const left = await client.getAll().prefix('cairn/log/').maxModRevision(String(floor)).keys();
+    t.equal(left.length, 0, 'no entry at or below the floor is left');
+    const node = await c.start(2);
+    const h = await sameHead(urlsOf(c));
+    t.ok(h.num > 0);
+    t.match(node.log(), /catching up from a member's blocks/);
+    t.same(await allCommitted(node.ledgerUrl, ids), [], 'the batches it missed are committed there');
+    // It follows the log again afterwards.
+    const b = batch();
+    t.equal((await postBatches(node.ledgerUrl, batchList(b))).status, 202);
+    t.same(await allCommitted(urlsOf(c, [0])[0] ?? '', [b.id]), []);
+    await sameHead(urlsOf(c));
+  });
+
+  await t.test('a member whose state diverges raises the alarm and stops acknowledging; the others go on', async (t) => {
+    await c.nodes[2]?.kill9();
+    const node = await c.start(2, { CAIRN_TEST_CLUSTER_DIVERGE: '1' });
+    // Lists of several batches: the hook drops one of each round there.
+    for (let k = 0; k < 3; k++) t.equal((await postBatches(urlsOf(c, [0])[0] ?? '', batchList(batch(), batch(), batch()))).status, 202);
+    let status = 200;
+    let message = '';
+    const until = Date.now() + 20_000;
+    while (status !== 503 && Date.now() < until) {
+      const r = await getJson(`${node.ledgerUrl}/status`);
+      status = r.status;
+      message = r.json.error?.message ?? '';
+      await sleep(200);
+    }
+    t.equal(status, 503, 'the diverged member reports itself unavailable');
+    t.match(message, /diverged/);
+    const refused = await postBatches(node.ledgerUrl, batchList(batch()));
+    t.equal(refused.status, 503, 'and acknowledges nothing');
+    for (const u of urlsOf(c, [0, 1])) {
+      t.equal((await getJson(`${u}/status`)).status, 200, `${u} stays healthy`);
+      const b = batch();
+      t.equal((await postBatches(u, batchList(b))).status, 202, `${u} still acknowledges`);
+    }
+    const seen = Date.now() + 10_000;
+    while (!/another member's chain differs/.test(c.nodes[0]?.log() ?? '') && Date.now() < seen) await sleep(200);
+    t.match(c.nodes[0]?.log() ?? '', /another member's chain differs/, 'a member of the majority names the one that differs');
+  });
+});
