@@ -22,6 +22,8 @@ export interface ClusterConfig {
   key: string | undefined;
   /** The ledger gateway URL the other members and /peers show (default http://<ledger bind>). */
   advertise: string | undefined;
+  /** Who checks batch signatures, when set: it must be the chain's (cairn cluster init --verify). */
+  verify: 'trust' | 'all' | undefined;
 }
 
 export interface Config {
@@ -226,6 +228,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
   clusterEtcdCa: { flag: 'cluster-etcd-ca', env: 'CAIRN_CLUSTER_ETCD_CA', help: "CA certificate (PEM) of etcd's TLS" },
   clusterEtcdCert: { flag: 'cluster-etcd-cert', env: 'CAIRN_CLUSTER_ETCD_CERT', help: 'client certificate (PEM) for etcd' },
   clusterEtcdKey: { flag: 'cluster-etcd-key', env: 'CAIRN_CLUSTER_ETCD_KEY', help: 'client key (PEM) for etcd' },
+  verify: {
+    flag: 'verify',
+    env: 'CAIRN_VERIFY',
+    help: "a cluster member: trust (the ingesting member checks signatures) or all (every member re-verifies); must be the chain's (default: the chain's)",
+  },
   clusterAdvertise: {
     flag: 'cluster-advertise',
     env: 'CAIRN_CLUSTER_ADVERTISE',
@@ -366,6 +373,8 @@ function clusterConfig(get: (key: keyof typeof OPTIONS) => string | undefined): 
   const advertise = get('clusterAdvertise');
   if (advertise !== undefined && !/^https?:\/\/[^/\s]+$/.test(advertise))
     throw new ConfigError(`cluster advertise: expected http(s)://host:port, got "${advertise}"`);
+  const verify = get('verify');
+  if (verify !== undefined && verify !== 'trust' && verify !== 'all') throw new ConfigError(`verify: expected trust or all, got "${verify}"`);
   const c: ClusterConfig = {
     etcd: endpoints,
     chainKeyFile: resolve(chainKey),
@@ -373,6 +382,7 @@ function clusterConfig(get: (key: keyof typeof OPTIONS) => string | undefined): 
     cert: pem('clusterEtcdCert'),
     key: pem('clusterEtcdKey'),
     advertise,
+    verify,
   };
   if ((c.ca || c.cert || c.key) && !(c.ca && c.cert && c.key))
     throw new ConfigError('etcd TLS needs all three of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key');

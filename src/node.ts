@@ -106,6 +106,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
           chainKeyFile: config.cluster.chainKeyFile,
           nodeId: config.nodeId ?? `node-${nodeSigner.publicKey.slice(0, 12)}`,
           diverge: process.env.CAIRN_TEST_CLUSTER_DIVERGE === '1',
+          verify: config.cluster.verify,
         },
         nodeSigner,
       );

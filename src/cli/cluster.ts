@@ -30,7 +30,9 @@ import {
 import { isMain, parseOrUsage, print, runCommand, UsageError } from './args.js';
 
 export const USAGE = `usage: cairn cluster <init|status|join> --etcd URL[,URL…] [options]
-  init   --chain-key FILE       make the chain key (when FILE does not exist) and the chain in etcd
+  init   --chain-key FILE [--verify trust|all]
+                                make the chain key (when FILE does not exist) and the chain in etcd;
+                                --verify all: every member re-verifies every batch (default trust)
   status                        the chain and its members
   join   --chain-key FILE --data-dir DIR [--node-id ID]
                                 register the node of DIR (its key is made when missing)
@@ -41,7 +43,7 @@ Then start each member with CAIRN_CLUSTER_ETCD=URL[,URL…] CAIRN_CHAIN_KEY=FILE
 exit status: 0 done, 1 refused or etcd unreachable, 2 usage error
 `;
 
-const VALUED = ['etcd', 'chain-key', 'data-dir', 'node-id', 'cluster-etcd-ca', 'cluster-etcd-cert', 'cluster-etcd-key'];
+const VALUED = ['etcd', 'verify', 'chain-key', 'data-dir', 'node-id', 'cluster-etcd-ca', 'cluster-etcd-cert', 'cluster-etcd-key'];
 
 /** Block 0 of a chain signed by `chainKey`, made as a member makes it, in a throw-away directory. */
 export async function genesisBlockId(chainKey: Signer): Promise<string> {
@@ -103,6 +105,8 @@ class Refused extends Error {
 async function init(args: { options: Map<string, string> }, json: boolean): Promise<number> {
   const s = settings(args);
   const file = chainKeyFile(args);
+  const verify = args.options.get('verify') ?? 'trust';
+  if (verify !== 'trust' && verify !== 'all') throw new UsageError(`--verify takes trust or all, got "${verify}"`);
   return withClient(s, async (client) => {
     const existing = await readChain(client);
     const compare = (chain: ChainRecord): number => {
@@ -124,7 +128,7 @@ async function init(args: { options: Map<string, string> }, json: boolean): Prom
     };
     if (existing) return compare(existing);
     const key = loadOrCreateKey(file);
-    const record: ChainRecord = { chainKey: key.publicKey, genesis: await genesisBlockId(key), created: new Date().toISOString() };
+    const record: ChainRecord = { chainKey: key.publicKey, genesis: await genesisBlockId(key), created: new Date().toISOString(), verify };
     // Exactly once: only if no chain record was ever created.
     const res = await client
       .if(CHAIN_KEY, 'Create', '==', 0)
@@ -134,7 +138,11 @@ async function init(args: { options: Map<string, string> }, json: boolean): Prom
       const now = await readChain(client);
       if (now) return compare(now);
     }
-    print(json, { ...record, new: true }, `chain created: key ${record.chainKey} (in ${file}), genesis ${record.genesis}`);
+    print(
+      json,
+      { ...record, new: true },
+      `chain created: key ${record.chainKey} (in ${file}), genesis ${record.genesis}, signatures checked by ${verify === 'all' ? 'every member' : 'the ingesting member'}`,
+    );
     return 0;
   });
 }
@@ -160,7 +168,7 @@ async function status(args: { options: Map<string, string> }, json: boolean): Pr
       };
     });
     const lines = [
-      `chain key ${chain.chainKey}, genesis ${chain.genesis}`,
+      `chain key ${chain.chainKey}, genesis ${chain.genesis}, verify ${chain.verify ?? 'trust'}`,
       ...members.map((m) => `${m.live ? 'up  ' : 'down'} ${m.node_id} ${m.ledger_url || '-'} height ${m.height ?? '-'} log ${m.applied ?? '-'}`),
     ];
     print(json, { chain, members }, lines.join('\n'));

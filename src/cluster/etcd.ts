@@ -39,7 +39,14 @@ export interface ChainRecord {
   /** Block 0 of the chain (a function of the chain key). */
   genesis: string;
   created: string;
+  /**
+   * Who checks batch signatures: 'trust' (the ingesting member; the others check its
+   * envelope's signature) or 'all' (every member re-verifies every batch). Absent: trust.
+   */
+  verify?: VerifyMode;
 }
+
+export type VerifyMode = 'trust' | 'all';
 
 /** A member as it registers (NODES) and as it is live (LIVE). */
 export interface MemberRecord {

@@ -14,6 +14,7 @@ import type { ToCommitter } from '../ledger/protocol.js';
 import { LedgerUnavailable } from '../ledger/pending-writer.js';
 import type { AckWriter } from '../ledger/ack-writer.js';
 import type { ChainHead } from '../store/ledger-stores.js';
+import type { VerifyResult } from '../ledger/verify.js';
 import { verify } from '../crypto/secp256k1.js';
 import { BlockHeader, decode } from '../proto/index.js';
 import type { LogEnvelope } from './protocol.js';
@@ -38,6 +39,19 @@ const CATCH_UP_PAGE = 64;
 /** Longest wait for a member's blocks (ms). */
 const FETCH_TIMEOUT_MS = 10_000;
 
+/** A BatchList of one batch: field 1, length-delimited. */
+function batchListOf(batch: Uint8Array): Uint8Array {
+  const len: number[] = [];
+  for (let v = batch.length; ; v = Math.floor(v / 128)) {
+    if (v < 128) {
+      len.push(v);
+      break;
+    }
+    len.push((v % 128) | 128);
+  }
+  return Buffer.concat([Buffer.from([0x0a, ...len]), batch]);
+}
+
 /** A block fetched from a member, checked: what the committer must make of it. */
 interface FetchedBlock {
   num: number;
@@ -55,6 +69,11 @@ export interface ClusterLinkOptions {
   tell(m: ToCommitter): void;
   /** Null while batches may be acknowledged; else the message of the 503. */
   refusal(): string | null;
+  /**
+   * Every member re-verifies every batch (the chain's --verify all): the verify pool's check
+   * of BatchList bodies. Null: the ingesting member's checks are trusted.
+   */
+  verify: ((bodies: Uint8Array[]) => Promise<VerifyResult[]>) | null;
   /** The chain key's public key: blocks fetched from a member must be signed with it. */
   chainKey: string;
   /** The other live members' ledger gateway URLs (where blocks are fetched from). */
@@ -418,6 +437,7 @@ export class ClusterLink implements AckWriter {
         // Applied as an envelope with nothing in it (on every member alike): the position moves past it.
         env = { rev, ts: 0, batches: [] };
       }
+      if (this.#o.verify && env.batches.length > 0) env = await this.#verified(env, kv.key.toString());
       this.#track(
         rev,
         env.batches.map((b) => b.id),
@@ -425,6 +445,27 @@ export class ClusterLink implements AckWriter {
       this.#backlog.push(env);
       this.#pump();
     });
+  }
+
+  /**
+   * The envelope less the batches that fail this member's own checks (signatures, structure,
+   * families): every member that re-verifies drops the same ones. A member whose checks
+   * cannot run (the pool failed) stops reading here and tries again.
+   */
+  async #verified(env: LogEnvelope, key: string): Promise<LogEnvelope> {
+    const verify = this.#o.verify;
+    if (!verify) return env;
+    const results = await verify(env.batches.map((b) => batchListOf(b.bytes)));
+    const kept = env.batches.filter((b, i) => {
+      const r = results[i];
+      const ok = r?.ok === true && r.batches.length === 1 && r.batches[0]?.id === b.id;
+      if (!ok)
+        log.warn(
+          `batch ${b.id.slice(0, 16)}… of log entry ${key} (revision ${env.rev}) fails this member's checks: ${r && !r.ok ? r.message : 'id mismatch'}; dropped`,
+        );
+      return ok;
+    });
+    return kept.length === env.batches.length ? env : { ...env, batches: kept };
   }
 
   /** A member may append at `rev` if it registered before it (registrations are never removed). */

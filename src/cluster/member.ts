@@ -27,6 +27,7 @@ import {
   type ChainRecord,
   type EtcdSettings,
   type MemberRecord,
+  type VerifyMode,
 } from './etcd.js';
 
 /** Seconds a member's live record outlives its last renewal. */
@@ -44,6 +45,8 @@ export interface MemberSettings {
   nodeId: string;
   /** Test hook: this member's state diverges (src/cluster/log-source.ts). */
   diverge?: boolean;
+  /** The signature checks the operator asked for: must be the chain's. */
+  verify?: VerifyMode | undefined;
 }
 
 /** A member as /status shows it (snake_case, as the gateway's other fields). */
@@ -104,6 +107,11 @@ export class ClusterMember {
         throw new StartupError(
           `the chain key in ${s.chainKeyFile} (${chainKey.publicKey.slice(0, 16)}…) is not this cluster's (${chain.chainKey.slice(0, 16)}…): refusing to join`,
         );
+      const mode = chain.verify ?? 'trust';
+      if (s.verify !== undefined && s.verify !== mode)
+        throw new StartupError(
+          `this cluster's members check signatures by --verify ${mode} (set at cairn cluster init), not ${s.verify}: refusing to join`,
+        );
       const m = new ClusterMember(s, signer, client, chain);
       await m.#register();
       return m;
@@ -131,6 +139,7 @@ export class ClusterMember {
           tell: h.tell,
           refusal: h.refusal,
           chainKey: this.chain.chainKey,
+          verify: this.chain.verify === 'all' ? h.verify : null,
           peers: () => this.peers(),
           head: h.head,
           diverged: (cause) => {

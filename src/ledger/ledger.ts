@@ -85,6 +85,8 @@ export interface SharedLogHooks {
   head(): ChainHead;
   /** Raises an alarm (a chain that differs from the cluster's). */
   fault(cause: string, kind: AlarmKind): void;
+  /** Verifies BatchList bodies against the ledger's families in its verify pool. */
+  verify(bodies: Uint8Array[]): Promise<VerifyResult[]>;
 }
 
 /** A log several nodes share, in place of the pending pool (src/cluster/link.ts). */
@@ -154,6 +156,7 @@ export class Ledger {
           refusal,
           head: () => this.head,
           fault: (cause, kind) => this.markFaulty(cause, kind),
+          verify: (bodies) => this.#ingest.verifyBodies(bodies, description.families),
         })
       : null;
     this.#writer =

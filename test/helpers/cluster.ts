@@ -27,11 +27,11 @@ export function cairnCluster(args: string[], env: NodeJS.ProcessEnv = process.en
   return runToExit(['src/cli/cairn.ts', 'cluster', ...args], env, 60_000);
 }
 
-export async function startCluster(n: number, opts: { etcdMembers?: number } = {}): Promise<TestCluster> {
+export async function startCluster(n: number, opts: { etcdMembers?: number; init?: string[] } = {}): Promise<TestCluster> {
   const etcd = await startEtcdCluster(opts.etcdMembers ?? 3);
   const dir = mkdtempSync(join(tmpdir(), 'cairn-cluster-'));
   const chainKey = join(dir, 'chain.key');
-  const init = await cairnCluster(['init', '--etcd', etcd.endpoints.join(','), '--chain-key', chainKey]);
+  const init = await cairnCluster(['init', '--etcd', etcd.endpoints.join(','), '--chain-key', chainKey, ...(opts.init ?? [])]);
   if (init.code !== 0) {
     await etcd.stop();
     throw new Error(`cairn cluster init failed: ${init.log}`);
