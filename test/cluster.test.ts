@@ -156,6 +156,31 @@ t.test('a three-node cluster', async (t) => {
     t.match(wrongKey.log, /is not this cluster's/);
   });
 
+  await t.test('GET /cluster/blocks gives the stored blocks and refuses bad ranges', async (t) => {
+    const url = urls[0] ?? '';
+    const h = await head(url);
+    const r = await fetch(`${url}/cluster/blocks?from=0&limit=3`);
+    t.equal(r.status, 200);
+    t.equal(r.headers.get('content-type'), 'application/octet-stream');
+    const body = Buffer.from(await r.arrayBuffer());
+    const sizes: number[] = [];
+    for (let o = 0; o < body.length; ) {
+      const n = body.readUInt32BE(o);
+      sizes.push(n);
+      o += 4 + n;
+    }
+    t.equal(sizes.length, Math.min(3, h.num + 1), 'blocks 0..2, each after its length');
+    const past = await fetch(`${url}/cluster/blocks?from=${h.num + 1000}`);
+    t.equal(past.status, 200);
+    t.equal((await past.arrayBuffer()).byteLength, 0, 'none past the head');
+    for (const q of ['', 'from=x', 'from=-1', 'from=1&limit=0', 'from=1&limit=257', 'from=1e3', `from=${'9'.repeat(30)}`]) {
+      const bad = await fetch(`${url}/cluster/blocks?${q}`);
+      t.equal(bad.status, 400, `?${q} is refused`);
+      const j = (await bad.json()) as { error?: { code?: number; message?: string } };
+      t.equal(j.error?.code, 54, 'as an invalid paging query');
+    }
+  });
+
   await t.test('the head is the same on all three at the end', async (t) => {
     const h = await sameHead(urls);
     t.equal((await head(urls[2] ?? '')).id, h.id);

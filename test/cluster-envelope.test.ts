@@ -1,0 +1,109 @@
+/**
+ * The cluster's wire pieces, in process: the envelope codec (every refusal named), the batch
+ * id scan, the block header's consensus field, and the endpoint and settings checks.
+ */
+import t from 'tap';
+import { batchIdOf, decodeEnvelope, delimitedFields, encodeEnvelope, EnvelopeError } from '../src/cluster/envelope.js';
+import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
+import { parseEndpoints } from '../src/cluster/endpoints.js';
+import { loadConfig } from '../src/config.js';
+import { intkeyBatch, newSigner } from './helpers/batches.js';
+
+const member = newSigner();
+const user = newSigner();
+const b1 = intkeyBatch(user, [['set', 'a', 1]]);
+const b2 = intkeyBatch(user, [['set', 'b', 2]]);
+const known = (k: string): boolean => k === member.publicKey;
+
+t.test('an envelope decodes to what was encoded, signer and time included', async (t) => {
+  const env = encodeEnvelope(member, 1_700_000_000_123, [b1.bytes, b2.bytes]);
+  const d = decodeEnvelope(env, known);
+  t.equal(d.signer, member.publicKey);
+  t.equal(d.ts, 1_700_000_000_123);
+  t.same(
+    d.batches.map((b) => b.id),
+    [b1.id, b2.id],
+  );
+  t.same(Buffer.from(d.batches[1]?.bytes ?? []), Buffer.from(b2.bytes));
+  t.equal(decodeEnvelope(encodeEnvelope(member, 5, []), known).batches.length, 0, 'an empty envelope is well formed');
+});
+
+t.test('every malformed or forged envelope is refused with its reason', async (t) => {
+  const env = encodeEnvelope(member, 1, [b1.bytes]);
+  const refuse = (bytes: Uint8Array, reason: RegExp, what: string): void => {
+    t.throws(() => decodeEnvelope(bytes, known), { name: 'Error', message: reason }, what);
+    try {
+      decodeEnvelope(bytes, known);
+    } catch (err) {
+      t.ok(err instanceof EnvelopeError, `${what}: an EnvelopeError`);
+    }
+  };
+  refuse(Buffer.alloc(0), /bad magic or too short/, 'empty');
+  refuse(Buffer.from('XEV1'.padEnd(200, 'x')), /bad magic/, 'another magic');
+  const longer = Buffer.from(env);
+  longer.writeUInt32BE(2, 45);
+  refuse(longer, /batch 1 runs past the end/, 'a count larger than the batches');
+  const zero = Buffer.from(env);
+  zero.writeUInt32BE(0, 49);
+  refuse(zero, /batch 0 runs past the end/, 'a zero-length batch');
+  const huge = Buffer.from(env);
+  huge.writeUInt32BE(0xffffffff, 49);
+  refuse(huge, /batch 0 runs past the end/, 'a length past the end');
+  const fewer = Buffer.from(env);
+  fewer.writeUInt32BE(0, 45);
+  refuse(fewer, /bytes after the last batch/, 'a count smaller than the batches');
+  const notBatch = encodeEnvelope(member, 1, [Buffer.from([0x12, 0x03, 0x61, 0x62, 0x63])]);
+  refuse(notBatch, /batch 0 has no readable header signature/, 'a batch whose id is not 128 hex');
+  refuse(encodeEnvelope(newSigner(), 1, [b1.bytes]), /not a member of this cluster/, 'an outsider');
+  const flipped = Buffer.from(env);
+  flipped.writeUInt8(flipped.readUInt8(60) ^ 1, 60);
+  refuse(flipped, /bad signature|no readable/, 'a flipped byte');
+  const sig = Buffer.from(env);
+  sig.writeUInt8(sig.readUInt8(sig.length - 1) ^ 1, sig.length - 1);
+  refuse(sig, /bad signature/, 'a flipped signature byte');
+});
+
+t.test('batch ids and fields are read without decoding, and malformed bytes give null', async (t) => {
+  t.equal(batchIdOf(b1.bytes), b1.id);
+  t.equal(batchIdOf(Buffer.from([0xff])), null, 'a truncated varint');
+  t.equal(batchIdOf(Buffer.from([0x12, 0x7f])), null, 'a length past the end');
+  t.equal(batchIdOf(Buffer.from([0x0f])), null, 'an unknown wire type');
+  t.equal(batchIdOf(Buffer.from([0x08, 0x01, 0x19, 1, 2, 3, 4, 5, 6, 7, 8, 0x25, 1, 2, 3, 4])), null, 'varint and fixed fields, no id');
+  t.same(
+    delimitedFields(Buffer.from([0x0a, 0x01, 0x41, 0x12, 0x00]))?.map((f) => f.field),
+    [1, 2],
+  );
+  t.equal(delimitedFields(Buffer.from([0x08, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80])), null, 'a varint longer than 5 bytes');
+  t.equal(delimitedFields(Buffer.from([0x19, 1, 2])), null, 'a fixed64 past the end');
+});
+
+t.test('the consensus field names the log revision and the batches; other fields name none', async (t) => {
+  let rev = 41;
+  const c = new LogConsensus(() => rev);
+  const f = c.summarize(['aa', 'bb']);
+  t.equal(consensusRevision(f), 41);
+  rev = 2 ** 40;
+  t.equal(consensusRevision(c.summarize([])), 2 ** 40);
+  t.not(Buffer.from(c.summarize(['aa'])).toString('hex'), Buffer.from(c.summarize(['bb'])).toString('hex'), 'the batches are in it');
+  t.equal(consensusRevision(Buffer.from('Genesis')), null);
+  t.equal(consensusRevision(Buffer.concat([Buffer.from('Devmode'), Buffer.alloc(41)])), null);
+  t.equal(c.finalize(), true);
+  c.close();
+});
+
+t.test('etcd endpoints and cluster settings are checked', async (t) => {
+  t.same(parseEndpoints(' http://a:1, https://b:2 ,'), ['http://a:1', 'https://b:2']);
+  t.throws(() => parseEndpoints(''), /no etcd endpoint/);
+  t.throws(() => parseEndpoints('a:1'), /http:\/\/ or https:\/\//);
+  t.throws(() => parseEndpoints('not a url'), /is not a URL/);
+  const env = { CAIRN_CLUSTER_ETCD: 'http://127.0.0.1:2379', CAIRN_CHAIN_KEY: '/k' };
+  const cfg = loadConfig([], env);
+  t.match(cfg.cluster, { etcd: ['http://127.0.0.1:2379'], chainKeyFile: '/k', verify: undefined });
+  t.equal(loadConfig([], {}).cluster, null, 'a single node without it');
+  t.equal(loadConfig(['--cluster-etcd', 'http://x:1', '--chain-key', 'k', '--verify', 'all'], {}).cluster?.verify, 'all');
+  t.throws(() => loadConfig([], { CAIRN_CLUSTER_ETCD: 'http://x:1' }), /needs --chain-key/, 'no chain key');
+  t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ETCD: 'x:1' }), /cluster etcd/);
+  t.throws(() => loadConfig([], { ...env, CAIRN_VERIFY: 'some' }), /trust or all/);
+  t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ADVERTISE: 'ftp://x' }), /http\(s\):\/\/host:port/);
+  t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ETCD_CERT: '/c' }), /all three/);
+});
