@@ -47,6 +47,29 @@ t.test('a three-node cluster', async (t) => {
     t.same(s.members.map((m: { node_id: string }) => m.node_id).sort(), ['n0', 'n1', 'n2']);
   });
 
+  await t.test('cairn cluster join registers a node ahead of its start, under its id', async (t) => {
+    const dir = join(c.dir, 'joiner');
+    const j = await cairnCluster(['join', '--etcd', endpoints, '--chain-key', c.chainKey, '--data-dir', dir, '--node-id', 'j1', '--json']);
+    t.equal(j.code, 0, j.log);
+    const out = JSON.parse(j.log.trim().split('\n').pop() ?? '{}');
+    t.equal(out.node_id, 'j1');
+    t.ok(existsSync(join(dir, 'keys', 'validator.priv')), 'the node key is made in its data directory');
+    const text = await cairnCluster(['join', '--etcd', endpoints, '--chain-key', c.chainKey, '--data-dir', dir, '--node-id', 'j1']);
+    t.match(text.log, /CAIRN_NODE_ID=j1 /, 'the start hint keeps the id');
+    const st = JSON.parse((await cairnCluster(['status', '--etcd', endpoints, '--json'])).log.trim().split('\n').pop() ?? '{}');
+    t.match(
+      st.members.find((m: { public_key: string }) => m.public_key === out.public_key),
+      { node_id: 'j1', live: false },
+    );
+    const wrong = join(c.dir, 'join-wrong.key');
+    writeFileSync(wrong, `${randomPrivateKey()}\n`, { mode: 0o600 });
+    const refused = await cairnCluster(['join', '--etcd', endpoints, '--chain-key', wrong, '--data-dir', join(c.dir, 'joiner2')]);
+    t.equal(refused.code, 1);
+    t.match(refused.log, /not this cluster's chain key/);
+    const usage = await cairnCluster(['join', '--chain-key', wrong]);
+    t.equal(usage.code, 2, 'no etcd: a usage error');
+  });
+
   await t.test('batches sent to all three nodes commit in the same blocks on all three', async (t) => {
     const ids: string[] = [];
     await Promise.all(
@@ -100,10 +123,12 @@ t.test('a three-node cluster', async (t) => {
     t.same(
       st.cluster.members.map((m: { node_id: string; live: boolean }) => [m.node_id, m.live]),
       [
+        ['j1', false],
         ['n0', true],
         ['n1', true],
         ['n2', true],
       ],
+      'the members, the registered one that never started down',
     );
     t.ok(st.cluster.log.applied > 0);
   });

@@ -73,8 +73,9 @@ function settings(args: { options: Map<string, string> }): EtcdSettings {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+  // As a member reads them: the flag, else CAIRN_CLUSTER_ETCD_CA/_CERT/_KEY.
   const pem = (k: string): string | undefined => {
-    const p = args.options.get(k);
+    const p = args.options.get(k) ?? (process.env[`CAIRN_${k.toUpperCase().replace(/-/g, '_')}`] || undefined);
     return p === undefined ? undefined : resolve(p);
   };
   return { endpoints, ca: pem('cluster-etcd-ca'), cert: pem('cluster-etcd-cert'), key: pem('cluster-etcd-key') };
@@ -196,7 +197,7 @@ async function joinNode(args: { options: Map<string, string> }, json: boolean): 
     print(
       json,
       { node_id: nodeId, public_key: node.publicKey, data_dir: dir },
-      `registered ${nodeId} (${node.publicKey.slice(0, 16)}…); start it with CAIRN_DATA_DIR=${dir} CAIRN_CLUSTER_ETCD=${s.endpoints.join(',')} CAIRN_CHAIN_KEY=${file}`,
+      `registered ${nodeId} (${node.publicKey.slice(0, 16)}…); start it with CAIRN_DATA_DIR=${dir} CAIRN_NODE_ID=${nodeId} CAIRN_CLUSTER_ETCD=${s.endpoints.join(',')} CAIRN_CHAIN_KEY=${file}`,
     );
     return 0;
   });

@@ -28,6 +28,11 @@ export const ENVELOPE_MAX_BATCHES = 1000;
 export const ENVELOPE_MAX_BYTES = 1024 * 1024;
 /** How long the first batches of an envelope wait for more (ms). */
 const LINGER_MS = 2;
+/**
+ * Appends in flight at most: while they are, the next envelope keeps filling (group commit),
+ * so that envelopes, and the blocks cut from them, grow with the load and not with a timer.
+ */
+const MAX_APPENDS = 2;
 /** Envelopes handed to the committer and not applied yet, at most (the rest wait here). */
 const MAX_FORWARDED = 64;
 /** Envelopes read per range request when catching up. */
@@ -93,6 +98,8 @@ interface Packing {
   resolve(): void;
   reject(e: unknown): void;
   timer: NodeJS.Timeout | null;
+  /** Its linger is over: it goes as soon as an append may start. */
+  due: boolean;
 }
 
 export class ClusterLink implements AckWriter {
@@ -105,6 +112,8 @@ export class ClusterLink implements AckWriter {
   /** Batches being appended (not committed by etcd yet), by id. */
   readonly #writing = new Map<string, Promise<void>>();
   #packing: Packing | null = null;
+  /** Envelopes full or due, waiting for an append slot, in order. */
+  readonly #waiting: Packing[] = [];
   readonly #appends = new Set<Promise<void>>();
   /** Registered members' keys and the revision each registered at. */
   #members = new Map<string, number>();
@@ -184,7 +193,7 @@ export class ClusterLink implements AckWriter {
   #pack(b: { id: string; bytes: Uint8Array }): Promise<void> {
     let p = this.#packing;
     if (p && (p.batches.length >= ENVELOPE_MAX_BATCHES || p.bytes + b.bytes.length + 4 > ENVELOPE_MAX_BYTES)) {
-      this.#flush(p);
+      this.#close(p);
       p = null;
     }
     if (!p) {
@@ -195,8 +204,12 @@ export class ClusterLink implements AckWriter {
         reject = rej;
       });
       done.catch(() => undefined);
-      const fresh: Packing = { batches: [], bytes: 0, done, resolve, reject, timer: null };
-      fresh.timer = setTimeout(() => this.#flush(fresh), LINGER_MS);
+      const fresh: Packing = { batches: [], bytes: 0, done, resolve, reject, timer: null, due: false };
+      fresh.timer = setTimeout(() => {
+        fresh.timer = null;
+        fresh.due = true;
+        this.#send();
+      }, LINGER_MS);
       this.#packing = p = fresh;
     }
     p.batches.push(b);
@@ -204,17 +217,38 @@ export class ClusterLink implements AckWriter {
     return p.done;
   }
 
-  #flush(p: Packing): void {
+  /** The envelope takes no more batches: it waits for an append slot. */
+  #close(p: Packing): void {
     if (p.timer) clearTimeout(p.timer);
     p.timer = null;
     if (this.#packing === p) this.#packing = null;
+    this.#waiting.push(p);
+    this.#send();
+  }
+
+  /** Starts appends while slots are free: closed envelopes first, then the open one once its linger is over. */
+  #send(force = false): void {
+    for (;;) {
+      if (!force && this.#appends.size >= MAX_APPENDS) return;
+      let p = this.#waiting.shift();
+      if (!p && this.#packing && (this.#packing.due || force)) {
+        p = this.#packing;
+        this.#packing = null;
+        if (p.timer) clearTimeout(p.timer);
+      }
+      if (!p) return;
+      this.#append(p);
+    }
+  }
+
+  #append(p: Packing): void {
     const value = encodeEnvelope(
       this.#o.signer,
       Date.now(),
       p.batches.map((b) => b.bytes),
     );
     const key = `${this.#keyPrefix}${(this.#seq++).toString(16).padStart(8, '0')}`;
-    const put = this.#o.client
+    const put: Promise<void> = this.#o.client
       .put(key)
       .value(value)
       .exec()
@@ -229,7 +263,10 @@ export class ClusterLink implements AckWriter {
         },
         (err: unknown) => p.reject(new LedgerUnavailable(`the cluster's log (etcd) did not take the batches: ${etcdReason(err)}`)),
       )
-      .finally(() => this.#appends.delete(put));
+      .finally(() => {
+        this.#appends.delete(put);
+        this.#send();
+      });
     this.#appends.add(put);
   }
 
@@ -343,6 +380,25 @@ export class ClusterLink implements AckWriter {
         return false;
       }
     }
+  }
+
+  /**
+   * Resolves once this member has read every log entry etcd holds now (or after
+   * `timeoutMs`, or at once when etcd does not answer): a status read after it is as
+   * fresh as the log.
+   */
+  async readThrough(timeoutMs: number): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    let target: number;
+    try {
+      const res = await this.#o.client.getAll().prefix(LOG).minModRevision(String(this.#readNext)).sort('Mod', 'Descend').limit(1).exec();
+      target = Number(res.kvs[0]?.mod_revision ?? 0);
+    } catch {
+      return;
+    }
+    while (this.#readNext <= target && Date.now() < until && !this.#closed) await new Promise((r) => setTimeout(r, 10));
+    // Read, then taken in order (checked, verified) behind what came before it.
+    await this.#order;
   }
 
   /** Resolves once the committer applied `rev` (or the link restarted). */
@@ -517,7 +573,7 @@ export class ClusterLink implements AckWriter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#generation++;
-    if (this.#packing) this.#flush(this.#packing);
+    this.#send(true);
     await this.drain();
     await this.#watcher?.cancel().catch(() => undefined);
     this.#watcher = null;

@@ -92,7 +92,7 @@ export interface SharedLogHooks {
 /** A log several nodes share, in place of the pending pool (src/cluster/link.ts). */
 export interface SharedLog {
   committer: ClusterCommitterOptions;
-  open(h: SharedLogHooks): AckWriter & { applied(rev: number): void; start(): void };
+  open(h: SharedLogHooks): AckWriter & { applied(rev: number): void; start(): void; readThrough(timeoutMs: number): Promise<void> };
 }
 
 export class Ledger {
@@ -456,11 +456,18 @@ export class Ledger {
     return this.query.status(id);
   }
 
-  /** Resolves when none of `ids` is PENDING any more, or after `timeoutMs`. */
-  waitFor(ids: string[], timeoutMs: number): Promise<void> {
+  /**
+   * Resolves when none of `ids` is PENDING any more, or after `timeoutMs`. On a cluster
+   * member, a batch unknown here may be in the log already (acknowledged by another member):
+   * the member first reads the log as far as it goes now, so that UNKNOWN means not in it.
+   */
+  async waitFor(ids: string[], timeoutMs: number): Promise<void> {
+    const start = Date.now();
+    if (this.#log && !this.#closed && timeoutMs > 0 && ids.some((id) => this.query.status(id).status === 'UNKNOWN'))
+      await this.#log.readThrough(timeoutMs);
     return this.#waiters.waitFor(
       ids.filter((id) => this.query.status(id).status === 'PENDING'),
-      this.#closed ? 0 : timeoutMs,
+      this.#closed ? 0 : Math.max(0, timeoutMs - (Date.now() - start)),
     );
   }
 
