@@ -30,6 +30,7 @@ import {
 import { isMain, parseOrUsage, print, runCommand, UsageError } from './args.js';
 
 export const USAGE = `usage: cairn cluster <init|status|join> --etcd URL[,URL…] [options]
+Prepares and shows a cluster: nodes that share one chain, ordered by etcd (docs/cluster.md).
   init   --chain-key FILE [--verify trust|all]
                                 make the chain key (when FILE does not exist) and the chain in etcd;
                                 --verify all: every member re-verifies every batch (default trust)
