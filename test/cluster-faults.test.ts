@@ -53,7 +53,8 @@ async function allCommitted(url: string, ids: string[], seconds = 30): Promise<s
 const urlsOf = (c: TestCluster, which = [0, 1, 2]): string[] => which.map((i) => c.nodes[i]?.ledgerUrl ?? '');
 
 t.test('cluster faults', async (t) => {
-  const c = await startCluster(3);
+  // etcd is defragmented every few seconds here (every hour by default).
+  const c = await startCluster(3, { nodeEnv: { CAIRN_TEST_CLUSTER_DEFRAG_MS: '4000' } });
   t.teardown(() => c.stop());
 
   await t.test('kill -9 of a node under load loses no acknowledged batch', async (t) => {
@@ -174,6 +175,10 @@ t.test('cluster faults', async (t) => {
     t.ok(floor > applied + 1, `the log was trimmed to revision ${floor} (the stopped member applied ${applied})`);
     const left = await client.getAll().prefix('cairn/log/').maxModRevision(String(floor)).keys();
     t.equal(left.length, 0, 'no entry at or below the floor is left');
+    t.ok(
+      c.nodes.some((n) => /etcd member \S+ defragmented/.test(n?.log() ?? '')),
+      'the retaining member defragmented etcd',
+    );
     const node = await c.start(2);
     const h = await sameHead(urlsOf(c));
     t.ok(h.num > 0);

@@ -33,10 +33,15 @@ const LINGER_MS = 2;
  * so that envelopes, and the blocks cut from them, grow with the load and not with a timer.
  */
 const MAX_APPENDS = 2;
+/**
+ * An append not answered after this long stops holding its slot (it may wait out etcd's
+ * request timeout on a member that lost its leader): the next envelopes go meanwhile.
+ */
+const SLOW_APPEND_MS = 300;
 /** Envelopes handed to the committer and not applied yet, at most (the rest wait here). */
 const MAX_FORWARDED = 64;
 /** Envelopes read per range request when catching up. */
-const RANGE_PAGE = 128;
+const RANGE_PAGE = 32;
 /** Wait before a failed read of the log is tried again (ms). */
 const RETRY_MS = 500;
 /** Blocks asked of a member per request when catching up. */
@@ -114,7 +119,9 @@ export class ClusterLink implements AckWriter {
   #packing: Packing | null = null;
   /** Envelopes full or due, waiting for an append slot, in order. */
   readonly #waiting: Packing[] = [];
-  readonly #appends = new Set<Promise<void>>();
+  /** Appends in flight, and when each started. */
+  readonly #appends = new Map<Promise<void>, number>();
+  #slowCheck: NodeJS.Timeout | null = null;
   /** Registered members' keys and the revision each registered at. */
   #members = new Map<string, number>();
   /** The follower: next revision to read, envelopes read and not yet handed over, handed over and not applied. */
@@ -229,7 +236,7 @@ export class ClusterLink implements AckWriter {
   /** Starts appends while slots are free: closed envelopes first, then the open one once its linger is over. */
   #send(force = false): void {
     for (;;) {
-      if (!force && this.#appends.size >= MAX_APPENDS) return;
+      if (!force && this.#busySlots() >= MAX_APPENDS) return;
       let p = this.#waiting.shift();
       if (!p && this.#packing && (this.#packing.due || force)) {
         p = this.#packing;
@@ -239,6 +246,28 @@ export class ClusterLink implements AckWriter {
       if (!p) return;
       this.#append(p);
     }
+  }
+
+  /** Appends holding a slot: those younger than SLOW_APPEND_MS (a check is set for when the oldest ages). */
+  #busySlots(): number {
+    const now = Date.now();
+    let busy = 0;
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const at of this.#appends.values()) {
+      if (now - at >= SLOW_APPEND_MS) continue;
+      busy++;
+      oldest = Math.min(oldest, at);
+    }
+    if (busy >= MAX_APPENDS && !this.#slowCheck && (this.#packing || this.#waiting.length > 0)) {
+      this.#slowCheck = setTimeout(
+        () => {
+          this.#slowCheck = null;
+          this.#send();
+        },
+        oldest + SLOW_APPEND_MS - now,
+      );
+    }
+    return busy;
   }
 
   #append(p: Packing): void {
@@ -267,7 +296,7 @@ export class ClusterLink implements AckWriter {
         this.#appends.delete(put);
         this.#send();
       });
-    this.#appends.add(put);
+    this.#appends.set(put, Date.now());
   }
 
   /** Batches known to be in the log at `rev`: pending until this member applies it. */
@@ -548,7 +577,7 @@ export class ClusterLink implements AckWriter {
 
   /** Appends in progress settle (a recovery restarts the committer after them). */
   async drain(): Promise<void> {
-    await Promise.allSettled([...this.#appends]);
+    await Promise.allSettled([...this.#appends.keys()]);
   }
 
   /** A new committer took over at `nextRev`: the log is read again from there. */
@@ -573,6 +602,7 @@ export class ClusterLink implements AckWriter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#generation++;
+    if (this.#slowCheck) clearTimeout(this.#slowCheck);
     this.#send(true);
     await this.drain();
     await this.#watcher?.cancel().catch(() => undefined);

@@ -38,6 +38,11 @@ const TICK_MS = 1_000;
 const RETAIN_EVERY_MS = 5_000;
 /** Log keys deleted per request. */
 const DELETE_CHUNK = 128;
+/**
+ * How often the retaining member defragments each etcd member (ms): compaction frees
+ * space inside etcd's file for reuse, defragmenting gives it back, one member at a time.
+ */
+const DEFRAG_EVERY_MS = 60 * 60_000;
 
 export interface MemberSettings {
   etcd: EtcdSettings;
@@ -45,6 +50,8 @@ export interface MemberSettings {
   nodeId: string;
   /** Test hook: this member's state diverges (src/cluster/log-source.ts). */
   diverge?: boolean;
+  /** How often the retaining member defragments etcd (ms; default an hour). */
+  defragEveryMs?: number;
   /** The signature checks the operator asked for: must be the chain's. */
   verify?: VerifyMode | undefined;
 }
@@ -78,6 +85,7 @@ export class ClusterMember {
   #warned = false;
   #attested = -1;
   #retainedAt = 0;
+  #defraggedAt = Date.now();
   #floor = 0;
   #closed = false;
 
@@ -256,6 +264,25 @@ export class ClusterMember {
     await this.client.kv.compact({ revision: String(floor) }).catch(() => undefined);
     this.#floor = floor;
     if (keys.length > 0) log.debug(`cluster log: ${keys.length} entries up to revision ${floor} deleted (every live member applied them)`);
+    if (Date.now() - this.#defraggedAt >= (this.#s.defragEveryMs ?? DEFRAG_EVERY_MS)) {
+      this.#defraggedAt = Date.now();
+      await this.#defragment();
+    }
+  }
+
+  /** Each etcd member in turn (a member is busy while it defragments; the others serve). */
+  async #defragment(): Promise<void> {
+    for (const endpoint of this.#s.etcd.endpoints) {
+      const one = etcdClient({ ...this.#s.etcd, endpoints: [endpoint] });
+      try {
+        await one.maintenance.defragment();
+        log.info(`etcd member ${endpoint} defragmented`);
+      } catch (err) {
+        log.warn(`etcd member ${endpoint} not defragmented: ${etcdReason(err)}`);
+      } finally {
+        one.close();
+      }
+    }
   }
 
   /** Compares the others' attestations at heights this member has reached with its own blocks. */

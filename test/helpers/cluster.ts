@@ -27,7 +27,10 @@ export function cairnCluster(args: string[], env: NodeJS.ProcessEnv = process.en
   return runToExit(['src/cli/cairn.ts', 'cluster', ...args], env, 60_000);
 }
 
-export async function startCluster(n: number, opts: { etcdMembers?: number; init?: string[] } = {}): Promise<TestCluster> {
+export async function startCluster(
+  n: number,
+  opts: { etcdMembers?: number; init?: string[]; nodeEnv?: Record<string, string> } = {},
+): Promise<TestCluster> {
   const etcd = await startEtcdCluster(opts.etcdMembers ?? 3);
   const dir = mkdtempSync(join(tmpdir(), 'cairn-cluster-'));
   const chainKey = join(dir, 'chain.key');
@@ -42,6 +45,7 @@ export async function startCluster(n: number, opts: { etcdMembers?: number; init
     CAIRN_CHAIN_KEY: chainKey,
     CAIRN_NODE_ID: `n${i}`,
     CAIRN_LOG_FORMAT: 'json',
+    ...opts.nodeEnv,
   });
   const c: TestCluster = {
     etcd,
