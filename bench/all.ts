@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: runs every benchmark in turn (submit with 1- and 10-transaction batches,
- * submit at half of the measured peak rate, reads, circuit agreement on three nodes, growth), printing a progress line per
- * step on stderr and each bench's JSON line on stdout.
+ * submit at half of the measured peak rate, reads, circuit agreement on three nodes, a cluster
+ * of three nodes over three etcd members against one node, growth), printing a progress line per
+ * step on stderr and each bench's JSON line on stdout. BENCH_SKIP_CLUSTER=1 leaves the cluster
+ * out (it needs `etcd` on PATH), BENCH_SKIP_GROWTH=1 the growth bench.
  */
 import { spawnSync } from 'node:child_process';
 
@@ -35,5 +37,7 @@ run({
 });
 run({ name: 'reads', script: 'bench/read.ts', env: {} });
 run({ name: 'circuits, submit to ready on 3 nodes', script: 'bench/circuit.ts', env: { CIRCUITS: '20' } });
+if (process.env.BENCH_SKIP_CLUSTER !== '1')
+  run({ name: 'cluster: 3 etcd + 3 nodes, failover, against one node', script: 'bench/cluster.ts', env: {} });
 if (process.env.BENCH_SKIP_GROWTH !== '1') run({ name: 'growth', script: 'bench/growth.ts', env: {} });
 process.stderr.write('[bench] done\n');
