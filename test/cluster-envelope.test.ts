@@ -3,7 +3,7 @@
  * id scan, the block header's consensus field, and the endpoint and settings checks.
  */
 import t from 'tap';
-import { batchIdOf, decodeEnvelope, delimitedFields, encodeEnvelope, EnvelopeError } from '../src/cluster/envelope.js';
+import { batchIdOf, decodeCut, decodeEnvelope, delimitedFields, encodeCut, encodeEnvelope, EnvelopeError, isCut } from '../src/cluster/envelope.js';
 import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
 import { parseEndpoints } from '../src/cluster/endpoints.js';
 import { loadConfig } from '../src/config.js';
@@ -106,4 +106,16 @@ t.test('etcd endpoints and cluster settings are checked', async (t) => {
   t.throws(() => loadConfig([], { ...env, CAIRN_VERIFY: 'some' }), /trust or all/);
   t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ADVERTISE: 'ftp://x' }), /http\(s\):\/\/host:port/);
   t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ETCD_CERT: '/c' }), /all three/);
+});
+
+t.test('a cut names the block it closes; a forged or damaged one is refused', async (t) => {
+  const cut = encodeCut(member, 4242);
+  t.ok(isCut(cut));
+  t.notOk(isCut(encodeEnvelope(member, 1, [])));
+  t.same(decodeCut(cut, known), { signer: member.publicKey, target: 4242 });
+  t.throws(() => decodeCut(cut.subarray(0, 60), known), /not a cut/);
+  t.throws(() => decodeCut(encodeCut(newSigner(), 1), known), /not a member/);
+  const bad = Buffer.from(cut);
+  bad.writeUInt8(bad.readUInt8(40) ^ 1, 40);
+  t.throws(() => decodeCut(bad, known), /bad signature/);
 });

@@ -4,7 +4,11 @@
  * was deleted, and a member whose state diverges (a test hook).
  */
 import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
+import { encodeEnvelope } from '../src/cluster/envelope.js';
+import { Signer } from '../src/crypto/secp256k1.js';
 import { batchList, getJson, intkeyBatch, newSigner, postBatches } from './helpers/batches.js';
 import { head, sameHead, startCluster, type TestCluster } from './helpers/cluster.js';
 
@@ -14,7 +18,12 @@ const batch = (): ReturnType<typeof intkeyBatch> => intkeyBatch(signer, [['set',
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Posts lists of `size` batches to the urls in turn until `stop()`; resolves with the ids acknowledged (202). */
-async function load(urls: () => string[], stop: () => boolean, size = 4): Promise<{ acked: string[]; refused: number; errors: number }> {
+async function load(
+  urls: () => string[],
+  stop: () => boolean,
+  size = 4,
+  progress = { acked: 0 },
+): Promise<{ acked: string[]; refused: number; errors: number }> {
   const acked: string[] = [];
   let refused = 0;
   let errors = 0;
@@ -24,8 +33,10 @@ async function load(urls: () => string[], stop: () => boolean, size = 4): Promis
     const b = Array.from({ length: size }, batch);
     try {
       const r = await postBatches(url, batchList(...b));
-      if (r.status === 202) acked.push(...b.map((x) => x.id));
-      else refused++;
+      if (r.status === 202) {
+        acked.push(...b.map((x) => x.id));
+        progress.acked += size;
+      } else refused++;
     } catch {
       errors++;
       await sleep(20);
@@ -61,15 +72,17 @@ t.test('cluster faults', async (t) => {
     let stop = false;
     let victimUp = true;
     const urls = (): string[] => (victimUp ? urlsOf(c) : urlsOf(c, [0, 1]));
-    const runs = [load(urls, () => stop), load(urls, () => stop), load(urls, () => stop)];
-    await sleep(1500);
+    const progress = { acked: 0 };
+    const runs = [load(urls, () => stop, 4, progress), load(urls, () => stop, 4, progress), load(urls, () => stop, 4, progress)];
+    // Under load: the kill comes once batches flow (a slow machine takes longer to start them).
+    for (const until = Date.now() + 30_000; progress.acked < 60 && Date.now() < until; ) await sleep(100);
     await c.nodes[2]?.kill9();
     victimUp = false;
     await sleep(1500);
     stop = true;
     const results = await Promise.all(runs);
     const acked = results.flatMap((r) => r.acked);
-    t.ok(acked.length > 20, `${acked.length} batches acknowledged`);
+    t.ok(acked.length > 20, `${acked.length} batches acknowledged (${results.map((r) => `${r.refused} refused, ${r.errors} errors`).join('; ')})`);
     for (const url of urlsOf(c, [0, 1])) t.same(await allCommitted(url, acked), [], `every acknowledged batch committed on ${url}`);
     await c.start(2);
     const h = await sameHead(urlsOf(c));
@@ -164,7 +177,13 @@ t.test('cluster faults', async (t) => {
       t.equal(r.status, 202);
       ids.push(...b.map((x) => x.id));
     }
+    // An envelope of the stopped member (appended just before it died): the others cut its block.
+    const orphan = batch();
+    const n2key = new Signer(readFileSync(join(c.dir, 'n2', 'keys', 'validator.priv'), 'utf8').trim());
+    await client.put('cairn/log/orphan/1').value(encodeEnvelope(n2key, Date.now(), [orphan.bytes]));
+    ids.push(orphan.id);
     t.same(await allCommitted(urlsOf(c, [0])[0] ?? '', ids), []);
+    t.same(await allCommitted(urlsOf(c, [1])[0] ?? '', [orphan.id]), [], 'a block opened by a member that is gone is cut by the others');
     // The live members (two) applied it all: the log is trimmed past the stopped member's position.
     let floor = 0;
     const until = Date.now() + 30_000;

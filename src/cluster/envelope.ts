@@ -7,10 +7,17 @@
  *
  * The time is the ingesting member's clock when it packed the envelope: the round's time
  * on every member (nothing in a block depends on a member's own clock).
+ *
+ * A cut: the log's other kind of entry, after the time-to-cut messages of Fabric's Kafka
+ * orderer. It closes the block that the envelope at revision `target` opened:
+ *
+ *   "CUT1" | signer public key (33) | target revision (u64) | signature (64)
  */
 import { type Signer, verify } from '../crypto/secp256k1.js';
 
 const MAGIC = Buffer.from('CEV1');
+const CUT_MAGIC = Buffer.from('CUT1');
+const CUT_SIZE = 4 + 33 + 8 + 64;
 const HEAD = 4 + 33 + 8 + 4;
 const SIG = 64;
 
@@ -44,6 +51,31 @@ export function encodeEnvelope(signer: Signer, ts: number, batches: readonly Uin
   }
   Buffer.from(signer.sign(out.subarray(0, o)), 'hex').copy(out, o);
   return out;
+}
+
+/** Encodes and signs a cut of the block that the envelope at revision `target` opened. */
+export function encodeCut(signer: Signer, target: number): Buffer {
+  const out = Buffer.allocUnsafe(CUT_SIZE);
+  CUT_MAGIC.copy(out, 0);
+  Buffer.from(signer.publicKey, 'hex').copy(out, 4);
+  out.writeBigUInt64BE(BigInt(target), 37);
+  Buffer.from(signer.sign(out.subarray(0, 45)), 'hex').copy(out, 45);
+  return out;
+}
+
+/** Whether a log value is a cut (by its magic; decodeCut checks the rest). */
+export function isCut(value: Uint8Array): boolean {
+  return value.length >= 4 && Buffer.from(value.buffer, value.byteOffset, 4).equals(CUT_MAGIC);
+}
+
+/** Decodes a cut and checks its signature; throws EnvelopeError naming what is wrong. */
+export function decodeCut(value: Uint8Array, known: (signer: string) => boolean): { signer: string; target: number } {
+  const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  if (buf.length !== CUT_SIZE || !isCut(buf)) throw new EnvelopeError('not a cut (bad magic or size)');
+  const signer = buf.toString('hex', 4, 37);
+  if (!known(signer)) throw new EnvelopeError(`signed by ${signer.slice(0, 16)}…, not a member of this cluster`);
+  if (!verify(buf.toString('hex', 45), buf.subarray(0, 45), signer)) throw new EnvelopeError('bad signature');
+  return { signer, target: Number(buf.readBigUInt64BE(37)) };
 }
 
 /**

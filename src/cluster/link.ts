@@ -18,7 +18,7 @@ import type { VerifyResult } from '../ledger/verify.js';
 import { verify } from '../crypto/secp256k1.js';
 import { BlockHeader, decode } from '../proto/index.js';
 import type { LogEnvelope } from './protocol.js';
-import { batchIdOf, decodeEnvelope, delimitedFields, encodeEnvelope, EnvelopeError } from './envelope.js';
+import { batchIdOf, decodeCut, decodeEnvelope, delimitedFields, encodeCut, encodeEnvelope, EnvelopeError, isCut } from './envelope.js';
 import { CHAIN_KEY, FLOOR, LOG, NODES, etcdReason } from './etcd.js';
 import { consensusRevision } from './consensus.js';
 
@@ -44,10 +44,30 @@ const MAX_FORWARDED = 64;
 const RANGE_PAGE = 32;
 /** Wait before a failed read of the log is tried again (ms). */
 const RETRY_MS = 500;
+/**
+ * A block of the log closes at the first cut of it, or once it holds this many batches or
+ * bytes: a rule of the log alone, so every member cuts the same blocks (the same on all
+ * members whatever their settings).
+ */
+const BLOCK_MAX_BATCHES = 1000;
+const BLOCK_MAX_BYTES = 16 * 1024 * 1024;
+/** How long after reading its own envelope that opened a block a member appends its cut (ms): the block's linger. */
+const CUT_DELAY_MS = 5;
+/** How long any member waits before it cuts a block another member opened (that one may be gone) (ms). */
+const CUT_TAKEOVER_MS = 300;
 /** Blocks asked of a member per request when catching up. */
 const CATCH_UP_PAGE = 64;
 /** Longest wait for a member's blocks (ms). */
 const FETCH_TIMEOUT_MS = 10_000;
+
+/** The block being filled from the log: where it began, its time and its batches. */
+interface OpenBlock {
+  first: number;
+  ts: number;
+  batches: Array<{ id: string; bytes: Uint8Array }>;
+  bytes: number;
+  timer: NodeJS.Timeout | null;
+}
 
 /** A BatchList of one batch: field 1, length-delimited. */
 function batchListOf(batch: Uint8Array): Uint8Array {
@@ -129,6 +149,8 @@ export class ClusterLink implements AckWriter {
   readonly #backlog: LogEnvelope[] = [];
   /** Revisions handed to the committer and not applied yet, ascending. */
   #forwarded: number[] = [];
+  /** The block being filled (envelopes read since the last cut). */
+  #open: OpenBlock | null = null;
   #applied: number;
   /** Revision of the last log entry read. */
   #lastRead = 0;
@@ -511,25 +533,95 @@ export class ClusterLink implements AckWriter {
       if (gen !== this.#generation) return;
       const signer = value.length >= 37 ? value.toString('hex', 4, 37) : '';
       if (signer && !this.#isMember(signer, rev)) await this.#loadMembers().catch(() => undefined);
-      let env: LogEnvelope;
-      try {
-        const e = decodeEnvelope(value, (s) => this.#isMember(s, rev));
-        env = { rev, ts: e.ts, batches: e.batches };
-      } catch (err) {
+      const known = (s: string): boolean => this.#isMember(s, rev);
+      const refuse = (err: unknown): void => {
         const why = err instanceof EnvelopeError ? err.message : String(err);
         log.warn(`cluster log entry at revision ${rev} (${kv.key.toString()}) refused: ${why}`);
         this.#o.onRefused?.(rev, why);
-        // Applied as an envelope with nothing in it (on every member alike): the position moves past it.
-        env = { rev, ts: 0, batches: [] };
+        // Passed over on every member alike: the position moves past it.
+        this.#passOver(rev);
+      };
+      if (isCut(value)) {
+        let target: number;
+        try {
+          target = decodeCut(value, known).target;
+        } catch (err) {
+          refuse(err);
+          return;
+        }
+        // The first cut of the open block closes it; a later one (another member's) is stale.
+        if (this.#open?.first === target) this.#closeBlock(rev);
+        else this.#passOver(rev);
+        return;
       }
-      if (this.#o.verify && env.batches.length > 0) env = await this.#verified(env, kv.key.toString());
+      let env: LogEnvelope & { signer: string };
+      try {
+        const e = decodeEnvelope(value, known);
+        env = { rev, ts: e.ts, batches: e.batches, signer: e.signer };
+      } catch (err) {
+        refuse(err);
+        return;
+      }
+      if (this.#o.verify && env.batches.length > 0) env = { ...(await this.#verified(env, kv.key.toString())), signer: env.signer };
+      if (env.batches.length === 0) {
+        this.#passOver(rev);
+        return;
+      }
       this.#track(
         rev,
         env.batches.map((b) => b.id),
       );
-      this.#backlog.push(env);
-      this.#pump();
+      let open = this.#open;
+      if (!open) {
+        open = { first: rev, ts: env.ts, batches: [], bytes: 0, timer: null };
+        this.#open = open;
+        this.#scheduleCut(open, env.signer === this.#o.signer.publicKey ? CUT_DELAY_MS : CUT_TAKEOVER_MS, gen);
+      }
+      for (const b of env.batches) {
+        open.batches.push(b);
+        open.bytes += b.bytes.length;
+      }
+      if (open.batches.length >= BLOCK_MAX_BATCHES || open.bytes >= BLOCK_MAX_BYTES) this.#closeBlock(rev);
     });
+  }
+
+  /** An entry that adds nothing: part of the open block, or applied on its own (the position moves). */
+  #passOver(rev: number): void {
+    if (this.#open) return;
+    this.#backlog.push({ rev, ts: 0, batches: [] });
+    this.#pump();
+  }
+
+  /** The open block ends at `rev` (a cut, or the size bound): it goes to the committer as one round. */
+  #closeBlock(rev: number): void {
+    const o = this.#open;
+    if (!o) return;
+    this.#open = null;
+    if (o.timer) clearTimeout(o.timer);
+    this.#backlog.push({ rev, ts: o.ts, batches: o.batches });
+    this.#pump();
+  }
+
+  /**
+   * Appends a cut of the open block after `delay` if it is still open: soon by the member
+   * whose envelope opened it, later by any other (that member may be gone). Cuts of the
+   * same block by several members are harmless: the first closes it, the rest are stale.
+   */
+  #scheduleCut(o: OpenBlock, delay: number, gen: number): void {
+    o.timer = setTimeout(() => {
+      o.timer = null;
+      if (this.#open !== o || gen !== this.#generation || this.#closed) return;
+      this.#o.client
+        .put(`${LOG}${this.#o.signer.publicKey}/cut-${o.first}`)
+        .value(encodeCut(this.#o.signer, o.first))
+        .exec()
+        .then(
+          () => undefined,
+          (err: unknown) => log.debug(`cut of the block at revision ${o.first} not appended: ${etcdReason(err)}`),
+        );
+      // Again later, should this one not reach the log.
+      this.#scheduleCut(o, CUT_TAKEOVER_MS, gen);
+    }, delay);
   }
 
   /**
@@ -588,6 +680,8 @@ export class ClusterLink implements AckWriter {
     void w?.cancel().catch(() => undefined);
     this.#backlog.length = 0;
     this.#forwarded = [];
+    if (this.#open?.timer) clearTimeout(this.#open.timer);
+    this.#open = null;
     this.#readNext = nextRev;
     this.#applied = nextRev - 1;
     this.#order = Promise.resolve();
@@ -603,6 +697,7 @@ export class ClusterLink implements AckWriter {
     this.#closed = true;
     this.#generation++;
     if (this.#slowCheck) clearTimeout(this.#slowCheck);
+    if (this.#open?.timer) clearTimeout(this.#open.timer);
     this.#send(true);
     await this.drain();
     await this.#watcher?.cancel().catch(() => undefined);

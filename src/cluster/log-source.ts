@@ -1,12 +1,12 @@
 /**
- * A cluster member's batch source (committer thread): the envelopes of the cluster's log
- * in etcd, in log order, as the HTTP thread reads them (src/cluster/link.ts). The rule that
- * cuts blocks depends on the log only, so every member cuts the same blocks: one envelope
- * is one round, its batches in envelope order less those committed or in a round in
- * flight already (duplicates across envelopes, resubmissions), executed with no
- * dependency wait (a batch whose dependency is not committed is invalid at once, on every
- * member alike). An envelope left with no batch makes no round. Each round's transaction
- * records the log revision it applied (LOG_REV_KEY): a restart follows the log from there.
+ * A cluster member's batch source (committer thread): the blocks of the cluster's log in
+ * etcd, in log order, as the HTTP thread cuts them (src/cluster/link.ts: by a rule of the
+ * log alone, so every member cuts the same blocks). One block is one round: its batches in
+ * log order less those committed or in a round in flight already (duplicates across
+ * envelopes, resubmissions), executed with no dependency wait (a batch whose dependency is
+ * not committed is invalid at once, on every member alike). A block left with no batch
+ * makes no round. Each round's transaction records the log revision that ended it
+ * (LOG_REV_KEY): a restart follows the log from there.
  */
 import type { LedgerStores } from '../store/ledger-stores.js';
 import type { IdIndex } from '../store/id-index.js';

@@ -1,6 +1,6 @@
 /** What the cluster's parts pass between threads and keep in etcd (plain data). */
 
-/** One envelope of the log as the committer takes it: its revision, time and batches. */
+/** One block of the log as the committer takes it: the revision that ended it, its time and batches. */
 export interface LogEnvelope {
   rev: number;
   ts: number;
