@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchList, intkeyBatch, newSigner, postBatches, waitCommitted } from './helpers/batches.js';
 import { startChild, startRefused } from './helpers/child.js';
-import { cairnCluster } from './helpers/cluster.js';
+import { cairnCluster, stopOrKill } from './helpers/cluster.js';
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -108,7 +108,7 @@ t.test('etcd over TLS with client certificates', async (t) => {
   t.equal(half.code, 2, 'a TLS setting without the two others is a configuration error');
   t.match(half.log, /all three/);
   const node = await startChild(join(dir, 'n0'), env);
-  t.teardown(() => node.kill9());
+  t.teardown(() => stopOrKill(node));
   const b = intkeyBatch(newSigner(), [['set', 'tls', 1]]);
   t.equal((await postBatches(node.ledgerUrl, batchList(b))).status, 202);
   t.equal((await waitCommitted(node.ledgerUrl, [b.id], 20))[0]?.status, 'COMMITTED', 'a batch commits through etcd over TLS');

@@ -231,10 +231,9 @@ t.test('a cluster made with --verify all: every member re-verifies every batch',
   const good = batch();
   await client.put('cairn/log/test/forged').value(encodeEnvelope(memberKey, Date.now(), [bytes, good.bytes]));
   for (const url of urls) {
-    // Unknown until the member reads the entry (a wait returns at once for an unknown batch): polled.
-    let status = '';
-    for (const until = Date.now() + 20_000; status !== 'COMMITTED' && Date.now() < until; await new Promise((r) => setTimeout(r, 100)))
-      status = (await getJson(`${url}/batch_statuses?id=${good.id}`)).json.data[0]?.status;
+    // Written to etcd directly: a status wait first reads the log as far as it goes, so the
+    // batch is found (PENDING, then COMMITTED), not answered UNKNOWN at once.
+    const status = (await waitCommitted(url, [good.id], 20))[0]?.status;
     t.equal(status, 'COMMITTED', `the sound batch commits on ${url}`);
     const f = await getJson(`${url}/batch_statuses?id=${forged.id}`);
     t.equal(f.json.data[0]?.status, 'UNKNOWN', `the altered one is dropped on ${url}`);

@@ -22,6 +22,13 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
+/** Stops a node with SIGTERM; SIGKILL if it has not exited after `ms`. */
+export async function stopOrKill(node: ChildNode, ms = 20_000): Promise<void> {
+  const timer = setTimeout(() => void node.kill9(), ms);
+  await node.stop();
+  clearTimeout(timer);
+}
+
 /** `cairn cluster …` with the given arguments. */
 export function cairnCluster(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Exited> {
   return runToExit(['src/cli/cairn.ts', 'cluster', ...args], env, 60_000);
@@ -59,7 +66,8 @@ export async function startCluster(
       return node;
     },
     async stop() {
-      await Promise.all(nodes.map((x) => x?.kill9()));
+      // SIGTERM (a clean stop writes the coverage of the process), SIGKILL after 20 s.
+      await Promise.all(nodes.map((x) => (x ? stopOrKill(x) : undefined)));
       await etcd.stop();
       rmSync(dir, { recursive: true, force: true });
     },
