@@ -33,7 +33,7 @@ import { nodeDbName } from './store/names.js';
 import { writeGate } from './http/write-gate.js';
 import { registerAlarmRoutes } from './node-api/alarm-routes.js';
 import { openStore } from './store/checksum.js';
-import { ClusterMember } from './cluster/member.js';
+import type { ClusterMember } from './cluster/member.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -100,6 +100,8 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   let member: ClusterMember | null = null;
   if (config.cluster) {
     try {
+      // Loaded only for a member: a single node does not load the etcd client (gRPC: ~13 MiB).
+      const { ClusterMember } = await import('./cluster/member.js');
       member = await ClusterMember.join(
         {
           etcd: { endpoints: config.cluster.etcd, ca: config.cluster.ca, cert: config.cluster.cert, key: config.cluster.key },
