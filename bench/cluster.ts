@@ -29,7 +29,8 @@
  *
  * The run fails (exit status 1, after the report) when the heads differ after a phase, an
  * accepted batch is not committed, or a sampled batch is not committed on all three.
- * Every etcd member and node is killed at the end, on failure too (bench/lib/reaper.ts).
+ * Every etcd member and node is killed at the end, on failure too (bench/lib/reaper.ts; the etcd
+ * members are test/helpers/etcd.ts's, the launcher the tests use).
  *
  * Env: DURATION (10), CONNECTIONS (48), WARMUP (3), CPU_BATCHES (6000), KILL_DURATION (8),
  * KILL_AT (3), TRICKLE (20; 0: none), SAMPLE (20), POOL_THREADS (1: each node's
@@ -51,10 +52,12 @@ import { startBenchNode, type BenchNode } from './lib/node.js';
 import { cpuSeconds } from './lib/proc.js';
 import { percentile } from './lib/http.js';
 import { envInt } from './lib/env.js';
-import { BenchEtcd } from './lib/etcd.js';
 import { HeadWatcher, firstHeadAfter, headOf, longestGap, type Gaps } from './lib/heads.js';
 import { type AllCommitted, type Answer, MarkingSource, Recorder, RecordingTarget } from './lib/probe.js';
 import { keepDir, kill9, reap, removeOnExit, terminate } from './lib/reaper.js';
+// The tests' etcd launcher, shared with the bench (bench/ importing test/helpers/ is intended:
+// one launcher, one exit hook and watchdog, for both).
+import { type EtcdCluster, startEtcdCluster } from '../test/helpers/etcd.js';
 
 const DURATION = envInt('DURATION', 10, 1, 3600);
 const CONNECTIONS = envInt('CONNECTIONS', 48, 1, 4096);
@@ -552,13 +555,14 @@ export async function runCluster(): Promise<ClusterResult> {
   const logDir = join(root, 'logs');
   mkdirSync(logDir);
   removeOnExit(root);
-  let etcd: BenchEtcd | undefined;
+  let etcd: EtcdCluster | undefined;
   const nodes: BenchNode[] = [];
   let single: BenchNode | undefined;
   let failed = false;
   try {
     progress(`3 etcd members (heartbeat ${HEARTBEAT_MS} ms, election ${ELECTION_MS} ms), temp dir ${root}`);
-    const e = await BenchEtcd.start(join(root, 'etcd'), 3, { heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS });
+    // Its members' data and logs under root/etcd (m0, m1, m2), kept with the rest when the run fails.
+    const e = await startEtcdCluster(3, { heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS, dir: join(root, 'etcd') });
     etcd = e;
     const chainKey = join(root, 'chain.key');
     await clusterInit(e.endpoints, chainKey);
@@ -661,11 +665,12 @@ export async function runCluster(): Promise<ClusterResult> {
       onStart: (t0) => {
         killC = (async () => {
           await sleep(Math.max(0, t0 + KILL_AT * 1000 - performance.now()));
-          const leader = await e.leader();
+          const leader = await e.leaderStatus(10_000, 20);
           const tKill = performance.now();
           await e.kill(leader.index);
           progress(`  etcd leader m${leader.index} SIGKILLed at ${r1((tKill - t0) / 1000)} s`);
-          const newLeaderMs = Math.round(await e.newLeaderAfter(leader.memberId, tKill));
+          await e.newLeader(leader.memberId, 30_000, 10);
+          const newLeaderMs = Math.round(performance.now() - tKill);
           progress(`  another etcd member leads ${newLeaderMs} ms after the kill`);
           return { tKill, member: leader.index, newLeaderMs };
         })();
@@ -681,7 +686,7 @@ export async function runCluster(): Promise<ClusterResult> {
     progress(
       `etcd leader kill: longest commit gap ${etcdKill.maxGapMs} ms (before the kill ${etcdKill.beforeMaxGapMs} ms); restarting m${kc.member}`,
     );
-    await e.restart(kc.member);
+    await e.restart(kc.member, 30_000);
     const acceptingAfterEtcdRestartMs = await untilAccepting(urls);
     check(
       'every node accepts batches again after the etcd member restarted',

@@ -1,48 +1,29 @@
 /**
  * Child processes a benchmark must not leave behind (etcd members, nodes): each registered
  * one is SIGKILLed when the bench process exits however it exits. A normal exit, an
- * uncaught error or Ctrl-C run the exit hook; a bench killed outright (SIGKILL, a CI
+ * uncaught error or Ctrl-C run the exit hooks; a bench killed outright (SIGKILL, a CI
  * timeout) leaves it to a small shell that holds the pids and kills them once its stdin,
- * the bench's end of a pipe, closes.
+ * the bench's end of a pipe, closes. Both are test/helpers/etcd.ts's (killOnExit), which
+ * tracks the etcd members it starts so already; this module adds the rest a bench needs: a
+ * sweep of every direct child at exit, the exit hooks on SIGINT/SIGTERM/SIGHUP, the removal
+ * of its temp directory, and kill helpers.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import type { Writable } from 'node:stream';
+// The test harness's etcd launcher holds the one exit hook and watchdog for child processes;
+// the bench shares it rather than keeping a copy (bench/ importing test/helpers/ is intended).
+import { killOnExit } from '../../test/helpers/etcd.js';
 
-const live = new Set<ChildProcess>();
 const dirs = new Set<string>();
 let hooked = false;
-let watchdog: Writable | undefined;
-
-const WATCHDOG = `pids=' '
-while read -r op pid; do
-  case $op in
-    +) pids="$pids$pid " ;;
-    -) pids=$(printf '%s' "$pids" | sed "s/ $pid / /") ;;
-  esac
-done
-kill -9 $pids 2>/dev/null`;
-
-function tell(line: string): void {
-  if (!watchdog) {
-    const w = spawn('sh', ['-c', WATCHDOG], { stdio: ['pipe', 'ignore', 'ignore'] });
-    w.on('error', () => undefined);
-    w.unref();
-    const stdin = w.stdin as Writable & { unref?: () => void };
-    stdin.on('error', () => undefined);
-    stdin.unref?.();
-    watchdog = stdin;
-  }
-  watchdog.write(`${line}\n`);
-}
 
 function hook(): void {
   if (hooked) return;
   hooked = true;
   process.on('exit', () => {
-    for (const c of live) c.kill('SIGKILL');
     // A child not registered yet (a node still starting when its start failed) is this
-    // process's child all the same: /proc names its parent.
+    // process's child all the same: /proc names its parent. (The registered ones are killed
+    // by killOnExit's exit hook.)
     for (const pid of childPids()) {
       try {
         process.kill(pid, 'SIGKILL');
@@ -58,7 +39,7 @@ function hook(): void {
       }
     }
   });
-  // Ctrl-C or a kill of the bench: the exit hook runs (exit status as a shell reports a signal).
+  // Ctrl-C or a kill of the bench: the exit hooks run (exit status as a shell reports a signal).
   for (const [sig, code] of [
     ['SIGINT', 130],
     ['SIGTERM', 143],
@@ -92,14 +73,7 @@ function childPids(): number[] {
 /** Kills `child` with SIGKILL when this process exits, if it still runs then. */
 export function reap(child: ChildProcess): void {
   hook();
-  const pid = child.pid;
-  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  live.add(child);
-  tell(`+ ${pid}`);
-  child.once('exit', () => {
-    live.delete(child);
-    tell(`- ${pid}`);
-  });
+  killOnExit(child);
 }
 
 /** Removes `dir` when this process exits (unless `keepDir` is called first). */
@@ -113,7 +87,7 @@ export function keepDir(dir: string): void {
 }
 
 /** Whether the process has exited (by a code or a signal). */
-export function exited(child: ChildProcess): boolean {
+function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 

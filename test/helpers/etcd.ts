@@ -2,7 +2,10 @@
  * A real etcd cluster on loopback for tests: n members of the `etcd` binary on PATH (Debian's
  * etcd-server 3.4), each on its own free ports with its own data dir under os.tmpdir(), short
  * raft timers so a failover takes about a second, and SIGKILL / restart of single members.
- * Every member is killed when the test process exits, however it exits.
+ * Every member is killed when the test process exits, however it exits. The cluster benchmark
+ * (bench/cluster.ts) runs its etcd members with this launcher too, with etcd's own timers, its
+ * directory of choice and each member's status (leader, raft term, member id); and it has its
+ * other children (nodes) killed at exit the same way (killOnExit, through bench/lib/reaper.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,6 +32,20 @@ export interface EtcdClusterOptions {
   heartbeatMs?: number;
   /** --election-timeout, ms (default 500; etcd wants at least 5 heartbeats). */
   electionMs?: number;
+  /**
+   * The directory that holds the members' directories (m0, m1, …, each with its data dir and
+   * etcd.log), made if missing; the caller owns it: neither stop() nor the exit hook removes it. Default:
+   * a fresh directory under os.tmpdir(), removed by stop() and at exit.
+   */
+  dir?: string;
+}
+
+/** A member's view of the cluster (POST /v3/maintenance/status); the uint64 ids are decimal strings. */
+export interface EtcdStatus {
+  memberId: string;
+  /** The leader this member knows of ('' while there is none). */
+  leader: string;
+  raftTerm: bigint;
 }
 
 const NOT_FOUND = "etcd not found on PATH: install Debian's etcd-server (apt-get install etcd-server)";
@@ -92,12 +109,20 @@ function hookExit(): void {
   });
 }
 
-function track(child: ChildProcess): void {
+/**
+ * SIGKILLs `child`, if it still runs, when this process exits however it exits: the exit hook,
+ * or the watchdog shell when this process dies without running it. Every etcd member is
+ * tracked so; any other child process may be too (the cluster bench's nodes).
+ */
+export function killOnExit(child: ChildProcess): void {
+  hookExit();
+  const pid = child.pid;
+  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   live.add(child);
-  if (child.pid !== undefined) tellWatchdog(`+ ${child.pid}`);
+  tellWatchdog(`+ ${pid}`);
   child.once('exit', () => {
     live.delete(child);
-    if (child.pid !== undefined) tellWatchdog(`- ${child.pid}`);
+    tellWatchdog(`- ${pid}`);
   });
 }
 
@@ -131,16 +156,10 @@ async function healthy(clientUrl: string): Promise<boolean> {
   }
 }
 
-interface MemberStatus {
-  memberId: string;
-  leader: string;
-  raftTerm: bigint;
-}
-
-/** One member's view through the gRPC gateway; uint64 ids come as decimal strings. */
-async function status(clientUrl: string): Promise<MemberStatus | undefined> {
+/** One member's view through the gRPC gateway; undefined when it does not answer. */
+export async function etcdStatus(clientUrl: string, timeoutMs = 1000): Promise<EtcdStatus | undefined> {
   try {
-    const r = await fetch(`${clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(1000) });
+    const r = await fetch(`${clientUrl}/v3/maintenance/status`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(timeoutMs) });
     if (!r.ok) return undefined;
     const b = (await r.json()) as { header?: { member_id?: string; raft_term?: string }; leader?: string };
     const memberId = b.header?.member_id;
@@ -167,7 +186,7 @@ export class EtcdCluster {
     private readonly root: string,
     members: EtcdMember[],
     private readonly token: string,
-    private readonly opts: Required<EtcdClusterOptions>,
+    private readonly opts: Required<Omit<EtcdClusterOptions, 'dir'>> & { ownsRoot: boolean },
   ) {
     this.members = members;
     this.endpoints = members.map((m) => m.clientUrl);
@@ -215,7 +234,7 @@ export class EtcdCluster {
     });
     m.pid = child.pid;
     m.running = child.pid !== undefined;
-    if (m.running) track(child);
+    if (m.running) killOnExit(child);
     this.procs[i] = { child, exited };
   }
 
@@ -239,17 +258,47 @@ export class EtcdCluster {
    * itself leader (of several, the one with the highest term). Retries until one is known.
    */
   async leader(timeoutMs = 10_000): Promise<number> {
+    return (await this.leaderStatus(timeoutMs)).index;
+  }
+
+  /** As leader(), with the leader's own status (its member id, raft term); polls every `pollMs`. */
+  async leaderStatus(timeoutMs = 10_000, pollMs = 50): Promise<EtcdStatus & { index: number }> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const views = await Promise.all(this.members.map((m) => (m.running ? status(m.clientUrl) : undefined)));
+      const views = await this.statuses();
       let best: number | undefined;
       views.forEach((v, i) => {
         if (v?.leader && v.leader === v.memberId && (best === undefined || v.raftTerm > (views[best]?.raftTerm ?? 0n))) best = i;
       });
-      if (best !== undefined) return best;
+      const v = best === undefined ? undefined : views[best];
+      if (best !== undefined && v) return { ...v, index: best };
       if (Date.now() >= deadline) throw new Error(`no etcd leader among the running members within ${timeoutMs} ms`);
-      await sleep(50);
+      await sleep(pollMs);
     }
+  }
+
+  /**
+   * After the leader with member id `oldLeader` is gone: resolves with the id of the leader
+   * that a running member names instead, polling every `pollMs`.
+   */
+  async newLeader(oldLeader: string, timeoutMs = 30_000, pollMs = 10): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const other = (await this.statuses()).find((v) => v?.leader && v.leader !== oldLeader);
+      if (other) return other.leader;
+      if (Date.now() > deadline) throw new Error(`no new etcd leader within ${timeoutMs} ms`);
+      await sleep(pollMs);
+    }
+  }
+
+  /** Each member's status (undefined for one down or silent). */
+  statuses(): Promise<Array<EtcdStatus | undefined>> {
+    return Promise.all(this.members.map((m) => (m.running ? etcdStatus(m.clientUrl) : undefined)));
+  }
+
+  /** Pids of the running members. */
+  pids(): number[] {
+    return this.members.flatMap((m) => (m.pid === undefined ? [] : [m.pid]));
   }
 
   /**
@@ -289,6 +338,7 @@ export class EtcdCluster {
     if (this.stopped) return;
     this.stopped = true;
     await Promise.all(this.members.map((_, i) => this.kill(i, 'SIGKILL')));
+    if (!this.opts.ownsRoot) return;
     rmSync(this.root, { recursive: true, force: true });
     roots.delete(this.root);
   }
@@ -305,11 +355,11 @@ export async function startEtcdCluster(n = 3, opts: EtcdClusterOptions = {}): Pr
   if (!etcdAvailable()) throw new Error(NOT_FOUND);
   const ports = await freePorts(2 * n);
   hookExit();
-  const root = mkdtempSync(join(tmpdir(), 'cairn-etcd-'));
-  roots.add(root);
+  const root = opts.dir ?? mkdtempSync(join(tmpdir(), 'cairn-etcd-'));
+  if (opts.dir === undefined) roots.add(root);
   const members = Array.from({ length: n }, (_, i): EtcdMember => {
     const dir = join(root, `m${i}`);
-    mkdirSync(dir);
+    mkdirSync(dir, { recursive: true });
     return {
       name: `m${i}`,
       clientUrl: `http://127.0.0.1:${ports[2 * i]}`,
@@ -323,6 +373,7 @@ export async function startEtcdCluster(n = 3, opts: EtcdClusterOptions = {}): Pr
   const cluster = new EtcdCluster(root, members, `cairn-${randomBytes(6).toString('hex')}`, {
     heartbeatMs: opts.heartbeatMs ?? 50,
     electionMs: opts.electionMs ?? 500,
+    ownsRoot: opts.dir === undefined,
   });
   try {
     for (let i = 0; i < n; i++) cluster.spawn(i, 'new');
