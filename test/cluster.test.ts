@@ -7,6 +7,8 @@ import t from 'tap';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
+import WebSocket from 'ws';
+import { intkeyAddress } from '../src/families/intkey.js';
 import { batchList, getJson, intkeyBatch, newSigner, postBatches, waitCommitted, Signer } from './helpers/batches.js';
 import { cairnCluster, head, sameHead, startCluster } from './helpers/cluster.js';
 import { startRefused } from './helpers/child.js';
@@ -99,6 +101,37 @@ t.test('a three-node cluster', async (t) => {
     const chains = await Promise.all(urls.map((u) => getJson(`${u}/blocks?limit=1000`)));
     t.same(chains[1]?.json.data, chains[0]?.json.data);
     t.same(chains[2]?.json.data, chains[0]?.json.data);
+  });
+
+  await t.test('a subscriber of another member gets the block-commit event of a batch, with its state change', async (t) => {
+    const ws = new WebSocket(`${(urls[2] ?? '').replace(/^http/, 'ws')}/subscriptions`);
+    const frames: Array<{ block_id: string; state_changes: Array<{ address: string }> }> = [];
+    ws.on('message', (d) => frames.push(JSON.parse(d.toString('utf8'))));
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    t.teardown(() => ws.close());
+    const name = `ws${seq}`;
+    const b = intkeyBatch(signer, [['set', name, 5]]);
+    seq++;
+    ws.send(JSON.stringify({ action: 'subscribe', address_prefixes: [intkeyAddress(name)] }));
+    await new Promise((r) => setTimeout(r, 200));
+    t.equal((await postBatches(urls[0] ?? '', batchList(b))).status, 202);
+    await waitCommitted(urls[2] ?? '', [b.id], 20);
+    for (const until = Date.now() + 5_000; !frames.some((f) => f.state_changes.length > 0) && Date.now() < until; )
+      await new Promise((r) => setTimeout(r, 50));
+    const event = frames.find((f) => f.state_changes.length > 0);
+    t.same(
+      event?.state_changes.map((c) => c.address),
+      [intkeyAddress(name)],
+      'the event on node 2 names the address the batch set',
+    );
+    // The block of that event is the block that holds the batch on another member.
+    await waitCommitted(urls[0] ?? '', [b.id], 20);
+    const there = await getJson(`${urls[0]}/blocks/${event?.block_id}`);
+    t.equal(there.status, 200, 'node 0 has the block of the event');
+    t.ok(there.json.data?.header.batch_ids.includes(b.id), 'and it holds the batch');
   });
 
   await t.test('a batch sent to two nodes commits once', async (t) => {
