@@ -9,7 +9,18 @@ import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
 import WebSocket from 'ws';
 import { intkeyAddress } from '../src/families/intkey.js';
-import { batchList, getJson, intkeyBatch, newSigner, postBatches, waitCommitted, Signer } from './helpers/batches.js';
+import {
+  batchList,
+  buildBatch,
+  buildTransaction,
+  getJson,
+  intkeyBatch,
+  intkeySpec,
+  newSigner,
+  postBatches,
+  waitCommitted,
+  Signer,
+} from './helpers/batches.js';
 import { cairnCluster, head, sameHead, startCluster } from './helpers/cluster.js';
 import { startRefused } from './helpers/child.js';
 import { encodeEnvelope } from '../src/cluster/envelope.js';
@@ -132,6 +143,15 @@ t.test('a three-node cluster', async (t) => {
     const there = await getJson(`${urls[0]}/blocks/${event?.block_id}`);
     t.equal(there.status, 200, 'node 0 has the block of the event');
     t.ok(there.json.data?.header.batch_ids.includes(b.id), 'and it holds the batch');
+  });
+
+  await t.test('a batch larger than one log entry is refused with 503, and nothing of it is kept', async (t) => {
+    const big = buildBatch(signer, [buildTransaction(signer, intkeySpec('set', `big${seq++}`, 1, { payload: Buffer.alloc(1100 * 1024, 7) }))]);
+    const r = await postBatches(urls[0] ?? '', batchList(big));
+    t.equal(r.status, 503);
+    t.match(r.json.error?.message ?? '', /does not fit in one log entry/);
+    const s = await getJson(`${urls[1]}/batch_statuses?id=${big.id}`);
+    t.equal(s.json.data[0]?.status, 'UNKNOWN', 'not in the log');
   });
 
   await t.test('a batch sent to two nodes commits once', async (t) => {
