@@ -20,6 +20,8 @@ const CUT_MAGIC = Buffer.from('CUT1');
 const CUT_SIZE = 4 + 33 + 8 + 64;
 const HEAD = 4 + 33 + 8 + 4;
 const SIG = 64;
+/** Bytes an envelope of one batch adds to it: header, the batch's length, signature. */
+export const ENVELOPE_OVERHEAD = HEAD + 4 + SIG;
 
 export interface EnvelopeBatch {
   id: string;

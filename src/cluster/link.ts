@@ -18,7 +18,17 @@ import type { VerifyResult } from '../ledger/verify.js';
 import { verify } from '../crypto/secp256k1.js';
 import { BlockHeader, decode } from '../proto/index.js';
 import type { LogEnvelope } from './protocol.js';
-import { batchIdOf, decodeCut, decodeEnvelope, delimitedFields, encodeCut, encodeEnvelope, EnvelopeError, isCut } from './envelope.js';
+import {
+  ENVELOPE_OVERHEAD,
+  batchIdOf,
+  decodeCut,
+  decodeEnvelope,
+  delimitedFields,
+  encodeCut,
+  encodeEnvelope,
+  EnvelopeError,
+  isCut,
+} from './envelope.js';
 import { CHAIN_KEY, FLOOR, LOG, NODES, etcdReason } from './etcd.js';
 import { consensusRevision } from './consensus.js';
 
@@ -131,8 +141,6 @@ export interface ClusterLinkOptions {
   head(): ChainHead;
   /** This member's chain is not the cluster's. */
   diverged(cause: string): void;
-  /** A log envelope refused (garbage, forged): for metrics and tests. */
-  onRefused?(rev: number, why: string): void;
 }
 
 interface Packing {
@@ -168,11 +176,11 @@ export class ClusterLink implements AckWriter {
   readonly #backlog: LogEnvelope[] = [];
   /** Revisions handed to the committer and not applied yet, ascending. */
   #forwarded: number[] = [];
+  /** Catch-up's waits for the committer to apply a revision. */
+  #appliedWaits: Array<{ rev: number; resolve: () => void }> = [];
   /** The block being filled (envelopes read since the last cut). */
   #open: OpenBlock | null = null;
   #applied: number;
-  /** Revision of the last log entry read. */
-  #lastRead = 0;
   #watcher: Watcher | null = null;
   #generation = 0;
   #order: Promise<void> = Promise.resolve();
@@ -196,7 +204,7 @@ export class ClusterLink implements AckWriter {
 
   /** The last log revision applied here, and the newest revision etcd has shown. */
   get position(): { applied: number; seen: number } {
-    return { applied: this.#applied, seen: Math.max(this.#applied, this.#lastRead) };
+    return { applied: this.#applied, seen: Math.max(this.#applied, this.#readNext - 1) };
   }
 
   has(id: string): boolean {
@@ -217,7 +225,7 @@ export class ClusterLink implements AckWriter {
     if (refusal !== null) throw new LedgerUnavailable(refusal);
     const waits: Array<Promise<void>> = [];
     for (const b of batches) {
-      if (b.bytes.length + 200 > ENVELOPE_MAX_BYTES)
+      if (b.bytes.length + ENVELOPE_OVERHEAD > ENVELOPE_MAX_BYTES)
         throw new LedgerUnavailable(
           `a batch of ${b.bytes.length} bytes does not fit in one log entry (${ENVELOPE_MAX_BYTES} bytes at most in a cluster)`,
         );
@@ -359,6 +367,7 @@ export class ClusterLink implements AckWriter {
     }
     this.#forwarded = this.#forwarded.filter((r) => r > rev);
     this.#applied = rev;
+    this.#releaseWaits(false);
     this.#pump();
   }
 
@@ -439,7 +448,7 @@ export class ClusterLink implements AckWriter {
           b.batches.map((x) => x.id),
         );
       this.#pump();
-      await this.#appliedTo(last.rev, gen);
+      await this.#appliedTo(last.rev);
       if (gen !== this.#generation) return false;
       this.#readNext = last.rev + 1;
       const head = this.#o.head();
@@ -472,14 +481,19 @@ export class ClusterLink implements AckWriter {
   }
 
   /** Resolves once the committer applied `rev` (or the link restarted). */
-  #appliedTo(rev: number, gen: number): Promise<void> {
-    return new Promise((resolve) => {
-      const check = (): void => {
-        if (this.#applied >= rev || gen !== this.#generation || this.#closed) resolve();
-        else setTimeout(check, 20);
-      };
-      check();
-    });
+  #appliedTo(rev: number): Promise<void> {
+    if (this.#applied >= rev || this.#closed) return Promise.resolve();
+    return new Promise((resolve) => this.#appliedWaits.push({ rev, resolve }));
+  }
+
+  /** Resolves the waits for revisions applied now (all of them when the link restarts or closes). */
+  #releaseWaits(all: boolean): void {
+    const left: Array<{ rev: number; resolve: () => void }> = [];
+    for (const w of this.#appliedWaits) {
+      if (all || w.rev <= this.#applied) w.resolve();
+      else left.push(w);
+    }
+    this.#appliedWaits = left;
   }
 
   /** The blocks after `tip` from the first member that answers, checked; null if none answered. */
@@ -546,7 +560,6 @@ export class ClusterLink implements AckWriter {
     const rev = Number(kv.mod_revision);
     if (rev < this.#readNext) return;
     this.#readNext = rev + 1;
-    this.#lastRead = rev;
     const value = kv.value;
     this.#order = this.#order.then(async () => {
       if (gen !== this.#generation) return;
@@ -556,7 +569,6 @@ export class ClusterLink implements AckWriter {
       const refuse = (err: unknown): void => {
         const why = err instanceof EnvelopeError ? err.message : String(err);
         log.warn(`cluster log entry at revision ${rev} (${kv.key.toString()}) refused: ${why}`);
-        this.#o.onRefused?.(rev, why);
         // Passed over on every member alike: the position moves past it.
         this.#passOver(rev);
       };
@@ -719,6 +731,7 @@ export class ClusterLink implements AckWriter {
     this.#open = null;
     this.#readNext = nextRev;
     this.#applied = nextRev - 1;
+    this.#releaseWaits(true);
     this.#order = Promise.resolve();
     void this.#follow(this.#generation);
   }
@@ -730,6 +743,7 @@ export class ClusterLink implements AckWriter {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#releaseWaits(true);
     this.#generation++;
     if (this.#slowCheck) clearTimeout(this.#slowCheck);
     if (this.#open?.timer) clearTimeout(this.#open.timer);
