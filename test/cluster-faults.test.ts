@@ -182,6 +182,11 @@ t.test('cluster faults', async (t) => {
     const n2key = new Signer(readFileSync(join(c.dir, 'n2', 'keys', 'validator.priv'), 'utf8').trim());
     await client.put('cairn/log/orphan/1').value(encodeEnvelope(n2key, Date.now(), [orphan.bytes]));
     ids.push(orphan.id);
+    // Two hundred more entries at once: the trim below deletes them in more than one
+    // transaction of its own (128 keys each, etcd's limit).
+    const bulk = Array.from({ length: 200 }, () => batch());
+    await Promise.all(bulk.map((x, i) => client.put(`cairn/log/orphan/bulk-${i}`).value(encodeEnvelope(n2key, Date.now(), [x.bytes]))));
+    ids.push(...bulk.map((x) => x.id));
     t.same(await allCommitted(urlsOf(c, [0])[0] ?? '', ids), []);
     t.same(await allCommitted(urlsOf(c, [1])[0] ?? '', [orphan.id]), [], 'a block opened by a member that is gone is cut by the others');
     // The live members (two) applied it all: the log is trimmed past the stopped member's position.

@@ -1,7 +1,7 @@
 /**
  * A cluster member's end of the log, on the HTTP thread. In place of the pending pool it
  * takes the verified batches of POST /batches, packs them into envelopes (bounded count
- * and bytes, a short linger), appends each to the log in etcd and answers only once etcd
+ * and bytes, appends of one member spaced a little apart), appends each to the log in etcd and answers only once etcd
  * has committed it (the 202). It follows the log from the revision the committer last
  * applied, checks each envelope (a registered member's signature, a readable layout) and
  * hands them, in order, to the committer; garbage and forged envelopes are refused on
@@ -36,14 +36,30 @@ import { consensusRevision } from './consensus.js';
 export const ENVELOPE_MAX_BATCHES = 1000;
 /** … and this many bytes (etcd refuses requests over 1.5 MiB by default). */
 export const ENVELOPE_MAX_BYTES = 1024 * 1024;
-/** How long the first batches of an envelope wait for more (ms). */
-const LINGER_MS = 5;
+/**
+ * This member's appends start at least this far apart (ms) for every member that appended
+ * in the last APPENDERS_WINDOW_MS (itself included): a batch that comes when none started
+ * for that long goes at once, and under load the batches that come meanwhile share one
+ * envelope. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
+ * every member, a watch event and a signature check, so the envelope rate, not the batch
+ * rate, is what etcd and the followers pay for: the members that ingest share one budget of
+ * envelopes. bench/cluster.ts on this 2-core box, load on all three nodes (each row one run
+ * or the mean of several, one sitting):
+ * - two appends in flight, a 2 ms linger: 852-905 batches/s (1,599 µs of node CPU a batch);
+ * - one in flight, a 5 ms linger: 1,059 (1,325 µs); later, with the log's deletes in one
+ *   transaction each, 972-1,110 (1,209-1,364 µs);
+ * - one in flight, a 15 ms linger: 1,376-1,573 (874-997 µs), but a lone batch waits 15 ms;
+ * - one in flight, 25 ms apart: 1,194-1,494, mean 1,374 over 8 runs (874-1,110 µs), and a
+ *   lone batch does not wait; 35 ms apart was no better. With the load on one node only,
+ *   25 ms apart made its 48 connections wait (1,630 batches/s against 2,177 with 5 ms):
+ *   hence 8 ms for each member that appends (24 ms with three).
+ */
+const APPEND_SPACING_MS = 8;
+/** A member that appended within this long counts as appending (ms). */
+const APPENDERS_WINDOW_MS = 1_000;
 /**
  * Appends in flight at most: while one is, the next envelope keeps filling (group commit),
- * so that envelopes grow with the load. Every envelope costs an etcd write and, on every
- * member, a watch event and a signature check: with two in flight and a 2 ms linger,
- * bench/cluster.ts gave 852-905 batches/s over three nodes (1,599 µs of node CPU a batch),
- * with one and 5 ms 1,059 (1,325 µs).
+ * so that envelopes grow with the load.
  */
 const MAX_APPENDS = 1;
 /**
@@ -150,7 +166,7 @@ interface Packing {
   resolve(): void;
   reject(e: unknown): void;
   timer: NodeJS.Timeout | null;
-  /** Its linger is over: it goes as soon as an append may start. */
+  /** Its wait is over: it goes as soon as an append may start. */
   due: boolean;
 }
 
@@ -169,6 +185,10 @@ export class ClusterLink implements AckWriter {
   /** Appends in flight, and when each started. */
   readonly #appends = new Map<Promise<void>, number>();
   #slowCheck: NodeJS.Timeout | null = null;
+  /** When this member's last append started (Date.now()). */
+  #lastAppendAt = 0;
+  /** When an envelope of each member was last read from the log (Date.now()). */
+  readonly #appendedAt = new Map<string, number>();
   /** Registered members' keys and the revision each registered at. */
   #members = new Map<string, number>();
   /** The follower: next revision to read, envelopes read and not yet handed over, handed over and not applied. */
@@ -261,15 +281,21 @@ export class ClusterLink implements AckWriter {
       });
       done.catch(() => undefined);
       const fresh: Packing = { batches: [], bytes: 0, done, resolve, reject, timer: null, due: false };
-      fresh.timer = setTimeout(() => {
-        fresh.timer = null;
-        fresh.due = true;
-        this.#send();
-      }, LINGER_MS);
+      const now = Date.now();
+      const wait = this.#lastAppendAt + APPEND_SPACING_MS * this.#appenders(now) - now;
+      if (wait <= 0) fresh.due = true;
+      else
+        fresh.timer = setTimeout(() => {
+          fresh.timer = null;
+          fresh.due = true;
+          this.#send();
+        }, wait);
       this.#packing = p = fresh;
     }
     p.batches.push(b);
     p.bytes += b.bytes.length + 4;
+    // Due at once: it goes after this turn, with the other batches of the same request.
+    if (p.due && p.batches.length === 1) queueMicrotask(() => this.#send());
     return p.done;
   }
 
@@ -282,7 +308,7 @@ export class ClusterLink implements AckWriter {
     this.#send();
   }
 
-  /** Starts appends while slots are free: closed envelopes first, then the open one once its linger is over. */
+  /** Starts appends while slots are free: closed envelopes first, then the open one once it is due. */
   #send(force = false): void {
     for (;;) {
       if (!force && this.#busySlots() >= MAX_APPENDS) return;
@@ -319,7 +345,18 @@ export class ClusterLink implements AckWriter {
     return busy;
   }
 
+  /** How many members appended within APPENDERS_WINDOW_MS, this one included. */
+  #appenders(now: number): number {
+    let n = 1;
+    for (const [signer, at] of this.#appendedAt) {
+      if (now - at > APPENDERS_WINDOW_MS) this.#appendedAt.delete(signer);
+      else if (signer !== this.#o.signer.publicKey) n++;
+    }
+    return n;
+  }
+
   #append(p: Packing): void {
+    this.#lastAppendAt = Date.now();
     const value = encodeEnvelope(
       this.#o.signer,
       Date.now(),
@@ -392,6 +429,8 @@ export class ClusterLink implements AckWriter {
         const w = await client
           .watch()
           .prefix(LOG)
+          // The log's deletes (retention) are of no interest here: etcd leaves them out.
+          .only('put')
           .startRevision(String(Math.max(this.#readNext, header + 1)))
           .create();
         if (gen !== this.#generation || this.#closed) {
@@ -593,6 +632,7 @@ export class ClusterLink implements AckWriter {
         refuse(err);
         return;
       }
+      this.#appendedAt.set(env.signer, Date.now());
       if (this.#o.verify && env.batches.length > 0) env = { ...(await this.#verified(env, kv.key.toString())), signer: env.signer };
       if (env.batches.length === 0) {
         this.#passOver(rev);

@@ -36,7 +36,7 @@ const LEASE_TTL_S = 5;
 const TICK_MS = 1_000;
 /** How often the log is trimmed (by the live member with the lowest node key) (ms). */
 const RETAIN_EVERY_MS = 5_000;
-/** Log keys deleted per request. */
+/** Log keys deleted per transaction (etcd's --max-txn-ops is 128 by default). */
 const DELETE_CHUNK = 128;
 /**
  * How often the retaining member defragments each etcd member (ms): compaction frees
@@ -259,8 +259,9 @@ export class ClusterMember {
     const stored = Number((await this.client.get(FLOOR).string()) ?? '0');
     if (floor > stored) await this.client.put(FLOOR).value(String(floor)).exec();
     const keys = await this.client.getAll().prefix(LOG).maxModRevision(String(floor)).keys();
+    // One transaction per chunk: one etcd write (one Raft entry, one sync) deletes a chunk's keys.
     for (let i = 0; i < keys.length; i += DELETE_CHUNK)
-      await Promise.all(keys.slice(i, i + DELETE_CHUNK).map((k) => this.client.delete().key(k).exec()));
+      await this.client.kv.txn({ success: keys.slice(i, i + DELETE_CHUNK).map((k) => ({ request_delete_range: { key: Buffer.from(k) } })) });
     await this.client.kv.compact({ revision: String(floor) }).catch(() => undefined);
     this.#floor = floor;
     if (keys.length > 0) log.debug(`cluster log: ${keys.length} entries up to revision ${floor} deleted (every live member applied them)`);
