@@ -6,7 +6,10 @@
  * round-robin over the phase's nodes, commits tracked on each node with /batch_statuses?wait).
  * Phases, each on fresh batches:
  *
- * 0. warm-up over the three nodes (WARMUP s, not counted);
+ * 0. warm-up over the three nodes (WARMUP s, not counted: long enough for V8 to have
+ *    optimized the hot code of every node; each node runs it a third as often as a single
+ *    node does, and after 3 s the three nodes still spent 11.7% of a core compiling, after
+ *    25 s 4.5%);
  * 1. throughput: DURATION s over the three nodes: committed batches/s, submit p50/p99 (POST
  *    to 202, 429 retries included, as `cairn bench` counts it) and, for 1 batch in SAMPLE,
  *    submit-to-committed on ALL three (bench/lib/probe.ts). Then the three heads
@@ -32,7 +35,7 @@
  * Every etcd member and node is killed at the end, on failure too (bench/lib/reaper.ts; the etcd
  * members are test/helpers/etcd.ts's, the launcher the tests use).
  *
- * Env: DURATION (10), CONNECTIONS (48), WARMUP (3), CPU_BATCHES (6000), KILL_DURATION (8),
+ * Env: DURATION (10), CONNECTIONS (48), WARMUP (15), CPU_BATCHES (6000), KILL_DURATION (8),
  * KILL_AT (3), TRICKLE (20; 0: none), SAMPLE (20), POOL_THREADS (1: each node's
  * --pool-threads, the single node's too), HEARTBEAT_MS (100) and ELECTION_MS (1000: etcd's
  * defaults), POLL_MS (10), REPORT_JSON (a file for the full report), KEEP=1 (keep the temp
@@ -61,7 +64,7 @@ import { type EtcdCluster, startEtcdCluster } from '../test/helpers/etcd.js';
 
 const DURATION = envInt('DURATION', 10, 1, 3600);
 const CONNECTIONS = envInt('CONNECTIONS', 48, 1, 4096);
-const WARMUP = envInt('WARMUP', 3, 0, 600);
+const WARMUP = envInt('WARMUP', 15, 0, 600);
 const CPU_BATCHES = envInt('CPU_BATCHES', 6000, 100);
 const KILL_DURATION = envInt('KILL_DURATION', 8, 2, 3600);
 const KILL_AT = envInt('KILL_AT', 3, 1, KILL_DURATION - 1);
