@@ -46,13 +46,15 @@ export const ENVELOPE_MAX_BYTES = 1024 * 1024;
  * envelopes. bench/cluster.ts on this 2-core box, load on all three nodes (each row one run
  * or the mean of several, one sitting):
  * - two appends in flight, a 2 ms linger: 852-905 batches/s (1,599 µs of node CPU a batch);
- * - one in flight, a 5 ms linger: 1,059 (1,325 µs); later, with the log's deletes in one
- *   transaction each, 972-1,110 (1,209-1,364 µs);
- * - one in flight, a 15 ms linger: 1,376-1,573 (874-997 µs), but a lone batch waits 15 ms;
- * - one in flight, 25 ms apart: 1,194-1,494, mean 1,374 over 8 runs (874-1,110 µs), and a
- *   lone batch does not wait; 35 ms apart was no better. With the load on one node only,
- *   25 ms apart made its 48 connections wait (1,630 batches/s against 2,177 with 5 ms):
- *   hence 8 ms for each member that appends (24 ms with three).
+ * - one in flight, a 5 ms linger: 1,059 (1,325 µs); later, with the log's deletes in
+ *   transactions, 1,110 (1,209 µs);
+ * - one in flight, a 15 ms linger: 1,377 and 1,573 (997 and 874 µs), but a lone batch
+ *   waits 15 ms;
+ * - one in flight, 25 ms apart: 1,194-1,494, mean 1,387 over 11 runs (922-1,155 µs), and a
+ *   lone batch does not wait; 35 ms apart was no better. With the load on one node only its
+ *   48 connections wait on the spacing (1,630 batches/s in one run): hence 8 ms for each
+ *   member that appends, 24 ms with three (1,211-1,469, mean 1,350 over 4 runs; one node
+ *   loaded alone, 1,779).
  */
 const APPEND_SPACING_MS = 8;
 /** A member that appended within this long counts as appending (ms). */
