@@ -1,11 +1,12 @@
 /**
  * A cluster member's end of the log, on the HTTP thread. In place of the pending pool it
  * takes the verified batches of POST /batches, packs them into envelopes (bounded count
- * and bytes, appends of one member spaced a little apart), appends each to the log in etcd and answers only once etcd
- * has committed it (the 202). It follows the log from the revision the committer last
- * applied, checks each envelope (a registered member's signature, a readable layout) and
- * hands them, in order, to the committer; garbage and forged envelopes are refused on
- * every member alike. It knows which batches are pending: in the log, not applied here.
+ * and bytes, a member's appends spaced a little apart), appends each to the log in etcd
+ * and answers only once etcd has committed it (the 202). It follows the log from the
+ * revision the committer last applied, checks each envelope (a registered member's
+ * signature, a readable layout) and hands them, in order, to the committer; garbage and
+ * forged envelopes are refused on every member alike. It knows which batches are pending:
+ * in the log, not applied here.
  */
 import type { Etcd3, IKeyValue, Watcher } from 'etcd3';
 import { log } from '../log.js';
@@ -43,18 +44,9 @@ export const ENVELOPE_MAX_BYTES = 1024 * 1024;
  * envelope. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
  * every member, a watch event and a signature check, so the envelope rate, not the batch
  * rate, is what etcd and the followers pay for: the members that ingest share one budget of
- * envelopes. bench/cluster.ts on this 2-core box, load on all three nodes (each row one run
- * or the mean of several, one sitting):
- * - two appends in flight, a 2 ms linger: 852-905 batches/s (1,599 µs of node CPU a batch);
- * - one in flight, a 5 ms linger: 1,059 (1,325 µs); later, with the log's deletes in
- *   transactions, 1,110 (1,209 µs);
- * - one in flight, a 15 ms linger: 1,377 and 1,573 (997 and 874 µs), but a lone batch
- *   waits 15 ms;
- * - one in flight, 25 ms apart: 1,194-1,494, mean 1,387 over 11 runs (922-1,155 µs), and a
- *   lone batch does not wait; 35 ms apart was no better. With the load on one node only its
- *   48 connections wait on the spacing (1,630 batches/s in one run): hence 8 ms for each
- *   member that appends, 24 ms with three (1,211-1,469, mean 1,350 over 4 runs; one node
- *   loaded alone, 1,779).
+ * envelopes. A fixed spacing (25 ms) did as well with the load on all three nodes but
+ * made one node loaded alone wait; the runs behind this choice are in docs/performance.md
+ * (the cluster section).
  */
 const APPEND_SPACING_MS = 8;
 /** A member that appended within this long counts as appending (ms). */
