@@ -38,13 +38,15 @@
  * Env: DURATION (10), CONNECTIONS (48), WARMUP (15), CPU_BATCHES (6000), KILL_DURATION (8),
  * KILL_AT (3), TRICKLE (20; 0: none), SAMPLE (20), POOL_THREADS (1: each node's
  * --pool-threads, the single node's too), HEARTBEAT_MS (100) and ELECTION_MS (1000: etcd's
- * defaults), POLL_MS (10), REPORT_JSON (a file for the full report), KEEP=1 (keep the temp
- * directory with the etcd and node logs; kept anyway when the run fails), BENCH_QUIET=1.
+ * defaults), POLL_MS (10), PIN_CORES (0: none; k: each node on k cores of its own, each etcd
+ * member on one, the bench on the rest, bench/lib/pin.ts; for a many-core machine),
+ * REPORT_JSON (a file for the full report), KEEP=1 (keep the temp directory with the etcd and
+ * node logs; kept anyway when the run fails), BENCH_QUIET=1.
  * Prints a table on stderr and one JSON line on stdout.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { randomPrivateKey } from '../src/crypto/secp256k1.js';
@@ -57,6 +59,7 @@ import { percentile } from './lib/http.js';
 import { envInt } from './lib/env.js';
 import { HeadWatcher, firstHeadAfter, headOf, longestGap, type Gaps } from './lib/heads.js';
 import { type AllCommitted, type Answer, MarkingSource, Recorder, RecordingTarget } from './lib/probe.js';
+import { type PinLayout, pinLayout, pinSelf } from './lib/pin.js';
 import { keepDir, kill9, reap, removeOnExit, terminate } from './lib/reaper.js';
 // The tests' etcd launcher, shared with the bench (bench/ importing test/helpers/ is intended:
 // one launcher, one exit hook and watchdog, for both).
@@ -74,6 +77,9 @@ const HEARTBEAT_MS = envInt('HEARTBEAT_MS', 100, 10, 10_000);
 const ELECTION_MS = envInt('ELECTION_MS', 1000, 5 * HEARTBEAT_MS, 50_000);
 const POLL_MS = envInt('POLL_MS', 10, 1, 1000);
 const TRICKLE = envInt('TRICKLE', 20, 0, 10_000);
+// Cores per node (bench/lib/pin.ts: nodes, etcd members and the load each on cores of their
+// own); 0: no pinning.
+const PIN_CORES = envInt('PIN_CORES', 0, 0, 64);
 const COMMIT_TIMEOUT_MS = 30_000;
 const QUIET = process.env.BENCH_QUIET === '1';
 
@@ -318,11 +324,13 @@ async function sameHeads(phase: string, urls: string[], timeoutMs = 30_000): Pro
 // ---------------------------------------------------------------------------------------
 // Processes.
 
-function startNode(name: string, env: Record<string, string>, dir: string, logDir: string): Promise<BenchNode> {
+let pin: PinLayout | undefined;
+
+function startNode(name: string, env: Record<string, string>, dir: string, logDir: string, slot = 0): Promise<BenchNode> {
   // The node's log to a file of its own (bench/lib/node.ts appends to BENCH_NODE_LOG, read when it spawns).
   const before = process.env.BENCH_NODE_LOG;
   if (before === undefined) process.env.BENCH_NODE_LOG = join(logDir, `${name}.log`);
-  const p = startBenchNode({ CAIRN_POOL_THREADS: String(POOL_THREADS), ...env }, dir);
+  const p = startBenchNode({ CAIRN_POOL_THREADS: String(POOL_THREADS), ...env }, dir, pin?.node(slot));
   if (before === undefined) delete process.env.BENCH_NODE_LOG;
   return p.then((n) => {
     reap(n.child);
@@ -438,6 +446,8 @@ export interface ClusterResult {
   bench: 'cluster';
   ok: boolean;
   settings: Record<string, number>;
+  /** PIN_CORES > 0: the cores of each process (bench/lib/pin.ts). */
+  pinned?: Record<string, string>;
   throughput: {
     committedBatchesPerSec: number;
     accepted: number;
@@ -563,17 +573,27 @@ export async function runCluster(): Promise<ClusterResult> {
   let single: BenchNode | undefined;
   let failed = false;
   try {
+    if (PIN_CORES > 0) {
+      pin = pinLayout(PIN_CORES);
+      pinSelf(pin.bench);
+      progress(`pinned: ${JSON.stringify(pin.describe())}`);
+    }
     progress(`3 etcd members (heartbeat ${HEARTBEAT_MS} ms, election ${ELECTION_MS} ms), temp dir ${root}`);
     // Its members' data and logs under root/etcd (m0, m1, m2), kept with the rest when the run fails.
-    const e = await startEtcdCluster(3, { heartbeatMs: HEARTBEAT_MS, electionMs: ELECTION_MS, dir: join(root, 'etcd') });
+    const e = await startEtcdCluster(3, {
+      heartbeatMs: HEARTBEAT_MS,
+      electionMs: ELECTION_MS,
+      dir: join(root, 'etcd'),
+      ...(pin ? { cpus: [0, 1, 2].map((j) => (pin as PinLayout).etcd(j)) } : {}),
+    });
     etcd = e;
     const chainKey = join(root, 'chain.key');
     await clusterInit(e.endpoints, chainKey);
     progress(`chain made; starting 3 nodes (pool threads ${POOL_THREADS})`);
     const names = ['n0', 'n1', 'n2'];
     const starting = await Promise.allSettled(
-      names.map((id) =>
-        startNode(id, { CAIRN_CLUSTER_ETCD: e.endpoints.join(','), CAIRN_CHAIN_KEY: chainKey, CAIRN_NODE_ID: id }, join(root, id), logDir),
+      names.map((id, i) =>
+        startNode(id, { CAIRN_CLUSTER_ETCD: e.endpoints.join(','), CAIRN_CHAIN_KEY: chainKey, CAIRN_NODE_ID: id }, join(root, id), logDir, i),
       ),
     );
     for (const s of starting) if (s.status === 'fulfilled') nodes.push(s.value);
@@ -791,8 +811,11 @@ export async function runCluster(): Promise<ClusterResult> {
         etcdHeartbeatMs: HEARTBEAT_MS,
         etcdElectionMs: ELECTION_MS,
         pollMs: POLL_MS,
-        cores: availableParallelism(),
+        cores: cpus().length,
+        benchCores: availableParallelism(),
+        pinCores: PIN_CORES,
       },
+      ...(pin ? { pinned: pin.describe() } : {}),
       throughput,
       cpu,
       etcdKill,
@@ -843,6 +866,13 @@ export function table(x: ClusterResult): string {
   const lines = [
     `cluster bench: 3 etcd (heartbeat ${x.settings.etcdHeartbeatMs} ms, election ${x.settings.etcdElectionMs} ms) + 3 nodes (pool threads ${x.settings.poolThreads}), ` +
       `closed loop of ${x.settings.connections} connections, ${x.settings.cores} cores`,
+    ...(x.pinned
+      ? [
+          `pinned (PIN_CORES=${x.settings.pinCores}): ${Object.entries(x.pinned)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')}`,
+        ]
+      : []),
     row('', 'cluster', 'single', 'ratio'),
     row(
       'committed batches/s (load on all 3)',

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pinned } from './pin.js';
 
 export interface BenchNode {
   pid: number;
@@ -56,7 +57,8 @@ function startLine(log: string): RegExpExecArray | null {
   return null;
 }
 
-export async function startBenchNode(env: Record<string, string> = {}, dataDir?: string): Promise<BenchNode> {
+/** `cores`: a taskset core list to pin the node to (bench/lib/pin.ts); unpinned when undefined. */
+export async function startBenchNode(env: Record<string, string> = {}, dataDir?: string, cores?: string): Promise<BenchNode> {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'cairn-bench-'));
   // BENCH_NODE_DIR runs another checkout's build (e.g. an older commit) with this bench.
   const cwd = process.env.BENCH_NODE_DIR ?? process.cwd();
@@ -64,7 +66,8 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // The V8 setting `npm start` runs the node with (scripts/start.mjs), so that a bench measures the node as it is run.
   const args = ['--initial-old-space-size=64', ...extra, ...(built ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'])];
-  const child = spawn(process.execPath, args, {
+  const [cmd, argv] = pinned(cores, process.execPath, args);
+  const child = spawn(cmd, argv, {
     env: {
       ...process.env,
       CAIRN_DATA_DIR: dir,

@@ -38,6 +38,8 @@ export interface EtcdClusterOptions {
    * a fresh directory under os.tmpdir(), removed by stop() and at exit.
    */
   dir?: string;
+  /** Member i runs on the cores cpus[i] (a `taskset -c` list; the cluster benchmark's PIN_CORES); default: unpinned. */
+  cpus?: string[];
 }
 
 /** A member's view of the cluster (POST /v3/maintenance/status); the uint64 ids are decimal strings. */
@@ -216,8 +218,10 @@ export class EtcdCluster {
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('ETCD_')));
     const log = openSync(m.logFile, 'a');
     let child: ChildProcess;
+    const spawnOpts = { stdio: ['ignore', log, log] as ['ignore', number, number], env, detached: false };
     try {
-      child = spawn('etcd', args, { stdio: ['ignore', log, log], env, detached: false });
+      const cores = this.opts.cpus[i];
+      child = cores === undefined ? spawn('etcd', args, spawnOpts) : spawn('taskset', ['-c', cores, 'etcd', ...args], spawnOpts);
     } finally {
       closeSync(log);
     }
@@ -373,6 +377,7 @@ export async function startEtcdCluster(n = 3, opts: EtcdClusterOptions = {}): Pr
   const cluster = new EtcdCluster(root, members, `cairn-${randomBytes(6).toString('hex')}`, {
     heartbeatMs: opts.heartbeatMs ?? 50,
     electionMs: opts.electionMs ?? 500,
+    cpus: opts.cpus ?? [],
     ownsRoot: opts.dir === undefined,
   });
   try {
