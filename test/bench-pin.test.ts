@@ -48,4 +48,5 @@ t.test('a child started pinned runs on its core; pinSelf pins this process', asy
   t.equal(allowed(process.pid), last);
   pinSelf(mine);
   t.equal(allowed(process.pid), mine, 'and back to every core it had');
+  t.throws(() => pinSelf('100000'), /taskset could not pin to cores 100000/, 'a core the machine lacks: a clear error');
 });

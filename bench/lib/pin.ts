@@ -60,5 +60,10 @@ export function pinned(cores: string | undefined, cmd: string, args: string[]): 
 
 /** Pins this process (every thread it has now; threads made later inherit it) to `cores`. */
 export function pinSelf(cores: string): void {
-  execFileSync('taskset', ['-a', '-c', '-p', cores, String(process.pid)], { stdio: 'ignore' });
+  try {
+    execFileSync('taskset', ['-a', '-c', '-p', cores, String(process.pid)], { stdio: 'ignore' });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new Error(e.code === 'ENOENT' ? 'PIN_CORES needs taskset (util-linux) on PATH' : `taskset could not pin to cores ${cores}: ${e.message}`);
+  }
 }
