@@ -35,10 +35,10 @@
  * Every etcd member and node is killed at the end, on failure too (bench/lib/reaper.ts; the etcd
  * members are test/helpers/etcd.ts's, the launcher the tests use).
  *
- * Env: DURATION (10), CONNECTIONS (48), WARMUP (15), CPU_BATCHES (6000), KILL_DURATION (8),
- * KILL_AT (3), TRICKLE (20; 0: none), SAMPLE (20), POOL_THREADS (1: each node's
- * --pool-threads, the single node's too), HEARTBEAT_MS (100) and ELECTION_MS (1000: etcd's
- * defaults), POLL_MS (10), PIN_CORES (0: none; k: each node on k cores of its own, each etcd
+ * Env: DURATION (10), CONNECTIONS (48; 384 pinned), WARMUP (15), CPU_BATCHES (6000),
+ * KILL_DURATION (8), KILL_AT (3), TRICKLE (20; 0: none), SAMPLE (20; 200 pinned),
+ * POOL_THREADS (1: each node's --pool-threads, the single node's too), HEARTBEAT_MS (100) and
+ * ELECTION_MS (1000: etcd's defaults), POLL_MS (10), PIN_CORES (0: none; k: each node on k cores of its own, each etcd
  * member on one, the bench on the rest, bench/lib/pin.ts; for a many-core machine),
  * REPORT_JSON (a file for the full report), KEEP=1 (keep the temp directory with the etcd and
  * node logs; kept anyway when the run fails), BENCH_QUIET=1.
@@ -66,20 +66,23 @@ import { keepDir, kill9, reap, removeOnExit, terminate } from './lib/reaper.js';
 import { type EtcdCluster, startEtcdCluster } from '../test/helpers/etcd.js';
 
 const DURATION = envInt('DURATION', 10, 1, 3600);
-const CONNECTIONS = envInt('CONNECTIONS', 48, 1, 4096);
+// Cores per node (bench/lib/pin.ts: nodes, etcd members and the load each on cores of their
+// own); 0: no pinning. A pinned run is one on a many-core machine, where the nodes have cores
+// to spare: its defaults put 384 batches in flight (a cluster's submit takes about 23 ms, so 48
+// connections carry about 2,100 batches/s whatever the cores) and follow 1 batch in 200 (at 1
+// in 20 the probe doubled the generator's CPU, and its one thread was the bound).
+const PIN_CORES = envInt('PIN_CORES', 0, 0, 64);
+const CONNECTIONS = envInt('CONNECTIONS', PIN_CORES > 0 ? 384 : 48, 1, 4096);
 const WARMUP = envInt('WARMUP', 15, 0, 600);
 const CPU_BATCHES = envInt('CPU_BATCHES', 6000, 100);
 const KILL_DURATION = envInt('KILL_DURATION', 8, 2, 3600);
 const KILL_AT = envInt('KILL_AT', 3, 1, KILL_DURATION - 1);
-const SAMPLE = envInt('SAMPLE', 20, 1);
+const SAMPLE = envInt('SAMPLE', PIN_CORES > 0 ? 200 : 20, 1);
 const POOL_THREADS = envInt('POOL_THREADS', 1, 1, 64);
 const HEARTBEAT_MS = envInt('HEARTBEAT_MS', 100, 10, 10_000);
 const ELECTION_MS = envInt('ELECTION_MS', 1000, 5 * HEARTBEAT_MS, 50_000);
 const POLL_MS = envInt('POLL_MS', 10, 1, 1000);
 const TRICKLE = envInt('TRICKLE', 20, 0, 10_000);
-// Cores per node (bench/lib/pin.ts: nodes, etcd members and the load each on cores of their
-// own); 0: no pinning.
-const PIN_CORES = envInt('PIN_CORES', 0, 0, 64);
 const COMMIT_TIMEOUT_MS = 30_000;
 const QUIET = process.env.BENCH_QUIET === '1';
 
