@@ -7,6 +7,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pinLayout, pinned, pinSelf } from '../bench/lib/pin.js';
+import { etcdAvailable, startEtcdCluster } from './helpers/etcd.js';
 
 const allowed = (pid: number): string | undefined => /Cpus_allowed_list:\s*(\S+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
 
@@ -49,4 +50,12 @@ t.test('a child started pinned runs on its core; pinSelf pins this process', asy
   pinSelf(mine);
   t.equal(allowed(process.pid), mine, 'and back to every core it had');
   t.throws(() => pinSelf('100000'), /taskset could not pin to cores 100000/, 'a core the machine lacks: a clear error');
+});
+
+t.test('the etcd launcher starts each member on the cores it is given', { skip: etcdAvailable() ? false : 'no etcd on PATH' }, async (t) => {
+  const mine = allowed(process.pid) ?? '0';
+  const last = (mine.split(/[,-]/).pop() ?? '0').trim();
+  const e = await startEtcdCluster(1, { cpus: [last] });
+  t.teardown(() => e.stop());
+  t.same(e.pids().map(allowed), [last]);
 });

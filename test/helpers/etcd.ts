@@ -14,6 +14,8 @@ import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { Writable } from 'node:stream';
+// The cluster benchmark's core pinning (its launcher is this one).
+import { pinned } from '../../bench/lib/pin.js';
 
 export interface EtcdMember {
   name: string;
@@ -220,8 +222,8 @@ export class EtcdCluster {
     let child: ChildProcess;
     const spawnOpts = { stdio: ['ignore', log, log] as ['ignore', number, number], env, detached: false };
     try {
-      const cores = this.opts.cpus[i];
-      child = cores === undefined ? spawn('etcd', args, spawnOpts) : spawn('taskset', ['-c', cores, 'etcd', ...args], spawnOpts);
+      const [cmd, argv] = pinned(this.opts.cpus[i], 'etcd', args);
+      child = spawn(cmd, argv, spawnOpts);
     } finally {
       closeSync(log);
     }
