@@ -215,6 +215,68 @@ t.test('cluster faults', async (t) => {
     await sameHead(urlsOf(c));
   });
 
+  await t.test('a member that reads the log again after a stop takes the same entries as those that followed it live', async (t) => {
+    // A writer other than a member (anyone who can write to etcd) puts two envelopes in one
+    // transaction (one revision, keys not in key order), then writes one key of it again.
+    // The live members take them from their watch; the stopped member reads them after its
+    // restart. Both must take the same ones, or their chains would split.
+    const client = new Etcd3({ hosts: c.etcd.endpoints });
+    t.teardown(() => client.close());
+    await sameHead(urlsOf(c));
+    const n2pub = new Signer(readFileSync(join(c.dir, 'n2', 'keys', 'validator.priv'), 'utf8').trim()).publicKey;
+    const liveKey = `cairn/live/${n2pub}`;
+    const record = (await client.get(liveKey).string()) ?? '';
+    t.ok(record, 'the member has a live record');
+    await c.nodes[2]?.kill9();
+    // Its record, kept without its lease: the log stays retained for it while it is down.
+    await client.put(liveKey).value(record);
+    const n0key = new Signer(readFileSync(join(c.dir, 'n0', 'keys', 'validator.priv'), 'utf8').trim());
+    const [first, second, again] = [batch(), batch(), batch()];
+    const txn = await client
+      .if('cairn/log/outside/none', 'Version', '==', 0)
+      .then(
+        client.put('cairn/log/outside/z').value(encodeEnvelope(n0key, Date.now(), [first.bytes])),
+        client.put('cairn/log/outside/a').value(encodeEnvelope(n0key, Date.now(), [second.bytes])),
+      )
+      .commit();
+    const shared = Number(txn.header.revision);
+    await client.put('cairn/log/outside/z').value(encodeEnvelope(n0key, Date.now(), [again.bytes]));
+    const live = urlsOf(c, [0, 1]);
+    for (const url of live) {
+      t.same(await allCommitted(url, [first.id, again.id]), [], `the transaction's first entry and the later write commit on ${url}`);
+      const s = await getJson(`${url}/batch_statuses?id=${second.id}`);
+      t.equal(s.json.data[0]?.status, 'UNKNOWN', `the second entry of revision ${shared} is passed over on ${url}`);
+    }
+    const node = await c.start(2);
+    const h = await sameHead(urlsOf(c));
+    t.ok(h.num > 0, 'the restarted member has the same head as the others');
+    t.same(await allCommitted(node.ledgerUrl, [first.id, again.id]), [], 'and the same batches');
+    t.equal((await getJson(`${node.ledgerUrl}/batch_statuses?id=${second.id}`)).json.data[0]?.status, 'UNKNOWN');
+    t.notMatch(node.log(), /catching up from a member's blocks/, 'it read them from the log, not from blocks');
+    t.match(node.log(), new RegExp(`cairn/log/outside/a shares revision ${shared}`), 'and passed over the same entry');
+    for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
+
+    // etcd's history compacted past the stopped member's position (an operator's compaction,
+    // not the cluster's retention): it cannot read the log from there, so it takes blocks.
+    const record2 = (await client.get(liveKey).string()) ?? '';
+    await c.nodes[2]?.kill9();
+    await client.put(liveKey).value(record2);
+    const later = [batch(), batch()];
+    const laterIds = later.map((x) => x.id);
+    t.equal((await postBatches(live[0] ?? '', batchList(...later))).status, 202);
+    t.same(await allCommitted(live[1] ?? '', laterIds), []);
+    const now = await client.put('cairn/test/compact').value('1').exec();
+    await client.kv.compact({ revision: now.header.revision });
+    const back = await c.start(2);
+    await sameHead(urlsOf(c));
+    t.match(back.log(), /history before revision \d+ was compacted: catching up from a member's blocks/);
+    t.same(await allCommitted(back.ledgerUrl, laterIds), [], 'the batches it missed are committed there');
+    const b = batch();
+    t.equal((await postBatches(back.ledgerUrl, batchList(b))).status, 202, 'it follows the log again afterwards');
+    t.same(await allCommitted(live[0] ?? '', [b.id]), []);
+    await sameHead(urlsOf(c));
+  });
+
   await t.test('a member whose state diverges raises the alarm and stops acknowledging; the others go on', async (t) => {
     const n2 = c.nodes[2];
     if (n2) await stopOrKill(n2);

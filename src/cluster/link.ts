@@ -63,8 +63,6 @@ const MAX_APPENDS = 1;
 const SLOW_APPEND_MS = 300;
 /** Envelopes handed to the committer and not applied yet, at most (the rest wait here). */
 const MAX_FORWARDED = 64;
-/** Envelopes read per range request when catching up. */
-const RANGE_PAGE = 32;
 /** Wait before a failed read of the log is tried again (ms). */
 const RETRY_MS = 500;
 /**
@@ -187,6 +185,8 @@ export class ClusterLink implements AckWriter {
   #members = new Map<string, number>();
   /** The follower: next revision to read, envelopes read and not yet handed over, handed over and not applied. */
   #readNext: number;
+  /** The key of the entry taken at #readNext - 1. */
+  #lastKey = '';
   readonly #backlog: LogEnvelope[] = [];
   /** Revisions handed to the committer and not applied yet, ascending. */
   #forwarded: number[] = [];
@@ -402,43 +402,63 @@ export class ClusterLink implements AckWriter {
     this.#pump();
   }
 
-  /** Reads the log from #readNext: pages of a range request, then a watch from where they end. */
+  /**
+   * Reads the log from #readNext with one watch: etcd replays its history from there, then
+   * goes on with new entries. Every member thus reads the same sequence of entries, the
+   * same as when it follows live: revision order, and within a revision (a transaction of
+   * several puts, which only a writer other than a member makes) the transaction's order.
+   * A range read would not: it gives only the newest value of a key that was written again
+   * (or none of a key deleted since), and leaves the order of entries of one revision open.
+   * A history that etcd compacted past #readNext cannot be replayed: this member then
+   * catches up from a member's blocks, as when its position was deleted.
+   */
   async #follow(gen: number): Promise<void> {
     const { client } = this.#o;
     while (!this.#closed && gen === this.#generation) {
       try {
         await this.#loadMembers();
-        const floor = Number((await client.get(FLOOR).string()) ?? '0');
+        const fr = await client.get(FLOOR).exec();
+        const floor = Number(fr.kvs[0]?.value.toString() ?? '0');
         // Entries this member has not applied were deleted: it takes the blocks from a member first.
-        if (this.#readNext <= floor && !(await this.#catchUp(gen))) continue;
-        let header = 0;
-        for (;;) {
-          const res = await client.getAll().prefix(LOG).sort('Mod', 'Ascend').minModRevision(String(this.#readNext)).limit(RANGE_PAGE).exec();
-          if (gen !== this.#generation) return;
-          header = Number(res.header.revision);
-          for (const kv of res.kvs) this.#take(kv, gen);
-          await this.#order;
-          if (!res.more) break;
+        if (this.#readNext <= floor && !(await this.#catchUp(gen, 'deleted'))) continue;
+        if (gen !== this.#generation) return;
+        if (this.#readNext <= Number(fr.header.revision) && (await this.#compacted(this.#readNext))) {
+          const from = this.#readNext;
+          if (!(await this.#catchUp(gen, 'compacted'))) continue;
+          // No member is past the compaction yet: wait for one.
+          if (this.#readNext === from) await new Promise((r) => setTimeout(r, RETRY_MS));
+          continue;
         }
         const w = await client
           .watch()
           .prefix(LOG)
           // The log's deletes (retention) are of no interest here: etcd leaves them out.
           .only('put')
-          .startRevision(String(Math.max(this.#readNext, header + 1)))
+          .startRevision(String(this.#readNext))
           .create();
         if (gen !== this.#generation || this.#closed) {
-          await w.cancel();
+          await w.cancel().catch(() => undefined);
           return;
         }
         this.#watcher = w;
-        w.on('put', (kv) => this.#take(kv, gen));
+        // The etcd client resumes a watch whose stream broke from the revision of its last
+        // response's header, which during a replay is etcd's newest revision, not the last
+        // entry sent: what came between would be skipped. A broken watch is therefore
+        // dropped (nothing more is taken from it) and the log read again from #readNext.
+        let live = true;
+        w.on('put', (kv) => {
+          if (live) this.#take(kv, gen);
+        });
         await new Promise<void>((resolve) => {
-          w.once('error', (err) => {
-            log.warn(`cluster log watch failed (${etcdReason(err)}); reading the log again from revision ${this.#readNext}`);
+          const stop = (why: string | null): void => {
+            if (!live) return;
+            live = false;
+            if (why !== null) log.warn(`cluster log watch ${why}; reading the log again from revision ${this.#readNext}`);
             resolve();
-          });
-          w.once('end', () => resolve());
+          };
+          w.once('error', (err) => stop(`failed (${etcdReason(err)})`));
+          w.once('disconnected', (err) => stop(`lost its stream (${etcdReason(err)})`));
+          w.once('end', () => stop(null));
         });
         if (this.#watcher === w) this.#watcher = null;
         await w.cancel().catch(() => undefined);
@@ -450,6 +470,17 @@ export class ClusterLink implements AckWriter {
     }
   }
 
+  /** etcd's history before `rev` was compacted (a watch from `rev` cannot replay it). */
+  async #compacted(rev: number): Promise<boolean> {
+    try {
+      await this.#o.client.kv.range({ key: Buffer.from(FLOOR), revision: String(rev), count_only: true });
+      return false;
+    } catch (err) {
+      if (/compacted/.test(etcdReason(err))) return true;
+      throw err;
+    }
+  }
+
   /**
    * Catches up from the other members' chains: fetches the blocks after this member's head,
    * checks each (the chain key's signature, the parent, the log revision it names) and has
@@ -457,8 +488,12 @@ export class ClusterLink implements AckWriter {
    * has no more blocks (then the log is read from the last revision applied); false when
    * no member answered (tried again).
    */
-  async #catchUp(gen: number): Promise<boolean> {
-    log.info(`the cluster's log before revision ${this.#readNext} was deleted: catching up from a member's blocks`);
+  async #catchUp(gen: number, why: 'deleted' | 'compacted'): Promise<boolean> {
+    log.info(
+      why === 'deleted'
+        ? `the cluster's log before revision ${this.#readNext} was deleted: catching up from a member's blocks`
+        : `etcd's history before revision ${this.#readNext} was compacted: catching up from a member's blocks`,
+    );
     for (;;) {
       if (gen !== this.#generation || this.#closed) return false;
       const tip = this.#o.head();
@@ -591,8 +626,15 @@ export class ClusterLink implements AckWriter {
   /** One log entry, in revision order: checked, then queued for the committer. */
   #take(kv: IKeyValue, gen: number): void {
     const rev = Number(kv.mod_revision);
-    if (rev < this.#readNext) return;
+    if (rev < this.#readNext) {
+      // One revision, one entry: the first of a transaction's puts (the same one on every
+      // member, since all read etcd's history in its order); the others are passed over.
+      if (rev === this.#readNext - 1 && kv.key.toString() !== this.#lastKey)
+        log.warn(`cluster log entry ${kv.key.toString()} shares revision ${rev} with ${this.#lastKey}: passed over (one entry a revision)`);
+      return;
+    }
     this.#readNext = rev + 1;
+    this.#lastKey = kv.key.toString();
     const value = kv.value;
     this.#order = this.#order.then(async () => {
       if (gen !== this.#generation) return;
@@ -764,6 +806,7 @@ export class ClusterLink implements AckWriter {
     if (this.#open?.timer) clearTimeout(this.#open.timer);
     this.#open = null;
     this.#readNext = nextRev;
+    this.#lastKey = '';
     this.#applied = nextRev - 1;
     this.#releaseWaits(true);
     this.#order = Promise.resolve();
