@@ -185,6 +185,10 @@ export class ClusterLink implements AckWriter {
   #members = new Map<string, number>();
   /** The follower: next revision to read, envelopes read and not yet handed over, handed over and not applied. */
   #readNext: number;
+  /** Status reads waiting for the log to be read up to a revision (readThrough). */
+  readonly #readWaits = new Set<{ target: number; resolve: () => void; timer: NodeJS.Timeout }>();
+  /** The last catch-up's reason and position, as logged. */
+  #catchUpSaid = '';
   /** The key of the entry taken at #readNext - 1. */
   #lastKey = '';
   readonly #backlog: LogEnvelope[] = [];
@@ -489,11 +493,16 @@ export class ClusterLink implements AckWriter {
    * no member answered (tried again).
    */
   async #catchUp(gen: number, why: 'deleted' | 'compacted'): Promise<boolean> {
-    log.info(
-      why === 'deleted'
-        ? `the cluster's log before revision ${this.#readNext} was deleted: catching up from a member's blocks`
-        : `etcd's history before revision ${this.#readNext} was compacted: catching up from a member's blocks`,
-    );
+    // Said once per position: a compaction past every member's position is retried until one passes it.
+    const said = `${why} ${this.#readNext}`;
+    const again = said === this.#catchUpSaid;
+    if (!again)
+      log.info(
+        why === 'deleted'
+          ? `the cluster's log before revision ${this.#readNext} was deleted: catching up from a member's blocks`
+          : `etcd's history before revision ${this.#readNext} was compacted: catching up from a member's blocks`,
+      );
+    this.#catchUpSaid = said;
     for (;;) {
       if (gen !== this.#generation || this.#closed) return false;
       const tip = this.#o.head();
@@ -504,7 +513,7 @@ export class ClusterLink implements AckWriter {
         return false;
       }
       if (blocks.length === 0) {
-        log.info(`caught up from the members' blocks at block ${tip.blockNum}; following the log from revision ${this.#readNext}`);
+        if (!again) log.info(`caught up from the members' blocks at block ${tip.blockNum}; following the log from revision ${this.#readNext}`);
         return true;
       }
       const last = blocks[blocks.length - 1] as FetchedBlock;
@@ -543,9 +552,33 @@ export class ClusterLink implements AckWriter {
     } catch {
       return;
     }
-    while (this.#readNext <= target && Date.now() < until && !this.#closed) await new Promise((r) => setTimeout(r, 10));
+    if (this.#readNext <= target && !this.#closed)
+      await new Promise<void>((resolve) => {
+        const w = {
+          target,
+          resolve,
+          timer: setTimeout(
+            () => {
+              this.#readWaits.delete(w);
+              resolve();
+            },
+            Math.max(0, until - Date.now()),
+          ),
+        };
+        this.#readWaits.add(w);
+      });
     // Read, then taken in order (checked, verified) behind what came before it.
     await this.#order;
+  }
+
+  /** Resolves the readThrough waits that the log read so far satisfies (all of them: `all`). */
+  #releaseReads(all: boolean): void {
+    for (const w of this.#readWaits) {
+      if (!all && this.#readNext <= w.target) continue;
+      this.#readWaits.delete(w);
+      clearTimeout(w.timer);
+      w.resolve();
+    }
   }
 
   /** Resolves once the committer applied `rev` (or the link restarted). */
@@ -635,6 +668,7 @@ export class ClusterLink implements AckWriter {
     }
     this.#readNext = rev + 1;
     this.#lastKey = kv.key.toString();
+    if (this.#readWaits.size > 0) this.#releaseReads(false);
     const value = kv.value;
     this.#order = this.#order.then(async () => {
       if (gen !== this.#generation) return;
@@ -821,6 +855,7 @@ export class ClusterLink implements AckWriter {
   async close(): Promise<void> {
     this.#closed = true;
     this.#releaseWaits(true);
+    this.#releaseReads(true);
     this.#generation++;
     if (this.#slowCheck) clearTimeout(this.#slowCheck);
     if (this.#open?.timer) clearTimeout(this.#open.timer);
