@@ -3,7 +3,19 @@
  * id scan, the block header's consensus field, and the endpoint and settings checks.
  */
 import t from 'tap';
-import { batchIdOf, decodeCut, decodeEnvelope, delimitedFields, encodeCut, encodeEnvelope, EnvelopeError, isCut } from '../src/cluster/envelope.js';
+import {
+  batchIdOf,
+  decodeCut,
+  decodeEnvelope,
+  decodeRemoval,
+  delimitedFields,
+  encodeCut,
+  encodeEnvelope,
+  encodeRemoval,
+  EnvelopeError,
+  isCut,
+  isRemoval,
+} from '../src/cluster/envelope.js';
 import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
 import { parseEndpoints } from '../src/cluster/endpoints.js';
 import { loadConfig } from '../src/config.js';
@@ -118,4 +130,21 @@ t.test('a cut names the block it closes; a forged or damaged one is refused', as
   const bad = Buffer.from(cut);
   bad.writeUInt8(bad.readUInt8(40) ^ 1, 40);
   t.throws(() => decodeCut(bad, known), /bad signature/);
+});
+
+t.test('a removal names the member taken out and counts only when the chain key signed it', async (t) => {
+  const chain = newSigner();
+  const out = encodeRemoval(chain, member.publicKey);
+  t.ok(isRemoval(out));
+  t.notOk(isRemoval(encodeCut(member, 1)));
+  t.notOk(isCut(out));
+  t.equal(decodeRemoval(out, chain.publicKey), member.publicKey);
+  t.throws(() => decodeRemoval(out, member.publicKey), /not by the chain key/, 'another chain key');
+  t.throws(() => decodeRemoval(encodeRemoval(member, member.publicKey), chain.publicKey), /not by the chain key/, 'signed by a member');
+  t.throws(() => decodeRemoval(out.subarray(0, 100), chain.publicKey), /not a removal/);
+  t.throws(() => decodeRemoval(Buffer.concat([out, Buffer.from([0])]), chain.publicKey), /not a removal/);
+  const bad = Buffer.from(out);
+  bad.writeUInt8(bad.readUInt8(50) ^ 1, 50);
+  t.throws(() => decodeRemoval(bad, chain.publicKey), /bad signature/, 'a member key changed after signing');
+  t.throws(() => encodeRemoval(chain, 'not-a-key'), /not a public key/);
 });

@@ -1,7 +1,9 @@
 /**
  * A Cairn cluster of real processes: three etcd members, `cairn cluster init`, three nodes.
  * Batches submitted to every node commit in identical blocks on all of them; /peers and
- * /status show the members; garbage and forged log entries are refused by every member.
+ * /status show the members; garbage and forged log entries are refused by every member; a
+ * member taken out by `cairn cluster remove` acknowledges nothing, and its later envelopes
+ * count nowhere.
  */
 import t from 'tap';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -23,7 +25,7 @@ import {
 } from './helpers/batches.js';
 import { cairnCluster, head, sameHead, startCluster } from './helpers/cluster.js';
 import { startRefused } from './helpers/child.js';
-import { encodeEnvelope } from '../src/cluster/envelope.js';
+import { encodeEnvelope, encodeRemoval } from '../src/cluster/envelope.js';
 import { randomPrivateKey } from '../src/crypto/secp256k1.js';
 
 const signer = newSigner();
@@ -263,6 +265,110 @@ t.test('a three-node cluster', async (t) => {
     const h = await sameHead(urls);
     t.equal((await head(urls[2] ?? '')).id, h.id);
   });
+
+  await t.test(
+    'cairn cluster remove takes a member out: its later envelopes are refused, it acknowledges nothing, it does not start again',
+    async (t) => {
+      const client = new Etcd3({ hosts: c.etcd.endpoints });
+      t.teardown(() => client.close());
+      const endpoints = c.etcd.endpoints.join(',');
+      const n2key = new Signer(readFileSync(join(c.dir, 'n2', 'keys', 'validator.priv'), 'utf8').trim());
+      const n1key = new Signer(readFileSync(join(c.dir, 'n1', 'keys', 'validator.priv'), 'utf8').trim());
+      const live = urls.slice(0, 2);
+      // Refused: no node named, both named, an unknown node, another chain key.
+      t.equal((await cairnCluster(['remove', '--etcd', endpoints, '--chain-key', c.chainKey])).code, 2);
+      t.equal((await cairnCluster(['remove', '--etcd', endpoints, '--chain-key', c.chainKey, '--node-id', 'n2', '--key', n2key.publicKey])).code, 2);
+      const unknown = await cairnCluster(['remove', '--etcd', endpoints, '--chain-key', c.chainKey, '--node-id', 'nobody']);
+      t.equal(unknown.code, 1);
+      t.match(unknown.log, /no member nobody is registered/);
+      writeFileSync(join(c.dir, 'other-chain.key'), `${randomPrivateKey()}\n`, { mode: 0o600 });
+      const wrong = await cairnCluster(['remove', '--etcd', endpoints, '--chain-key', join(c.dir, 'other-chain.key'), '--node-id', 'n2']);
+      t.equal(wrong.code, 1);
+      t.match(wrong.log, /not this cluster's chain key/);
+      // A removal signed by a member's key, not the chain key, written straight to the log: refused.
+      await client.put('cairn/log/forged/remove').value(encodeRemoval(n1key, n2key.publicKey));
+      // An envelope of n2 before its removal counts.
+      const before = batch();
+      await client.put('cairn/log/n2-before/1').value(encodeEnvelope(n2key, Date.now(), [before.bytes]));
+      for (const url of urls)
+        t.equal((await waitCommitted(url, [before.id], 20))[0]?.status, 'COMMITTED', `an envelope of n2 before its removal commits on ${url}`);
+      const acked = batch();
+      t.equal(
+        (await postBatches(urls[2] ?? '', batchList(acked))).status,
+        202,
+        'n2 acknowledges before its removal (the forged one changed nothing)',
+      );
+
+      // A member's append is conditional on its removal record not existing: with the record
+      // alone (no log entry, so n2 cannot have read of it), n2 refuses already.
+      const chainSigner = new Signer(readFileSync(c.chainKey, 'utf8').trim());
+      await client.put(`cairn/removed/${n2key.publicKey}`).value(encodeRemoval(chainSigner, n2key.publicKey));
+      const early = await postBatches(urls[2] ?? '', batchList(batch()));
+      t.equal(early.status, 503, 'the append fails once the removal record exists');
+      t.match(JSON.stringify(early.json), /removed from the cluster/);
+      await client.delete().key(`cairn/removed/${n2key.publicKey}`);
+
+      const out = await cairnCluster(['remove', '--etcd', endpoints, '--chain-key', c.chainKey, '--node-id', 'n2', '--json']);
+      t.equal(out.code, 0, out.log);
+      const res = JSON.parse(out.log.trim().split('\n').pop() ?? '{}');
+      t.equal(res.public_key, n2key.publicKey);
+      t.equal(res.new, true);
+      t.ok(res.revision > 0);
+      const again = await cairnCluster(['remove', '--etcd', endpoints, '--chain-key', c.chainKey, '--key', n2key.publicKey, '--json']);
+      t.equal(again.code, 0, 'removing it again does nothing');
+      t.match(JSON.parse(again.log.trim().split('\n').pop() ?? '{}'), { new: false, revision: res.revision });
+
+      // n2 acknowledges nothing from now on: not even before it has read its removal, since
+      // its append is conditional on not being removed.
+      for (let k = 0; k < 3; k++) {
+        const r = await postBatches(urls[2] ?? '', batchList(batch()));
+        t.equal(r.status, 503, 'the removed member answers 503');
+        t.match(JSON.stringify(r.json), /removed from the cluster/);
+      }
+      // Its envelopes after the removal (written straight to etcd) are refused by the others.
+      const after = batch();
+      await client.put('cairn/log/n2-after/1').value(encodeEnvelope(n2key, Date.now(), [after.bytes]));
+      const good = batch();
+      t.equal((await postBatches(live[0] ?? '', batchList(good))).status, 202);
+      for (const url of live) {
+        t.equal((await waitCommitted(url, [good.id], 20))[0]?.status, 'COMMITTED', `the members go on: ${url}`);
+        t.equal(
+          (await getJson(`${url}/batch_statuses?id=${acked.id}`)).json.data[0]?.status,
+          'COMMITTED',
+          `n2's last acknowledged batch is on ${url}`,
+        );
+        t.equal((await getJson(`${url}/batch_statuses?id=${after.id}`)).json.data[0]?.status, 'UNKNOWN', `n2's later envelope is refused on ${url}`);
+      }
+      for (const i of [0, 1]) {
+        const log = c.nodes[i]?.log() ?? '';
+        t.match(log, /removal .*not by the chain key/, 'the forged removal was refused');
+        t.match(log, /n2-after\/1\) refused: signed by \S+, not a member/);
+      }
+      // The members' views follow within a tick (1 s).
+      let listed = true;
+      for (const until = Date.now() + 10_000; listed && Date.now() < until; ) {
+        listed = JSON.stringify((await getJson(`${live[0]}/peers`)).json).includes(urls[2] ?? 'none');
+        if (listed) await new Promise((r) => setTimeout(r, 200));
+      }
+      t.notOk(listed, '/peers no longer lists it');
+      const st = JSON.parse((await cairnCluster(['status', '--etcd', endpoints, '--json'])).log.trim().split('\n').pop() ?? '{}');
+      t.match(
+        st.members.find((m: { node_id: string }) => m.node_id === 'n2'),
+        { removed: true },
+        'cluster status marks it removed',
+      );
+      t.equal(st.members.find((m: { node_id: string }) => m.node_id === 'n1')?.removed, false);
+      await sameHead(live);
+      // It does not start again.
+      const n2 = c.nodes[2];
+      if (n2) await n2.stop();
+      c.nodes[2] = null;
+      const refused = await startRefused(join(c.dir, 'n2'), c.env(2));
+      t.equal(refused.code, 1, refused.code === 1 ? 'the removed member does not start again' : refused.log);
+      t.match(refused.log, /was removed from the cluster/);
+      t.equal((await postBatches(live[1] ?? '', batchList(batch()))).status, 202, 'the two others acknowledge');
+    },
+  );
 });
 
 t.test('a cluster made with --verify all: every member re-verifies every batch', async (t) => {

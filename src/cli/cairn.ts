@@ -21,7 +21,7 @@ commands:
   prune      drop old state roots of a stopped node: --data-dir DIR --keep N
   alarm      list|clear: the node's storage alarms (a read-only node and why)
   bench      load-test a Sawtooth-compatible ledger: --url URL | --spawn; bench compare A.json B.json
-  cluster    init|status|join: nodes that share one chain through etcd
+  cluster    init|status|join|remove: nodes that share one chain through etcd
 common options: --url URL (the node to talk to), --json (JSON output and errors), --help
 exit status: 0 done, 1 failed (refused, invalid, unreachable), 2 usage error, 3 still pending
 `;

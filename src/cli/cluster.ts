@@ -1,11 +1,15 @@
 /**
- * `cairn cluster init|status|join`: a network of nodes that share one chain through etcd.
+ * `cairn cluster init|status|join|remove`: a network of nodes that share one chain through etcd.
  *   init    makes the chain key (FILE, mode 0600, when it does not exist) and writes the
  *           chain's record (key and genesis block) to etcd, exactly once (compare-and-set):
  *           again with the same key it does nothing (exit 0), with another it refuses (1).
  *   status  the chain and its members as etcd has them.
  *   join    registers a node's key (its data directory's, made when missing) ahead of its
  *           first start, after checking the chain key file is the cluster's.
+ *   remove  takes a member out, by its node id or key: a removal signed by the chain key,
+ *           written to the log and to cairn/removed/ in one transaction (exactly once).
+ *           Every member refuses that key's envelopes after it; the member itself stops
+ *           acknowledging, and does not start again.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,10 +19,13 @@ import { loadOrCreateKey } from '../store/keys.js';
 import { openEnv } from '../store/db.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { nodeLedgerParts } from '../ledger/compose.js';
+import { encodeRemoval } from '../cluster/envelope.js';
 import {
   CHAIN_KEY,
   LIVE,
+  LOG,
   NODES,
+  REMOVED,
   etcdClient,
   etcdReason,
   parseEndpoints,
@@ -29,7 +36,7 @@ import {
 } from '../cluster/etcd.js';
 import { isMain, parseOrUsage, print, runCommand, UsageError } from './args.js';
 
-export const USAGE = `usage: cairn cluster <init|status|join> --etcd URL[,URL…] [options]
+export const USAGE = `usage: cairn cluster <init|status|join|remove> --etcd URL[,URL…] [options]
 Prepares and shows a cluster: nodes that share one chain, ordered by etcd (docs/cluster.md).
   init   --chain-key FILE [--verify trust|all]
                                 make the chain key (when FILE does not exist) and the chain in etcd;
@@ -37,6 +44,9 @@ Prepares and shows a cluster: nodes that share one chain, ordered by etcd (docs/
   status                        the chain and its members
   join   --chain-key FILE --data-dir DIR [--node-id ID]
                                 register the node of DIR (its key is made when missing)
+  remove --chain-key FILE (--node-id ID | --key PUBLIC_KEY)
+                                take a member out: its later envelopes are refused, it
+                                stops acknowledging and does not start again
   --etcd URL[,URL…]             etcd client URLs (default CAIRN_CLUSTER_ETCD)
   --cluster-etcd-ca/-cert/-key  PEM files of etcd's TLS with client certificates
   --json                        JSON output
@@ -44,7 +54,7 @@ Then start each member with CAIRN_CLUSTER_ETCD=URL[,URL…] CAIRN_CHAIN_KEY=FILE
 exit status: 0 done, 1 refused or etcd unreachable, 2 usage error
 `;
 
-const VALUED = ['etcd', 'verify', 'chain-key', 'data-dir', 'node-id', 'cluster-etcd-ca', 'cluster-etcd-cert', 'cluster-etcd-key'];
+const VALUED = ['etcd', 'verify', 'chain-key', 'data-dir', 'node-id', 'key', 'cluster-etcd-ca', 'cluster-etcd-cert', 'cluster-etcd-key'];
 
 /** Block 0 of a chain signed by `chainKey`, made as a member makes it, in a throw-away directory. */
 export async function genesisBlockId(chainKey: Signer): Promise<string> {
@@ -154,7 +164,12 @@ async function status(args: { options: Map<string, string> }, json: boolean): Pr
   return withClient(s, async (client) => {
     const chain = await readChain(client);
     if (!chain) throw new Refused('the cluster has no chain yet (cairn cluster init)');
-    const [nodes, live] = await Promise.all([client.getAll().prefix(NODES).strings(), client.getAll().prefix(LIVE).strings()]);
+    const [nodes, live, removed] = await Promise.all([
+      client.getAll().prefix(NODES).strings(),
+      client.getAll().prefix(LIVE).strings(),
+      client.getAll().prefix(REMOVED).keys(),
+    ]);
+    const out = new Set(removed.map((k) => k.slice(REMOVED.length)));
     const members = Object.entries(nodes).map(([k, v]) => {
       const key = k.slice(NODES.length);
       const r = JSON.parse(v) as MemberRecord;
@@ -165,13 +180,15 @@ async function status(args: { options: Map<string, string> }, json: boolean): Pr
         public_key: key,
         ledger_url: lr?.ledgerUrl ?? r.ledgerUrl,
         live: lr !== null,
+        removed: out.has(key),
         applied: lr?.applied ?? null,
         height: lr?.height ?? null,
       };
     });
+    const state = (m: { live: boolean; removed: boolean }): string => (m.removed ? 'out ' : m.live ? 'up  ' : 'down');
     const lines = [
       `chain key ${chain.chainKey}, genesis ${chain.genesis}, verify ${chain.verify ?? 'trust'}`,
-      ...members.map((m) => `${m.live ? 'up  ' : 'down'} ${m.node_id} ${m.ledger_url || '-'} height ${m.height ?? '-'} log ${m.applied ?? '-'}`),
+      ...members.map((m) => `${state(m)} ${m.node_id} ${m.ledger_url || '-'} height ${m.height ?? '-'} log ${m.applied ?? '-'}`),
     ];
     print(json, { chain, members }, lines.join('\n'));
     return 0;
@@ -204,11 +221,49 @@ async function joinNode(args: { options: Map<string, string> }, json: boolean): 
   });
 }
 
+async function removeNode(args: { options: Map<string, string> }, json: boolean): Promise<number> {
+  const s = settings(args);
+  const file = chainKeyFile(args);
+  const id = args.options.get('node-id');
+  const pub = args.options.get('key');
+  if ((id === undefined) === (pub === undefined)) throw new UsageError('remove takes --node-id ID or --key PUBLIC_KEY (one of them)');
+  return withClient(s, async (client) => {
+    const chain = await readChain(client);
+    if (!chain) throw new Refused('the cluster has no chain yet (cairn cluster init)');
+    if (!existsSync(file)) throw new Refused(`${file} does not exist: a removal is signed with the chain key`);
+    const chainKey = loadOrCreateKey(file);
+    if (chainKey.publicKey !== chain.chainKey) throw new Refused(`${file} is not this cluster's chain key: refusing`);
+    const nodes = await client.getAll().prefix(NODES).strings();
+    const found = Object.entries(nodes)
+      .map(([k, v]) => ({ key: k.slice(NODES.length), rec: JSON.parse(v) as MemberRecord }))
+      .filter((m) => (pub !== undefined ? m.key === pub : m.rec.nodeId === id));
+    const m = found[0];
+    if (m === undefined) throw new Refused(`no member ${id ?? pub} is registered in this cluster`);
+    if (found.length > 1) throw new Refused(`${found.length} members are registered as ${id}: name the one to remove by --key`);
+    const record = `${REMOVED}${m.key}`;
+    const value = encodeRemoval(chainKey, m.key);
+    // Exactly once; the log entry and the record at one revision, the log entry first.
+    const res = await client
+      .if(record, 'Create', '==', 0)
+      .then(client.put(`${LOG}${chain.chainKey}/remove-${m.key}`).value(value), client.put(record).value(value))
+      .commit();
+    const revision = res.succeeded ? Number(res.header.revision) : Number((await client.get(record).exec()).kvs[0]?.create_revision ?? 0);
+    print(
+      json,
+      { node_id: m.rec.nodeId, public_key: m.key, revision, new: res.succeeded },
+      res.succeeded
+        ? `removed ${m.rec.nodeId} (${m.key.slice(0, 16)}…) at log revision ${revision}: every member refuses its envelopes after it`
+        : `${m.rec.nodeId} (${m.key.slice(0, 16)}…) was removed already, at log revision ${revision}: nothing to do`,
+    );
+    return 0;
+  });
+}
+
 export async function run(argv: string[]): Promise<number> {
   const args = parseOrUsage(argv, VALUED);
   const [sub, ...extra] = args.positional;
   if (args.help || sub === undefined) {
-    if (!args.help) throw new UsageError('missing subcommand: init, status or join');
+    if (!args.help) throw new UsageError('missing subcommand: init, status, join or remove');
     process.stdout.write(USAGE);
     return 0;
   }
@@ -217,7 +272,8 @@ export async function run(argv: string[]): Promise<number> {
   if (sub === 'init') return init(args, json);
   if (sub === 'status') return status(args, json);
   if (sub === 'join') return joinNode(args, json);
-  throw new UsageError(`unknown subcommand ${sub} (init, status or join)`);
+  if (sub === 'remove') return removeNode(args, json);
+  throw new UsageError(`unknown subcommand ${sub} (init, status, join or remove)`);
 }
 
 if (isMain(import.meta.url)) void runCommand('cairn cluster', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));

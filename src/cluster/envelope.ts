@@ -12,12 +12,19 @@
  * orderer. It closes the block that the envelope at revision `target` opened:
  *
  *   "CUT1" | signer public key (33) | target revision (u64) | signature (64)
+ *
+ * A removal (`cairn cluster remove`): a member's key taken out of the cluster, signed by the
+ * chain key. Envelopes and cuts that key signs at later revisions of the log are refused.
+ *
+ *   "RMV1" | chain public key (33) | removed member's public key (33) | signature (64)
  */
 import { type Signer, verify } from '../crypto/secp256k1.js';
 
 const MAGIC = Buffer.from('CEV1');
 const CUT_MAGIC = Buffer.from('CUT1');
 const CUT_SIZE = 4 + 33 + 8 + 64;
+const REMOVAL_MAGIC = Buffer.from('RMV1');
+const REMOVAL_SIZE = 4 + 33 + 33 + 64;
 const HEAD = 4 + 33 + 8 + 4;
 const SIG = 64;
 /** Bytes an envelope of one batch adds to it: header, the batch's length, signature. */
@@ -78,6 +85,32 @@ export function decodeCut(value: Uint8Array, known: (signer: string) => boolean)
   if (!known(signer)) throw new EnvelopeError(`signed by ${signer.slice(0, 16)}…, not a member of this cluster`);
   if (!verify(buf.toString('hex', 45), buf.subarray(0, 45), signer)) throw new EnvelopeError('bad signature');
   return { signer, target: Number(buf.readBigUInt64BE(37)) };
+}
+
+/** Encodes a removal of `member` (a public key), signed by the chain key. */
+export function encodeRemoval(chain: Signer, member: string): Buffer {
+  if (!/^0[23][0-9a-f]{64}$/.test(member)) throw new EnvelopeError(`not a public key: ${member.slice(0, 70)}`);
+  const out = Buffer.allocUnsafe(REMOVAL_SIZE);
+  REMOVAL_MAGIC.copy(out, 0);
+  Buffer.from(chain.publicKey, 'hex').copy(out, 4);
+  Buffer.from(member, 'hex').copy(out, 37);
+  Buffer.from(chain.sign(out.subarray(0, 70)), 'hex').copy(out, 70);
+  return out;
+}
+
+/** Whether a log value is a removal (by its magic; decodeRemoval checks the rest). */
+export function isRemoval(value: Uint8Array): boolean {
+  return value.length >= 4 && Buffer.from(value.buffer, value.byteOffset, 4).equals(REMOVAL_MAGIC);
+}
+
+/** Decodes a removal and checks it is signed by `chainKey`; returns the removed member's key. Throws EnvelopeError. */
+export function decodeRemoval(value: Uint8Array, chainKey: string): string {
+  const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  if (buf.length !== REMOVAL_SIZE || !isRemoval(buf)) throw new EnvelopeError('not a removal (bad magic or size)');
+  const signer = buf.toString('hex', 4, 37);
+  if (signer !== chainKey) throw new EnvelopeError(`a removal signed by ${signer.slice(0, 16)}…, not by the chain key`);
+  if (!verify(buf.toString('hex', 70), buf.subarray(0, 70), signer)) throw new EnvelopeError('bad signature');
+  return buf.toString('hex', 37, 70);
 }
 
 /**

@@ -9,6 +9,8 @@
  *   cairn/log/<node key>/<n> an envelope of verified batches (src/cluster/envelope.ts)
  *   cairn/attest/<node key>  a member's latest (height, block id, state root)
  *   cairn/floor              log entries at or below this revision may be deleted
+ *   cairn/removed/<node key> a member taken out (`cairn cluster remove`): the removal, signed
+ *                            by the chain key, written with its log entry (one revision)
  */
 import { readFileSync } from 'node:fs';
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, isBrokenCircuitError, retry } from 'cockatiel';
@@ -21,6 +23,7 @@ export const NODES = `${PREFIX}nodes/`;
 export const LIVE = `${PREFIX}live/`;
 export const LOG = `${PREFIX}log/`;
 export const ATTEST = `${PREFIX}attest/`;
+export const REMOVED = `${PREFIX}removed/`;
 /** The highest log revision whose entries may have been deleted (written before they are). */
 export const FLOOR = `${PREFIX}floor`;
 

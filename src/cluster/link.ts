@@ -28,10 +28,15 @@ import {
   encodeCut,
   encodeEnvelope,
   EnvelopeError,
+  decodeRemoval,
   isCut,
+  isRemoval,
 } from './envelope.js';
-import { CHAIN_KEY, FLOOR, LOG, NODES, etcdReason } from './etcd.js';
+import { CHAIN_KEY, FLOOR, LOG, NODES, REMOVED, etcdReason } from './etcd.js';
 import { consensusRevision } from './consensus.js';
+
+/** The 503 of a member that was removed from the cluster. */
+const REMOVED_MESSAGE = 'this node was removed from the cluster (cairn cluster remove): it acknowledges no batch';
 
 /** An envelope holds this many batches at most. */
 export const ENVELOPE_MAX_BATCHES = 1000;
@@ -183,6 +188,8 @@ export class ClusterLink implements AckWriter {
   readonly #appendedAt = new Map<string, number>();
   /** Registered members' keys and the revision each registered at. */
   #members = new Map<string, number>();
+  /** Members taken out (`cairn cluster remove`) and the log revision of each removal. */
+  readonly #removed = new Map<string, number>();
   /** The follower: next revision to read, envelopes read and not yet handed over, handed over and not applied. */
   #readNext: number;
   /** Status reads waiting for the log to be read up to a revision (readThrough). */
@@ -241,6 +248,7 @@ export class ClusterLink implements AckWriter {
   async persist(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
     const refusal = this.#o.refusal();
     if (refusal !== null) throw new LedgerUnavailable(refusal);
+    if (this.removedAt !== null) throw new LedgerUnavailable(REMOVED_MESSAGE);
     const waits: Array<Promise<void>> = [];
     for (const b of batches) {
       if (b.bytes.length + ENVELOPE_OVERHEAD > ENVELOPE_MAX_BYTES)
@@ -361,12 +369,19 @@ export class ClusterLink implements AckWriter {
       p.batches.map((b) => b.bytes),
     );
     const key = `${this.#keyPrefix}${(this.#seq++).toString(16).padStart(8, '0')}`;
-    const put: Promise<void> = this.#o.client
-      .put(key)
-      .value(value)
-      .exec()
+    const { client } = this.#o;
+    // Only while this member is not removed: a removal commits before this write or after it,
+    // never across it, so no batch is acknowledged in an envelope the members would refuse.
+    const put: Promise<void> = client
+      .if(`${REMOVED}${this.#o.signer.publicKey}`, 'Create', '==', 0)
+      .then(client.put(key).value(value))
+      .commit()
       .then(
         (res) => {
+          if (!res.succeeded) {
+            p.reject(new LedgerUnavailable(REMOVED_MESSAGE));
+            return;
+          }
           const rev = Number(res.header.revision);
           this.#track(
             rev,
@@ -681,6 +696,16 @@ export class ClusterLink implements AckWriter {
         // Passed over on every member alike: the position moves past it.
         this.#passOver(rev);
       };
+      if (isRemoval(value)) {
+        try {
+          this.#noteRemoval(decodeRemoval(value, this.#o.chainKey), rev);
+        } catch (err) {
+          refuse(err);
+          return;
+        }
+        this.#passOver(rev);
+        return;
+      }
       if (isCut(value)) {
         let target: number;
         try {
@@ -802,17 +827,51 @@ export class ClusterLink implements AckWriter {
     return kept.length === env.batches.length ? env : { ...env, batches: kept };
   }
 
-  /** A member may append at `rev` if it registered before it (registrations are never removed). */
+  /**
+   * A member may append at `rev` if it registered before it (registrations are never deleted)
+   * and was not removed before it (`cairn cluster remove`).
+   */
   #isMember(signer: string, rev: number): boolean {
     const at = this.#members.get(signer);
-    return at !== undefined && at < rev;
+    const out = this.#removed.get(signer);
+    return at !== undefined && at < rev && (out === undefined || rev < out);
+  }
+
+  /** The members taken out of the cluster, and the log revision of each removal. */
+  get removed(): ReadonlyMap<string, number> {
+    return this.#removed;
+  }
+
+  /** This member's key was taken out of the cluster (at that log revision), or null. */
+  get removedAt(): number | null {
+    return this.#removed.get(this.#o.signer.publicKey) ?? null;
   }
 
   async #loadMembers(): Promise<void> {
-    const res = await this.#o.client.getAll().prefix(NODES).exec();
+    const [res, out] = await Promise.all([this.#o.client.getAll().prefix(NODES).exec(), this.#o.client.getAll().prefix(REMOVED).exec()]);
     const m = new Map<string, number>();
     for (const kv of res.kvs) m.set(kv.key.toString().slice(NODES.length), Number(kv.create_revision));
     this.#members = m;
+    for (const kv of out.kvs) {
+      const key = kv.key.toString().slice(REMOVED.length);
+      try {
+        if (decodeRemoval(kv.value, this.#o.chainKey) !== key) throw new EnvelopeError('names another key');
+      } catch (err) {
+        log.warn(`removal record ${kv.key.toString()} refused: ${(err as Error).message}`);
+        continue;
+      }
+      this.#noteRemoval(key, Number(kv.create_revision));
+    }
+  }
+
+  /** A member's removal at log revision `rev` (from its log entry or its record: the same revision). */
+  #noteRemoval(key: string, rev: number): void {
+    const known = this.#removed.get(key);
+    if (known !== undefined && known <= rev) return;
+    this.#removed.set(key, rev);
+    if (key === this.#o.signer.publicKey)
+      log.error(`this node was removed from the cluster at log revision ${rev} (cairn cluster remove): it acknowledges no batch from now on`);
+    else log.info(`member ${key.slice(0, 16)}… was removed from the cluster at log revision ${rev}`);
   }
 
   /** Hands envelopes to the committer while fewer than MAX_FORWARDED are unapplied. */

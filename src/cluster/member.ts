@@ -14,12 +14,14 @@ import type { Ledger, SharedLog } from '../ledger/ledger.js';
 import { loadOrCreateKey } from '../store/keys.js';
 import { StartupError } from '../store/lock.js';
 import { ClusterLink } from './link.js';
+import { decodeRemoval } from './envelope.js';
 import {
   ATTEST,
   FLOOR,
   LOG,
   LIVE,
   NODES,
+  REMOVED,
   etcdClient,
   etcdReason,
   readChain,
@@ -115,6 +117,11 @@ export class ClusterMember {
         throw new StartupError(
           `the chain key in ${s.chainKeyFile} (${chainKey.publicKey.slice(0, 16)}…) is not this cluster's (${chain.chainKey.slice(0, 16)}…): refusing to join`,
         );
+      if (await ClusterMember.#removed(client, chain, signer.publicKey))
+        throw new StartupError(
+          `this node's key (${signer.publicKey.slice(0, 16)}…) was removed from the cluster (cairn cluster remove): a removed member does not come back; ` +
+            'start a node on a new data directory (a new key) instead',
+        );
       const mode = chain.verify ?? 'trust';
       if (s.verify !== undefined && s.verify !== mode)
         throw new StartupError(
@@ -127,6 +134,18 @@ export class ClusterMember {
       client.close();
       if (err instanceof StartupError) throw err;
       throw new StartupError(`the cluster's etcd (${s.etcd.endpoints.join(',')}) did not answer: ${etcdReason(err)}`);
+    }
+  }
+
+  /** Whether `key` was removed from the cluster: a removal record that the chain key signed. */
+  static async #removed(client: Etcd3, chain: ChainRecord, key: string): Promise<boolean> {
+    const value = (await client.get(`${REMOVED}${key}`).exec()).kvs[0]?.value;
+    if (value === undefined) return false;
+    try {
+      return decodeRemoval(value, chain.chainKey) === key;
+    } catch (err) {
+      log.warn(`removal record of this node refused: ${(err as Error).message}`);
+      return false;
     }
   }
 
@@ -216,8 +235,11 @@ export class ClusterMember {
         this.client.getAll().prefix(ATTEST).strings(),
       ]);
       const views: MemberView[] = [];
+      const removed = this.#link?.removed ?? new Map<string, number>();
       for (const [k, v] of Object.entries(registered)) {
         const key = k.slice(NODES.length);
+        // A removed member is no member: not listed, not a peer, not counted by the retention.
+        if (removed.has(key)) continue;
         const r = JSON.parse(v) as MemberRecord;
         const l = live[`${LIVE}${key}`];
         const lr = l ? (JSON.parse(l) as MemberRecord) : null;
@@ -233,7 +255,7 @@ export class ClusterMember {
       this.#members = views.sort((a, b) => a.node_id.localeCompare(b.node_id));
       for (const [k, v] of Object.entries(attest)) {
         const key = k.slice(ATTEST.length);
-        if (key !== this.#signer.publicKey) this.#unchecked.set(key, JSON.parse(v) as Attestation);
+        if (key !== this.#signer.publicKey && !removed.has(key)) this.#unchecked.set(key, JSON.parse(v) as Attestation);
       }
       this.#checkOwn();
       await this.#retain();
