@@ -22,14 +22,12 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Server } from 'node:net';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { LINKED, ROOT, portOpen, walkthroughBlocks } from './helpers/walkthrough.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
 const DOC = 'docs/cluster.md';
-const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json', 'examples'];
-const MARK = '<!-- walkthrough -->';
 
 /** The ports docs/cluster.md names, by role (each list in the document's member order). */
 const PORTS = {
@@ -42,20 +40,6 @@ const PORTS = {
 const FIXED = Object.values(PORTS).flat();
 const MEMBERS = ['m1', 'm2', 'm3'];
 const RUN_LIMIT_MS = 150_000;
-
-/** The marked ```sh blocks of a markdown file, in order (test/walkthrough.test.ts's rule). */
-function walkthroughBlocks(markdown: string): string[] {
-  const lines = markdown.split('\n');
-  const out: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (lines[i]?.trim() !== MARK || lines[i + 1]?.trim() !== '```sh') continue;
-    const end = lines.indexOf('```', i + 2);
-    if (end < 0) throw new Error(`unclosed block after line ${i + 1}`);
-    out.push(lines.slice(i + 2, end).join('\n'));
-    i = end;
-  }
-  return out;
-}
 
 function listen(port: number): Promise<Server | null> {
   return new Promise((res) => {
@@ -94,17 +78,6 @@ async function freePorts(n: number): Promise<number[]> {
   } finally {
     await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
   }
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const c = connect(port, '127.0.0.1');
-    c.once('connect', () => {
-      c.destroy();
-      res(true);
-    });
-    c.once('error', () => res(false));
-  });
 }
 
 /** `script` with each port of `map` (as a whole number, not part of another number or of a version like 3.4.23) replaced. */

@@ -14,27 +14,10 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-
-const ROOT = resolve(import.meta.dirname, '..');
-const LINKED = ['package.json', 'node_modules', 'src', 'workers', 'scripts', 'dist', 'tsconfig.json', 'tsconfig.build.json', 'examples'];
-const MARK = '<!-- walkthrough -->';
-
-/** The marked ```sh blocks of a markdown file, in order. */
-export function walkthroughBlocks(markdown: string): string[] {
-  const lines = markdown.split('\n');
-  const out: string[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    if (lines[i]!.trim() !== MARK || lines[i + 1]?.trim() !== '```sh') continue;
-    const end = lines.indexOf('```', i + 2);
-    if (end < 0) throw new Error(`unclosed block after line ${i + 1}`);
-    out.push(lines.slice(i + 2, end).join('\n'));
-    i = end;
-  }
-  return out;
-}
+import { join } from 'node:path';
+import { LINKED, ROOT, portOpen, walkthroughBlocks } from './helpers/walkthrough.js';
 
 function freePort(): Promise<number> {
   return new Promise((res, rej) => {
@@ -44,17 +27,6 @@ function freePort(): Promise<number> {
       const port = (s.address() as { port: number }).port;
       s.close(() => res(port));
     });
-  });
-}
-
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((res) => {
-    const c = connect(port, '127.0.0.1');
-    c.once('connect', () => {
-      c.destroy();
-      res(true);
-    });
-    c.once('error', () => res(false));
   });
 }
 
