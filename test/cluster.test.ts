@@ -366,6 +366,9 @@ t.test('a three-node cluster', async (t) => {
       const refused = await startRefused(join(c.dir, 'n2'), c.env(2));
       t.equal(refused.code, 1, refused.code === 1 ? 'the removed member does not start again' : refused.log);
       t.match(refused.log, /was removed from the cluster/);
+      const rejoin = await cairnCluster(['join', '--etcd', endpoints, '--chain-key', c.chainKey, '--data-dir', join(c.dir, 'n2')]);
+      t.equal(rejoin.code, 1, 'cairn cluster join refuses it too');
+      t.match(rejoin.log, /was removed from this cluster/);
       t.equal((await postBatches(live[1] ?? '', batchList(batch()))).status, 202, 'the two others acknowledge');
     },
   );
