@@ -64,8 +64,9 @@ async function allCommitted(url: string, ids: string[], seconds = 30): Promise<s
 const urlsOf = (c: TestCluster, which = [0, 1, 2]): string[] => which.map((i) => c.nodes[i]?.ledgerUrl ?? '');
 
 t.test('cluster faults', async (t) => {
-  // etcd is defragmented every few seconds here (every hour by default).
-  const c = await startCluster(3, { nodeEnv: { CAIRN_TEST_CLUSTER_DEFRAG_MS: '4000' } });
+  // etcd is defragmented every few seconds here (every hour by default), and the members
+  // read the log at most 2 blocks and 32 entries ahead of their committer (256 and 4096).
+  const c = await startCluster(3, { nodeEnv: { CAIRN_TEST_CLUSTER_DEFRAG_MS: '4000', CAIRN_TEST_CLUSTER_READ_AHEAD: '2' } });
   t.teardown(() => c.stop());
 
   await t.test('kill -9 of a node under load loses no acknowledged batch', async (t) => {
@@ -230,6 +231,15 @@ t.test('cluster faults', async (t) => {
     await c.nodes[2]?.kill9();
     // Its record, kept without its lease: the log stays retained for it while it is down.
     await client.put(liveKey).value(record);
+    // Entries enough while it is down that its replay runs past the read-ahead bound (32 here).
+    const filler: string[] = [];
+    const codes = new Set<number>();
+    for (let k = 0; k < 40; k++) {
+      const b = batch();
+      codes.add((await postBatches(urlsOf(c, [k % 2])[0] ?? '', batchList(b))).status);
+      filler.push(b.id);
+    }
+    t.same([...codes], [202], 'forty lists acknowledged while the member is down');
     const n0key = new Signer(readFileSync(join(c.dir, 'n0', 'keys', 'validator.priv'), 'utf8').trim());
     const [first, second, again] = [batch(), batch(), batch()];
     const txn = await client
@@ -254,6 +264,8 @@ t.test('cluster faults', async (t) => {
     t.equal((await getJson(`${node.ledgerUrl}/batch_statuses?id=${second.id}`)).json.data[0]?.status, 'UNKNOWN');
     t.notMatch(node.log(), /catching up from a member's blocks/, 'it read them from the log, not from blocks');
     t.match(node.log(), new RegExp(`cairn/log/outside/a shares revision ${shared}`), 'and passed over the same entry');
+    t.match(node.log(), /reading pauses at revision \d+/, 'its replay paused at the read-ahead bound and went on');
+    t.same(await allCommitted(node.ledgerUrl, filler), [], 'with every batch it missed');
     for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
 
     // etcd's history compacted past the stopped member's position (an operator's compaction,

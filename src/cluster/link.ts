@@ -68,6 +68,16 @@ const MAX_APPENDS = 1;
 const SLOW_APPEND_MS = 300;
 /** Envelopes handed to the committer and not applied yet, at most (the rest wait here). */
 const MAX_FORWARDED = 64;
+/**
+ * How far the follower reads ahead of the committer: blocks cut and not yet handed over, and
+ * entries read and not yet checked (the checks of --verify all take time). Past either, the
+ * watch stops and the log is read again from there once half of it is applied: the entries
+ * wait in etcd (the retention keeps them for this member), not in this process's memory.
+ */
+const READ_AHEAD_BLOCKS = 256;
+const READ_AHEAD_ENTRIES = 4096;
+/** Wait between checks whether a paused follower may read on (ms). */
+const READ_AHEAD_POLL_MS = 20;
 /** Wait before a failed read of the log is tried again (ms). */
 const RETRY_MS = 500;
 /**
@@ -154,6 +164,8 @@ export interface ClusterLinkOptions {
   head(): ChainHead;
   /** This member's chain is not the cluster's. */
   diverged(cause: string): void;
+  /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries: 16 times it). */
+  readAheadBlocks?: number;
 }
 
 interface Packing {
@@ -196,6 +208,12 @@ export class ClusterLink implements AckWriter {
   readonly #readWaits = new Set<{ target: number; resolve: () => void; timer: NodeJS.Timeout }>();
   /** The last catch-up's reason and position, as logged. */
   #catchUpSaid = '';
+  /** Entries read and not yet checked (the #order chain). */
+  #taking = 0;
+  /** Stops the current watch (the follower read too far ahead); null while none runs. */
+  #pauseWatch: (() => void) | null = null;
+  readonly #aheadBlocks: number;
+  readonly #aheadEntries: number;
   /** The key of the entry taken at #readNext - 1. */
   #lastKey = '';
   readonly #backlog: LogEnvelope[] = [];
@@ -216,6 +234,8 @@ export class ClusterLink implements AckWriter {
     this.#keyPrefix = `${LOG}${o.signer.publicKey}/${Date.now().toString(16)}-`;
     this.#readNext = o.nextRev;
     this.#applied = o.nextRev - 1;
+    this.#aheadBlocks = o.readAheadBlocks ?? READ_AHEAD_BLOCKS;
+    this.#aheadEntries = o.readAheadBlocks ? o.readAheadBlocks * 16 : READ_AHEAD_ENTRIES;
   }
 
   /** Starts following the log. */
@@ -435,6 +455,10 @@ export class ClusterLink implements AckWriter {
     const { client } = this.#o;
     while (!this.#closed && gen === this.#generation) {
       try {
+        // Paused (read too far ahead): on again once half of what was read is applied.
+        while ((this.#backlog.length > this.#aheadBlocks / 2 || this.#taking > this.#aheadEntries / 2) && !this.#closed && gen === this.#generation)
+          await new Promise((r) => setTimeout(r, READ_AHEAD_POLL_MS));
+        if (this.#closed || gen !== this.#generation) return;
         await this.#loadMembers();
         const fr = await client.get(FLOOR).exec();
         const floor = Number(fr.kvs[0]?.value.toString() ?? '0');
@@ -475,10 +499,17 @@ export class ClusterLink implements AckWriter {
             if (why !== null) log.warn(`cluster log watch ${why}; reading the log again from revision ${this.#readNext}`);
             resolve();
           };
+          this.#pauseWatch = () => {
+            log.info(
+              `the cluster log is read ${this.#backlog.length} blocks and ${this.#taking} entries ahead of the committer: reading pauses at revision ${this.#readNext}`,
+            );
+            stop(null);
+          };
           w.once('error', (err) => stop(`failed (${etcdReason(err)})`));
           w.once('disconnected', (err) => stop(`lost its stream (${etcdReason(err)})`));
           w.once('end', () => stop(null));
         });
+        this.#pauseWatch = null;
         if (this.#watcher === w) this.#watcher = null;
         await w.cancel().catch(() => undefined);
       } catch (err) {
@@ -685,85 +716,96 @@ export class ClusterLink implements AckWriter {
     this.#lastKey = kv.key.toString();
     if (this.#readWaits.size > 0) this.#releaseReads(false);
     const value = kv.value;
+    this.#taking++;
+    if (this.#taking > this.#aheadEntries || this.#backlog.length > this.#aheadBlocks) this.#pauseWatch?.();
     this.#order = this.#order.then(async () => {
-      if (gen !== this.#generation) return;
-      const signer = value.length >= 37 ? value.toString('hex', 4, 37) : '';
-      if (signer && !this.#isMember(signer, rev)) await this.#loadMembers().catch(() => undefined);
-      const known = (s: string): boolean => this.#isMember(s, rev);
-      const refuse = (err: unknown): void => {
-        const why = err instanceof EnvelopeError ? err.message : String(err);
-        log.warn(`cluster log entry at revision ${rev} (${kv.key.toString()}) refused: ${why}`);
-        // Passed over on every member alike: the position moves past it.
-        this.#passOver(rev);
-      };
-      if (isRemoval(value)) {
-        try {
-          this.#noteRemoval(decodeRemoval(value, this.#o.chainKey), rev);
-        } catch (err) {
-          refuse(err);
-          return;
-        }
-        this.#passOver(rev);
-        return;
-      }
-      if (isCut(value)) {
-        let target: number;
-        try {
-          target = decodeCut(value, known).target;
-        } catch (err) {
-          refuse(err);
-          return;
-        }
-        // The first cut of the open block closes it; a later one (another member's) is stale.
-        if (this.#open?.first === target) this.#closeBlock(rev);
-        else this.#passOver(rev);
-        return;
-      }
-      let env: LogEnvelope & { signer: string };
       try {
-        const e = decodeEnvelope(value, known);
-        env = { rev, ts: e.ts, batches: e.batches, signer: e.signer };
+        await this.#check(kv, rev, value, gen);
+      } finally {
+        this.#taking--;
+      }
+    });
+  }
+
+  /** One log entry taken, in order: checked, then added to the open block (or passed over). */
+  async #check(kv: IKeyValue, rev: number, value: Buffer, gen: number): Promise<void> {
+    if (gen !== this.#generation) return;
+    const signer = value.length >= 37 ? value.toString('hex', 4, 37) : '';
+    if (signer && !this.#isMember(signer, rev)) await this.#loadMembers().catch(() => undefined);
+    const known = (s: string): boolean => this.#isMember(s, rev);
+    const refuse = (err: unknown): void => {
+      const why = err instanceof EnvelopeError ? err.message : String(err);
+      log.warn(`cluster log entry at revision ${rev} (${kv.key.toString()}) refused: ${why}`);
+      // Passed over on every member alike: the position moves past it.
+      this.#passOver(rev);
+    };
+    if (isRemoval(value)) {
+      try {
+        this.#noteRemoval(decodeRemoval(value, this.#o.chainKey), rev);
       } catch (err) {
         refuse(err);
         return;
       }
-      this.#appendedAt.set(env.signer, Date.now());
-      if (this.#o.verify && env.batches.length > 0) env = { ...(await this.#verified(env, kv.key.toString())), signer: env.signer };
-      if (env.batches.length === 0) {
-        this.#passOver(rev);
+      this.#passOver(rev);
+      return;
+    }
+    if (isCut(value)) {
+      let target: number;
+      try {
+        target = decodeCut(value, known).target;
+      } catch (err) {
+        refuse(err);
         return;
       }
-      this.#track(
-        rev,
-        env.batches.map((b) => b.id),
-      );
-      let open = this.#open;
-      if (!open) {
-        open = {
-          first: rev,
-          ts: env.ts,
-          batches: [],
-          bytes: 0,
-          timer: null,
-          mine: env.signer === this.#o.signer.publicKey,
-          openedAt: Date.now(),
-          cutSent: false,
-        };
-        this.#open = open;
-        if (!open.mine) this.#scheduleCut(open, CUT_TAKEOVER_MS, gen);
-      }
-      // The opener's linger: a quiet spell, or the longest a block stays open.
-      if (open.mine && !open.cutSent) {
-        if (open.timer) clearTimeout(open.timer);
-        const now = Date.now();
-        this.#scheduleCut(open, Math.max(0, Math.min(open.openedAt + CUT_MAX_MS, now + CUT_QUIET_MS) - now), gen);
-      }
-      for (const b of env.batches) {
-        open.batches.push(b);
-        open.bytes += b.bytes.length;
-      }
-      if (open.batches.length >= BLOCK_MAX_BATCHES || open.bytes >= BLOCK_MAX_BYTES) this.#closeBlock(rev);
-    });
+      // The first cut of the open block closes it; a later one (another member's) is stale.
+      if (this.#open?.first === target) this.#closeBlock(rev);
+      else this.#passOver(rev);
+      return;
+    }
+    let env: LogEnvelope & { signer: string };
+    try {
+      const e = decodeEnvelope(value, known);
+      env = { rev, ts: e.ts, batches: e.batches, signer: e.signer };
+    } catch (err) {
+      refuse(err);
+      return;
+    }
+    this.#appendedAt.set(env.signer, Date.now());
+    if (this.#o.verify && env.batches.length > 0) env = { ...(await this.#verified(env, kv.key.toString())), signer: env.signer };
+    if (env.batches.length === 0) {
+      this.#passOver(rev);
+      return;
+    }
+    this.#track(
+      rev,
+      env.batches.map((b) => b.id),
+    );
+    let open = this.#open;
+    if (!open) {
+      open = {
+        first: rev,
+        ts: env.ts,
+        batches: [],
+        bytes: 0,
+        timer: null,
+        mine: env.signer === this.#o.signer.publicKey,
+        openedAt: Date.now(),
+        cutSent: false,
+      };
+      this.#open = open;
+      if (!open.mine) this.#scheduleCut(open, CUT_TAKEOVER_MS, gen);
+    }
+    // The opener's linger: a quiet spell, or the longest a block stays open.
+    if (open.mine && !open.cutSent) {
+      if (open.timer) clearTimeout(open.timer);
+      const now = Date.now();
+      this.#scheduleCut(open, Math.max(0, Math.min(open.openedAt + CUT_MAX_MS, now + CUT_QUIET_MS) - now), gen);
+    }
+    for (const b of env.batches) {
+      open.batches.push(b);
+      open.bytes += b.bytes.length;
+    }
+    if (open.batches.length >= BLOCK_MAX_BATCHES || open.bytes >= BLOCK_MAX_BYTES) this.#closeBlock(rev);
   }
 
   /** An entry that adds nothing: part of the open block, or applied on its own (the position moves). */

@@ -54,6 +54,8 @@ export interface MemberSettings {
   diverge?: boolean;
   /** How often the retaining member defragments etcd (ms; default an hour). */
   defragEveryMs?: number;
+  /** Test hook: how far the follower reads ahead of the committer, in blocks (src/cluster/link.ts). */
+  readAheadBlocks?: number;
   /** The signature checks the operator asked for: must be the chain's. */
   verify?: VerifyMode | undefined;
 }
@@ -168,6 +170,7 @@ export class ClusterMember {
           chainKey: this.chain.chainKey,
           verify: this.chain.verify === 'all' ? h.verify : null,
           peers: () => this.peers(),
+          ...(this.#s.readAheadBlocks ? { readAheadBlocks: this.#s.readAheadBlocks } : {}),
           head: h.head,
           diverged: (cause) => {
             log.error(`this member's chain diverged from the cluster's: ${cause}`);
