@@ -208,7 +208,7 @@ export class ClusterLink implements AckWriter {
   readonly #readWaits = new Set<{ target: number; resolve: () => void; timer: NodeJS.Timeout }>();
   /** The last catch-up's reason and position, as logged. */
   #catchUpSaid = '';
-  /** Entries read and not yet checked (the #order chain). */
+  /** Entries read and waiting for their check (the #order chain). */
   #taking = 0;
   /** Stops the current watch (the follower read too far ahead); null while none runs. */
   #pauseWatch: (() => void) | null = null;
@@ -718,12 +718,10 @@ export class ClusterLink implements AckWriter {
     const value = kv.value;
     this.#taking++;
     if (this.#taking > this.#aheadEntries || this.#backlog.length > this.#aheadBlocks) this.#pauseWatch?.();
-    this.#order = this.#order.then(async () => {
-      try {
-        await this.#check(kv, rev, value, gen);
-      } finally {
-        this.#taking--;
-      }
+    this.#order = this.#order.then(() => {
+      // Out of the queue: checked now (one at a time, in order).
+      this.#taking--;
+      return this.#check(kv, rev, value, gen);
     });
   }
 
