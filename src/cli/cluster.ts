@@ -30,6 +30,7 @@ import {
   etcdReason,
   parseEndpoints,
   readChain,
+  wasRemoved,
   type ChainRecord,
   type EtcdSettings,
   type MemberRecord,
@@ -205,7 +206,7 @@ async function joinNode(args: { options: Map<string, string> }, json: boolean): 
     if (!existsSync(file)) throw new Refused(`${file} does not exist: copy the chain key from where it was made`);
     if (loadOrCreateKey(file).publicKey !== chain.chainKey) throw new Refused(`${file} is not this cluster's chain key`);
     const node = loadOrCreateKey(join(dir, 'keys', 'validator.priv'));
-    if ((await client.get(`${REMOVED}${node.publicKey}`).exec()).kvs.length > 0)
+    if (await wasRemoved(client, chain.chainKey, node.publicKey))
       throw new Refused(
         `the node of ${dir} (${node.publicKey.slice(0, 16)}…) was removed from this cluster: a new data directory (a new key) joins instead`,
       );

@@ -15,6 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, isBrokenCircuitError, retry } from 'cockatiel';
 import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
+import { decodeRemoval } from './envelope.js';
 export { parseEndpoints } from './endpoints.js';
 
 export const PREFIX = 'cairn/';
@@ -113,4 +114,19 @@ export async function readChain(client: Etcd3): Promise<ChainRecord | null> {
 export function etcdReason(err: unknown): string {
   const m = err instanceof Error ? err.message : String(err);
   return m.replace(/\s+/g, ' ').slice(0, 200);
+}
+
+/** Whether a `cairn/removed/` value is a removal of `key` signed by the chain key (a forged or damaged one counts for nothing). */
+export function isRemovalOf(value: Uint8Array, key: string, chainKey: string): boolean {
+  try {
+    return decodeRemoval(value, chainKey) === key;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `key` was taken out of the cluster (`cairn cluster remove`). */
+export async function wasRemoved(client: Etcd3, chainKey: string, key: string): Promise<boolean> {
+  const value = (await client.get(`${REMOVED}${key}`).exec()).kvs[0]?.value;
+  return value !== undefined && isRemovalOf(value, key, chainKey);
 }

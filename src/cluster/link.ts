@@ -32,7 +32,7 @@ import {
   isCut,
   isRemoval,
 } from './envelope.js';
-import { CHAIN_KEY, FLOOR, LOG, NODES, REMOVED, etcdReason } from './etcd.js';
+import { CHAIN_KEY, FLOOR, LOG, NODES, REMOVED, etcdReason, isRemovalOf } from './etcd.js';
 import { consensusRevision } from './consensus.js';
 
 /** The 503 of a member that was removed from the cluster. */
@@ -75,7 +75,8 @@ const MAX_FORWARDED = 64;
  * wait in etcd (the retention keeps them for this member), not in this process's memory.
  */
 const READ_AHEAD_BLOCKS = 256;
-const READ_AHEAD_ENTRIES = 4096;
+/** … and entries: this many per block of the bound (4,096). */
+const READ_AHEAD_ENTRIES_PER_BLOCK = 16;
 /** Wait between checks whether a paused follower may read on (ms). */
 const READ_AHEAD_POLL_MS = 20;
 /** Wait before a failed read of the log is tried again (ms). */
@@ -164,7 +165,7 @@ export interface ClusterLinkOptions {
   head(): ChainHead;
   /** This member's chain is not the cluster's. */
   diverged(cause: string): void;
-  /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries: 16 times it). */
+  /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries READ_AHEAD_ENTRIES_PER_BLOCK times it). */
   readAheadBlocks?: number;
 }
 
@@ -214,8 +215,8 @@ export class ClusterLink implements AckWriter {
   #pauseWatch: (() => void) | null = null;
   readonly #aheadBlocks: number;
   readonly #aheadEntries: number;
-  /** The key of the entry taken at #readNext - 1. */
-  #lastKey = '';
+  /** The key of the entry taken at #readNext - 1 (read as text only to name it in a warning). */
+  #lastKey: Buffer = Buffer.alloc(0);
   readonly #backlog: LogEnvelope[] = [];
   /** Revisions handed to the committer and not applied yet, ascending. */
   #forwarded: number[] = [];
@@ -235,7 +236,7 @@ export class ClusterLink implements AckWriter {
     this.#readNext = o.nextRev;
     this.#applied = o.nextRev - 1;
     this.#aheadBlocks = o.readAheadBlocks ?? READ_AHEAD_BLOCKS;
-    this.#aheadEntries = o.readAheadBlocks ? o.readAheadBlocks * 16 : READ_AHEAD_ENTRIES;
+    this.#aheadEntries = this.#aheadBlocks * READ_AHEAD_ENTRIES_PER_BLOCK;
   }
 
   /** Starts following the log. */
@@ -708,12 +709,14 @@ export class ClusterLink implements AckWriter {
     if (rev < this.#readNext) {
       // One revision, one entry: the first of a transaction's puts (the same one on every
       // member, since all read etcd's history in its order); the others are passed over.
-      if (rev === this.#readNext - 1 && kv.key.toString() !== this.#lastKey)
-        log.warn(`cluster log entry ${kv.key.toString()} shares revision ${rev} with ${this.#lastKey}: passed over (one entry a revision)`);
+      if (rev === this.#readNext - 1 && !kv.key.equals(this.#lastKey))
+        log.warn(
+          `cluster log entry ${kv.key.toString()} shares revision ${rev} with ${this.#lastKey.toString()}: passed over (one entry a revision)`,
+        );
       return;
     }
     this.#readNext = rev + 1;
-    this.#lastKey = kv.key.toString();
+    this.#lastKey = kv.key;
     if (this.#readWaits.size > 0) this.#releaseReads(false);
     const value = kv.value;
     this.#taking++;
@@ -894,13 +897,8 @@ export class ClusterLink implements AckWriter {
     this.#members = m;
     for (const kv of out.kvs) {
       const key = kv.key.toString().slice(REMOVED.length);
-      try {
-        if (decodeRemoval(kv.value, this.#o.chainKey) !== key) throw new EnvelopeError('names another key');
-      } catch (err) {
-        log.warn(`removal record ${kv.key.toString()} refused: ${(err as Error).message}`);
-        continue;
-      }
-      this.#noteRemoval(key, Number(kv.create_revision));
+      if (isRemovalOf(kv.value, key, this.#o.chainKey)) this.#noteRemoval(key, Number(kv.create_revision));
+      else log.warn(`removal record ${kv.key.toString()} refused: not a removal of that key signed by the chain key`);
     }
   }
 
@@ -939,7 +937,7 @@ export class ClusterLink implements AckWriter {
     if (this.#open?.timer) clearTimeout(this.#open.timer);
     this.#open = null;
     this.#readNext = nextRev;
-    this.#lastKey = '';
+    this.#lastKey = Buffer.alloc(0);
     this.#applied = nextRev - 1;
     this.#releaseWaits(true);
     this.#order = Promise.resolve();

@@ -14,17 +14,16 @@ import type { Ledger, SharedLog } from '../ledger/ledger.js';
 import { loadOrCreateKey } from '../store/keys.js';
 import { StartupError } from '../store/lock.js';
 import { ClusterLink } from './link.js';
-import { decodeRemoval } from './envelope.js';
 import {
   ATTEST,
   FLOOR,
   LOG,
   LIVE,
   NODES,
-  REMOVED,
   etcdClient,
   etcdReason,
   readChain,
+  wasRemoved,
   type Attestation,
   type ChainRecord,
   type EtcdSettings,
@@ -119,7 +118,7 @@ export class ClusterMember {
         throw new StartupError(
           `the chain key in ${s.chainKeyFile} (${chainKey.publicKey.slice(0, 16)}…) is not this cluster's (${chain.chainKey.slice(0, 16)}…): refusing to join`,
         );
-      if (await ClusterMember.#removed(client, chain, signer.publicKey))
+      if (await wasRemoved(client, chain.chainKey, signer.publicKey))
         throw new StartupError(
           `this node's key (${signer.publicKey.slice(0, 16)}…) was removed from the cluster (cairn cluster remove): a removed member does not come back; ` +
             'start a node on a new data directory (a new key) instead',
@@ -136,18 +135,6 @@ export class ClusterMember {
       client.close();
       if (err instanceof StartupError) throw err;
       throw new StartupError(`the cluster's etcd (${s.etcd.endpoints.join(',')}) did not answer: ${etcdReason(err)}`);
-    }
-  }
-
-  /** Whether `key` was removed from the cluster: a removal record that the chain key signed. */
-  static async #removed(client: Etcd3, chain: ChainRecord, key: string): Promise<boolean> {
-    const value = (await client.get(`${REMOVED}${key}`).exec()).kvs[0]?.value;
-    if (value === undefined) return false;
-    try {
-      return decodeRemoval(value, chain.chainKey) === key;
-    } catch (err) {
-      log.warn(`removal record of this node refused: ${(err as Error).message}`);
-      return false;
     }
   }
 
