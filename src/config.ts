@@ -24,6 +24,8 @@ export interface ClusterConfig {
   advertise: string | undefined;
   /** Who checks batch signatures, when set: it must be the chain's (cairn cluster init --verify). */
   verify: 'trust' | 'all' | undefined;
+  /** This member's appends start at least this many ms apart per appending member; unset: src/cluster/link.ts's default. */
+  appendSpacingMs: number | undefined;
 }
 
 export interface Config {
@@ -233,6 +235,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     env: 'CAIRN_VERIFY',
     help: "a cluster member: trust (the ingesting member checks signatures) or all (every member re-verifies); must be the chain's (default: the chain's)",
   },
+  clusterAppendSpacingMs: {
+    flag: 'cluster-append-spacing-ms',
+    env: 'CAIRN_CLUSTER_APPEND_SPACING_MS',
+    help: 'a cluster member: its appends start at least this many ms apart for each member appending, 0 to 1000; larger packs more batches into each etcd write (less CPU per batch) and lengthens a submit under load (default 8)',
+  },
   clusterAdvertise: {
     flag: 'cluster-advertise',
     env: 'CAIRN_CLUSTER_ADVERTISE',
@@ -375,6 +382,9 @@ function clusterConfig(get: (key: keyof typeof OPTIONS) => string | undefined): 
     throw new ConfigError(`cluster advertise: expected http(s)://host:port, got "${advertise}"`);
   const verify = get('verify');
   if (verify !== undefined && verify !== 'trust' && verify !== 'all') throw new ConfigError(`verify: expected trust or all, got "${verify}"`);
+  const spacingText = get('clusterAppendSpacingMs');
+  const spacing = spacingText === undefined ? undefined : int(spacingText, 'cluster append spacing', 0);
+  if (spacing !== undefined && spacing > 1000) throw new ConfigError(`cluster append spacing: expected at most 1000 (ms), got "${spacing}"`);
   const c: ClusterConfig = {
     etcd: endpoints,
     chainKeyFile: resolve(chainKey),
@@ -383,6 +393,7 @@ function clusterConfig(get: (key: keyof typeof OPTIONS) => string | undefined): 
     key: pem('clusterEtcdKey'),
     advertise,
     verify,
+    appendSpacingMs: spacing,
   };
   if ((c.ca || c.cert || c.key) && !(c.ca && c.cert && c.key))
     throw new ConfigError('etcd TLS needs all three of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key');

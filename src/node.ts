@@ -112,6 +112,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
           ...(process.env.CAIRN_TEST_CLUSTER_DEFRAG_MS ? { defragEveryMs: Number(process.env.CAIRN_TEST_CLUSTER_DEFRAG_MS) } : {}),
           ...(process.env.CAIRN_TEST_CLUSTER_READ_AHEAD ? { readAheadBlocks: Number(process.env.CAIRN_TEST_CLUSTER_READ_AHEAD) } : {}),
           verify: config.cluster.verify,
+          appendSpacingMs: config.cluster.appendSpacingMs,
         },
         nodeSigner,
       );

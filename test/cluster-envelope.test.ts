@@ -118,6 +118,12 @@ t.test('etcd endpoints and cluster settings are checked', async (t) => {
   t.throws(() => loadConfig([], { ...env, CAIRN_VERIFY: 'some' }), /trust or all/);
   t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ADVERTISE: 'ftp://x' }), /http\(s\):\/\/host:port/);
   t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_ETCD_CERT: '/c' }), /all three/);
+  // The append spacing: unset takes the link's default; 0 to 1000 ms; anything else refused.
+  t.equal(cfg.cluster?.appendSpacingMs, undefined);
+  t.equal(loadConfig([], { ...env, CAIRN_CLUSTER_APPEND_SPACING_MS: '0' }).cluster?.appendSpacingMs, 0);
+  t.equal(loadConfig(['--cluster-append-spacing-ms', '1000'], env).cluster?.appendSpacingMs, 1000, 'the flag');
+  for (const bad of ['1001', '-1', '8.5', '8ms', '1e3'])
+    t.throws(() => loadConfig([], { ...env, CAIRN_CLUSTER_APPEND_SPACING_MS: bad }), /cluster append spacing/, `refused: "${bad}"`);
 });
 
 t.test('a cut names the block it closes; a forged or damaged one is refused', async (t) => {

@@ -33,7 +33,11 @@ let seq = 0;
 const batch = (): ReturnType<typeof intkeyBatch> => intkeyBatch(signer, [['set', `c${seq++}`, seq]]);
 
 t.test('a three-node cluster', async (t) => {
-  const c = await startCluster(3);
+  // Members may space their appends differently (--cluster-append-spacing-ms): none, the default, 30 ms.
+  const spacings: Record<number, string> = { 1: '0', 2: '30' };
+  const c = await startCluster(3, {
+    nodeEnvOf: (i): Record<string, string> => (spacings[i] ? { CAIRN_CLUSTER_APPEND_SPACING_MS: spacings[i] } : {}),
+  });
   t.teardown(() => c.stop());
   const urls = c.nodes.map((n) => n?.ledgerUrl ?? '');
   const endpoints = c.etcd.endpoints.join(',');
@@ -186,6 +190,9 @@ t.test('a three-node cluster', async (t) => {
       'the members, the registered one that never started down',
     );
     t.ok(st.cluster.log.applied > 0);
+    t.equal(st.cluster.log.append_spacing_ms, 8, 'the default append spacing');
+    const spacing = await Promise.all(urls.slice(1).map(async (u) => (await getJson(`${u}/status`)).json.data.cluster.log.append_spacing_ms));
+    t.same(spacing, [0, 30], 'each member its own --cluster-append-spacing-ms');
   });
 
   await t.test('garbage and forged log entries are refused by every member', async (t) => {

@@ -43,7 +43,8 @@ export const ENVELOPE_MAX_BATCHES = 1000;
 /** … and this many bytes (etcd refuses requests over 1.5 MiB by default). */
 export const ENVELOPE_MAX_BYTES = 1024 * 1024;
 /**
- * This member's appends start at least this far apart (ms) for every member that appended
+ * This member's appends start at least this far apart (ms; `--cluster-append-spacing-ms`,
+ * the default here) for every member that appended
  * in the last APPENDERS_WINDOW_MS (itself included): a batch that comes when none started
  * for that long goes at once, and under load the batches that come meanwhile share one
  * envelope. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
@@ -53,7 +54,7 @@ export const ENVELOPE_MAX_BYTES = 1024 * 1024;
  * made one node loaded alone wait; the runs behind this choice are in docs/performance.md
  * (the cluster section).
  */
-const APPEND_SPACING_MS = 8;
+export const APPEND_SPACING_MS = 8;
 /** A member that appended within this long counts as appending (ms). */
 const APPENDERS_WINDOW_MS = 1_000;
 /**
@@ -167,6 +168,8 @@ export interface ClusterLinkOptions {
   diverged(cause: string): void;
   /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries READ_AHEAD_ENTRIES_PER_BLOCK times it). */
   readAheadBlocks?: number;
+  /** The spacing of this member's appends per appending member (ms; APPEND_SPACING_MS by default). */
+  appendSpacingMs?: number;
 }
 
 interface Packing {
@@ -215,6 +218,7 @@ export class ClusterLink implements AckWriter {
   #pauseWatch: (() => void) | null = null;
   readonly #aheadBlocks: number;
   readonly #aheadEntries: number;
+  readonly #spacing: number;
   /** The key of the entry taken at #readNext - 1 (read as text only to name it in a warning). */
   #lastKey: Buffer = Buffer.alloc(0);
   readonly #backlog: LogEnvelope[] = [];
@@ -237,6 +241,7 @@ export class ClusterLink implements AckWriter {
     this.#applied = o.nextRev - 1;
     this.#aheadBlocks = o.readAheadBlocks ?? READ_AHEAD_BLOCKS;
     this.#aheadEntries = this.#aheadBlocks * READ_AHEAD_ENTRIES_PER_BLOCK;
+    this.#spacing = o.appendSpacingMs ?? APPEND_SPACING_MS;
   }
 
   /** Starts following the log. */
@@ -309,7 +314,7 @@ export class ClusterLink implements AckWriter {
       done.catch(() => undefined);
       const fresh: Packing = { batches: [], bytes: 0, done, resolve, reject, timer: null, due: false };
       const now = Date.now();
-      const wait = this.#lastAppendAt + APPEND_SPACING_MS * this.#appenders(now) - now;
+      const wait = this.#lastAppendAt + this.#spacing * this.#appenders(now) - now;
       if (wait <= 0) fresh.due = true;
       else
         fresh.timer = setTimeout(() => {

@@ -13,7 +13,7 @@ import type { Signer } from '../crypto/secp256k1.js';
 import type { Ledger, SharedLog } from '../ledger/ledger.js';
 import { loadOrCreateKey } from '../store/keys.js';
 import { StartupError } from '../store/lock.js';
-import { ClusterLink } from './link.js';
+import { APPEND_SPACING_MS, ClusterLink } from './link.js';
 import {
   ATTEST,
   FLOOR,
@@ -55,6 +55,8 @@ export interface MemberSettings {
   defragEveryMs?: number;
   /** Test hook: how far the follower reads ahead of the committer, in blocks (src/cluster/link.ts). */
   readAheadBlocks?: number;
+  /** Spacing of this member's appends per appending member (ms; src/cluster/link.ts APPEND_SPACING_MS by default). */
+  appendSpacingMs?: number;
   /** The signature checks the operator asked for: must be the chain's. */
   verify?: VerifyMode | undefined;
 }
@@ -158,6 +160,7 @@ export class ClusterMember {
           verify: this.chain.verify === 'all' ? h.verify : null,
           peers: () => this.peers(),
           ...(this.#s.readAheadBlocks ? { readAheadBlocks: this.#s.readAheadBlocks } : {}),
+          ...(this.#s.appendSpacingMs !== undefined ? { appendSpacingMs: this.#s.appendSpacingMs } : {}),
           head: h.head,
           diverged: (cause) => {
             log.error(`this member's chain diverged from the cluster's: ${cause}`);
@@ -343,9 +346,17 @@ export class ClusterMember {
   }
 
   /** The cluster as this member sees it, for /status. */
-  view(): { node_id: string; members: MemberView[]; log: { applied: number; seen: number; lag: number } } {
+  view(): {
+    node_id: string;
+    members: MemberView[];
+    log: { applied: number; seen: number; lag: number; append_spacing_ms: number };
+  } {
     const pos = this.#link?.position ?? { applied: 0, seen: 0 };
-    return { node_id: this.#s.nodeId, members: this.#members, log: { ...pos, lag: Math.max(0, pos.seen - pos.applied) } };
+    return {
+      node_id: this.#s.nodeId,
+      members: this.#members,
+      log: { ...pos, lag: Math.max(0, pos.seen - pos.applied), append_spacing_ms: this.#s.appendSpacingMs ?? APPEND_SPACING_MS },
+    };
   }
 
   async close(): Promise<void> {

@@ -154,7 +154,10 @@ export const replies = {
               },
             },
           },
-          log: { type: 'object', properties: { applied: { type: 'integer' }, seen: { type: 'integer' }, lag: { type: 'integer' } } },
+          log: {
+            type: 'object',
+            properties: { applied: { type: 'integer' }, seen: { type: 'integer' }, lag: { type: 'integer' }, append_spacing_ms: { type: 'integer' } },
+          },
         },
       },
     },

@@ -36,7 +36,7 @@ export function cairnCluster(args: string[], env: NodeJS.ProcessEnv = process.en
 
 export async function startCluster(
   n: number,
-  opts: { etcdMembers?: number; init?: string[]; nodeEnv?: Record<string, string> } = {},
+  opts: { etcdMembers?: number; init?: string[]; nodeEnv?: Record<string, string>; nodeEnvOf?: (i: number) => Record<string, string> } = {},
 ): Promise<TestCluster> {
   const etcd = await startEtcdCluster(opts.etcdMembers ?? 3);
   const dir = mkdtempSync(join(tmpdir(), 'cairn-cluster-'));
@@ -53,6 +53,7 @@ export async function startCluster(
     CAIRN_NODE_ID: `n${i}`,
     CAIRN_LOG_FORMAT: 'json',
     ...opts.nodeEnv,
+    ...opts.nodeEnvOf?.(i),
   });
   const c: TestCluster = {
     etcd,
