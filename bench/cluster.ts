@@ -41,7 +41,8 @@
  * ELECTION_MS (1000: etcd's defaults), POLL_MS (10), PIN_CORES (0: none; k: each node on k cores of its own, each etcd
  * member on one, the bench on the rest, bench/lib/pin.ts; for a many-core machine),
  * REPORT_JSON (a file for the full report), KEEP=1 (keep the temp directory with the etcd and
- * node logs; kept anyway when the run fails), BENCH_QUIET=1.
+ * node logs; kept anyway when the run fails), BENCH_QUIET=1. The nodes get this environment:
+ * CAIRN_CLUSTER_APPEND_SPACING_MS=16 runs the members at that append spacing.
  * Prints a table on stderr and one JSON line on stdout.
  */
 import { spawn } from 'node:child_process';

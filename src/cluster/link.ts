@@ -43,11 +43,11 @@ export const ENVELOPE_MAX_BATCHES = 1000;
 /** … and this many bytes (etcd refuses requests over 1.5 MiB by default). */
 export const ENVELOPE_MAX_BYTES = 1024 * 1024;
 /**
- * This member's appends start at least this far apart (ms; `--cluster-append-spacing-ms`,
- * the default here) for every member that appended
+ * This member's appends start at least this far apart (ms) for every member that appended
  * in the last APPENDERS_WINDOW_MS (itself included): a batch that comes when none started
  * for that long goes at once, and under load the batches that come meanwhile share one
- * envelope. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
+ * envelope. The default of `--cluster-append-spacing-ms`, which trades a submit's wait under
+ * load for CPU per batch. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
  * every member, a watch event and a signature check, so the envelope rate, not the batch
  * rate, is what etcd and the followers pay for: the members that ingest share one budget of
  * envelopes. A fixed spacing (25 ms) did as well with the load on all three nodes but
