@@ -46,13 +46,13 @@ export const ENVELOPE_MAX_BYTES = 1024 * 1024;
  * This member's appends start at least this far apart (ms) for every member that appended
  * in the last APPENDERS_WINDOW_MS (itself included): a batch that comes when none started
  * for that long goes at once, and under load the batches that come meanwhile share one
- * envelope. The default of `--cluster-append-spacing-ms`, which trades a submit's wait under
- * load for CPU per batch. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
+ * envelope. Every envelope costs an etcd write (a Raft entry and a sync on a quorum) and, on
  * every member, a watch event and a signature check, so the envelope rate, not the batch
  * rate, is what etcd and the followers pay for: the members that ingest share one budget of
  * envelopes. A fixed spacing (25 ms) did as well with the load on all three nodes but
- * made one node loaded alone wait; the runs behind this choice are in docs/performance.md
- * (the cluster section).
+ * made one node loaded alone wait. This is the default of `--cluster-append-spacing-ms`,
+ * which trades a submit's wait under load for CPU per batch; the runs behind it are in
+ * docs/performance.md (the cluster section).
  */
 export const APPEND_SPACING_MS = 8;
 /** A member that appended within this long counts as appending (ms). */
