@@ -33,8 +33,8 @@ let seq = 0;
 const batch = (): ReturnType<typeof intkeyBatch> => intkeyBatch(signer, [['set', `c${seq++}`, seq]]);
 
 t.test('a three-node cluster', async (t) => {
-  // Members may space their appends differently (--cluster-append-spacing-ms): none, the default, 30 ms.
-  const spacings: Record<number, string> = { 1: '0', 2: '30' };
+  // Members may space their appends differently (--cluster-append-spacing-ms): none, the default, 200 ms.
+  const spacings: Record<number, string> = { 1: '0', 2: '200' };
   const c = await startCluster(3, {
     nodeEnvOf: (i): Record<string, string> => (spacings[i] ? { CAIRN_CLUSTER_APPEND_SPACING_MS: spacings[i] } : {}),
   });
@@ -192,7 +192,26 @@ t.test('a three-node cluster', async (t) => {
     t.ok(st.cluster.log.applied > 0);
     t.equal(st.cluster.log.append_spacing_ms, 8, 'the default append spacing');
     const spacing = await Promise.all(urls.slice(1).map(async (u) => (await getJson(`${u}/status`)).json.data.cluster.log.append_spacing_ms));
-    t.same(spacing, [0, 30], 'each member its own --cluster-append-spacing-ms');
+    t.same(spacing, [0, 200], 'each member its own --cluster-append-spacing-ms');
+    // And n2 keeps to it: each of its appends starts at least 200 ms after its last one, so
+    // four lists sent one after another take at least 600 ms (a few tens at 8 ms).
+    const spaced = [batch(), batch(), batch(), batch()];
+    const t0 = performance.now();
+    for (const b of spaced) t.equal((await postBatches(urls[2] ?? '', batchList(b))).status, 202);
+    const took = performance.now() - t0;
+    t.ok(took >= 600, `four appends of n2 took ${Math.round(took)} ms`);
+    // Committed everywhere before the next test counts blocks.
+    for (const url of urls)
+      t.ok(
+        (
+          await waitCommitted(
+            url,
+            spaced.map((b) => b.id),
+            20,
+          )
+        ).every((x: { status: string }) => x.status === 'COMMITTED'),
+        `n2's spaced batches committed on ${url}`,
+      );
   });
 
   await t.test('garbage and forged log entries are refused by every member', async (t) => {
