@@ -6,23 +6,12 @@
 import t from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { batchList, intkeyBatch, newSigner, postBatches, waitCommitted } from './helpers/batches.js';
 import { startChild, startRefused } from './helpers/child.js';
 import { cairnCluster, stopOrKill } from './helpers/cluster.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
+import { freePorts } from './helpers/ports.js';
 
 /** A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
 function certificates(dir: string): { ca: string; serverCert: string; serverKey: string; clientCert: string; clientKey: string } {
@@ -58,7 +47,7 @@ t.test('etcd over TLS with client certificates', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-tls-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const c = certificates(dir);
-  const [clientPort, peerPort] = [await freePort(), await freePort()];
+  const [clientPort, peerPort] = await freePorts(2);
   const url = `https://127.0.0.1:${clientPort}`;
   const etcd = spawn(
     'etcd',

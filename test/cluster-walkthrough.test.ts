@@ -22,9 +22,9 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePorts } from './helpers/ports.js';
 import { LINKED, ROOT, portOpen, walkthroughBlocks } from './helpers/walkthrough.js';
 
 const DOC = 'docs/cluster.md';
@@ -40,45 +40,6 @@ const PORTS = {
 const FIXED = Object.values(PORTS).flat();
 const MEMBERS = ['m1', 'm2', 'm3'];
 const RUN_LIMIT_MS = 150_000;
-
-function listen(port: number): Promise<Server | null> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.once('error', () => res(null));
-    s.listen(port, '127.0.0.1', () => res(s));
-  });
-}
-
-/** The kernel's ephemeral range (outgoing connections take their local ports from it). */
-function ephemeralRange(): [number, number] {
-  try {
-    const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (lo && hi) return [lo, hi];
-  } catch {
-    // not Linux
-  }
-  return [32768, 60999];
-}
-
-/**
- * n distinct ports free on 127.0.0.1, picked at random from 10000 up to the ephemeral range
- * (all held open until all are picked); from the kernel (port 0) where that range leaves no room.
- */
-async function freePorts(n: number): Promise<number[]> {
-  const [lo] = ephemeralRange();
-  const held: Server[] = [];
-  try {
-    for (let tries = 0; held.length < n && tries < 1000; tries++) {
-      const port = lo > 11_000 ? 10_000 + Math.floor(Math.random() * (lo - 10_000)) : 0;
-      const s = await listen(port);
-      if (s) held.push(s);
-    }
-    if (held.length < n) throw new Error(`only ${held.length} of ${n} free ports found`);
-    return held.map((s) => (s.address() as { port: number }).port);
-  } finally {
-    await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
-  }
-}
 
 /** `script` with each port of `map` (as a whole number, not part of another number or of a version like 3.4.23) replaced. */
 function substitutePorts(script: string, map: ReadonlyMap<number, number>): string {

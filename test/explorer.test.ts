@@ -15,9 +15,9 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { createServer, type AddressInfo } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { startTestNode } from './helpers/node.js';
+import { freePort } from './helpers/ports.js';
 import { launchBrowser } from './helpers/browser.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson, type Signer } from './helpers/batches.js';
 import { rawRequest, rawJson } from './helpers/raw.js';
@@ -288,12 +288,7 @@ t.test('in a browser: a committed batch appears live, in the drill-down, in stat
 
 t.test('in a browser: the live list reconnects by itself after the node restarts', async (t) => {
   // A node of its own on a fixed port, so that the restarted node is at the address the page knows.
-  const free = await new Promise<number>((res) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as AddressInfo).port;
-      srv.close(() => res(p));
-    });
-  });
+  const free = await freePort();
   const env = { CAIRN_LEDGER_BIND: `127.0.0.1:${free}` };
   let own = await startTestNode(env);
   const dataDir = own.dataDir;

@@ -5,10 +5,10 @@
  */
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startChild, startRefused } from './helpers/child.js';
+import { freePort } from './helpers/ports.js';
 import { startTestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';
 
@@ -36,16 +36,6 @@ t.test('a second process on the same data directory exits 2 naming the directory
   const status = await getJson(`${first.ledgerUrl}/blocks`);
   t.equal(status.status, 200, 'the first node still serves');
 });
-
-/** A port free right now (the kernel does not share ports it picked itself, so tests pick one). */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 t.test('a second process on the same ports fails to listen instead of sharing the port', async (t) => {
   const first = await startChild(tempDir(t), { CAIRN_LEDGER_BIND: `127.0.0.1:${await freePort()}` });

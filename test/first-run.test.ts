@@ -7,7 +7,6 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -16,6 +15,7 @@ import { Signer } from '../src/crypto/secp256k1.js';
 import { usage } from '../src/config.js';
 import { captureStderr, startApiNode, type ApiNode } from './helpers/node-api.js';
 import { startChild, TS_ARGS } from './helpers/child.js';
+import { freePort } from './helpers/ports.js';
 import { reasons } from '../src/startup.js';
 
 const run = promisify(execFile);
@@ -59,12 +59,7 @@ t.test('intkey: --help, CAIRN_LEDGER_BIND, unreachable URL, exit codes', async (
   t.match(invalid.stderr, /INVALID/);
   const get = await tsx('src/cli/intkey.ts', ['get', 'nc'], env);
   t.equal(get.stdout, 'nc: 5\n');
-  const closed = await new Promise<number>((res) => {
-    const s: Server = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
+  const closed = await freePort();
   const down = await tsx('src/cli/intkey.ts', ['get', 'nc'], { CAIRN_LEDGER_BIND: `127.0.0.1:${closed}` });
   t.equal(down.code, 1);
   t.match(

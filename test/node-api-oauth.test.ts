@@ -1,17 +1,8 @@
 import t from 'tap';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { log } from '../src/log.js';
 import { captureStderr, startApiNode, VERSIONS, type ApiNode } from './helpers/node-api.js';
 import { Browser, PEOPLE, startProvider, type TestProvider } from './helpers/oidc.js';
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
+import { freePort } from './helpers/ports.js';
 
 const logs = captureStderr();
 log.setLevel('debug');

@@ -14,21 +14,10 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePorts } from './helpers/ports.js';
 import { LINKED, ROOT, portOpen, walkthroughBlocks } from './helpers/walkthrough.js';
-
-function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-  });
-}
 
 interface Sandbox {
   dir: string;
@@ -39,7 +28,8 @@ interface Sandbox {
 async function sandbox(): Promise<Sandbox> {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-walk-'));
   for (const f of LINKED) if (existsSync(join(ROOT, f))) symlinkSync(join(ROOT, f), join(dir, f));
-  const ports = { ledger: await freePort(), node: await freePort(), data: await freePort() };
+  const [ledger, node, data] = (await freePorts(3)) as [number, number, number];
+  const ports = { ledger, node, data };
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) if (k.startsWith('CAIRN_') || k.startsWith('TAP')) delete env[k];
   Object.assign(env, {
@@ -107,19 +97,17 @@ const DOCS: { doc: string; fixedPorts?: number[]; dataDir: boolean }[] = [
   },
 ];
 
-/** `script` with each of `ports` (as a whole number) replaced by a free port; the ports given. */
-export async function substitutePorts(script: string, ports: readonly number[]): Promise<{ script: string; ports: number[] }> {
-  const map = new Map<string, string>();
-  const taken = new Set<number>();
-  for (const p of ports) {
-    let free = await freePort();
-    while (taken.has(free)) free = await freePort();
-    taken.add(free);
-    map.set(String(p), String(free));
-  }
-  if (map.size === 0) return { script, ports: [] };
+/** `script` with each of `ports` (as a whole number) replaced by a free port, none of `avoid`; the ports given. */
+export async function substitutePorts(
+  script: string,
+  ports: readonly number[],
+  avoid: Iterable<number> = [],
+): Promise<{ script: string; ports: number[] }> {
+  if (ports.length === 0) return { script, ports: [] };
+  const free = await freePorts(ports.length, avoid);
+  const map = new Map(ports.map((p, i) => [String(p), String(free[i])]));
   const re = new RegExp(`(?<![\\d.])(${[...map.keys()].join('|')})(?!\\d)`, 'g');
-  return { script: script.replace(re, (m) => map.get(m)!), ports: [...map.values()].map(Number) };
+  return { script: script.replace(re, (m) => map.get(m)!), ports: free };
 }
 
 for (const { doc, fixedPorts = [], dataDir } of DOCS) {
@@ -128,7 +116,7 @@ for (const { doc, fixedPorts = [], dataDir } of DOCS) {
     t.ok(blocks.length > 0, 'the document has marked blocks');
     const sb = await sandbox();
     t.teardown(() => rmSync(sb.dir, { recursive: true, force: true }));
-    const own = await substitutePorts(blocks.join('\n'), fixedPorts);
+    const own = await substitutePorts(blocks.join('\n'), fixedPorts, Object.values(sb.ports));
     t.equal(own.ports.length, fixedPorts.length, 'each fixed port of the document is moved');
     const r = await runBash(HEADER + own.script, sb.dir, sb.env, 150_000);
     const failed = /WALKTHROUGH FAILED[^\n]*/.exec(r.err)?.[0];

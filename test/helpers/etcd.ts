@@ -10,12 +10,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { Writable } from 'node:stream';
 // The cluster benchmark's core pinning (its launcher is this one).
 import { pinned } from '../../bench/lib/pin.js';
+import { freePorts } from './ports.js';
 
 export interface EtcdMember {
   name: string;
@@ -128,24 +128,6 @@ export function killOnExit(child: ChildProcess): void {
     live.delete(child);
     tellWatchdog(`- ${pid}`);
   });
-}
-
-/** n distinct free loopback ports: all are held open at once so none is picked twice. */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const s = createServer();
-          s.once('error', reject);
-          s.listen(0, '127.0.0.1', () => resolve(s));
-        }),
-    ),
-  );
-  const ports = servers.map((s) => (s.address() as AddressInfo).port);
-  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
-  return ports;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
