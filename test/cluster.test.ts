@@ -268,6 +268,10 @@ t.test('a three-node cluster', async (t) => {
     await client.put('cairn/log/tampered/1').value(tampered);
     const truncated = encodeEnvelope(memberKey, Date.now(), [forged.bytes]).subarray(0, 150);
     await client.put('cairn/log/truncated/1').value(truncated);
+    // A member's envelope that closes a block (CEV2), the block it names changed after signing.
+    const moved = encodeEnvelope(memberKey, Date.now(), [forged.bytes], 1);
+    moved.writeBigUInt64BE(2n, 45);
+    await client.put('cairn/log/moved-close/1').value(moved);
     // A real batch after them commits everywhere, and the forged one nowhere.
     const good = batch();
     t.equal((await postBatches(urls[1] ?? '', batchList(good))).status, 202);
@@ -280,7 +284,7 @@ t.test('a three-node cluster', async (t) => {
     const after = await sameHead(urls);
     t.equal(after.num, before.num + 1, 'one block more, the good batch');
     for (const n of c.nodes)
-      t.match(n?.log() ?? '', /not an envelope[\s\S]*not a member of this cluster[\s\S]*bad signature[\s\S]*runs past the end/);
+      t.match(n?.log() ?? '', /not an envelope[\s\S]*not a member of this cluster[\s\S]*bad signature[\s\S]*runs past the end[\s\S]*bad signature/);
   });
 
   await t.test('a member refuses to start on another chain or without its chain key', async (t) => {
