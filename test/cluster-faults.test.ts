@@ -85,8 +85,11 @@ t.test('cluster faults', async (t) => {
     const acked = results.flatMap((r) => r.acked);
     t.ok(acked.length > 20, `${acked.length} batches acknowledged (${results.map((r) => `${r.refused} refused, ${r.errors} errors`).join('; ')})`);
     for (const url of urlsOf(c, [0, 1])) t.same(await allCommitted(url, acked), [], `every acknowledged batch committed on ${url}`);
-    await c.start(2);
-    const h = await sameHead(urlsOf(c));
+    const restarted = await c.start(2);
+    const h = await sameHead(urlsOf(c)).catch((err: Error) => {
+      // What the restarted node did, for a run that fails here.
+      throw new Error(`${err.message}\nthe restarted node's log, last lines:\n${restarted.log().split('\n').slice(-40).join('\n')}`);
+    });
     t.ok(h.num > 0, `the restarted node caught up to block ${h.num}`);
     t.same(await allCommitted(urlsOf(c, [2])[0] ?? '', acked), [], 'and holds every acknowledged batch');
   });
