@@ -168,8 +168,8 @@ export interface ClusterLinkOptions {
   diverged(cause: string): void;
   /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries READ_AHEAD_ENTRIES_PER_BLOCK times it). */
   readAheadBlocks?: number;
-  /** The spacing of this member's appends per appending member (ms; APPEND_SPACING_MS by default). */
-  appendSpacingMs?: number;
+  /** The spacing of this member's appends per appending member (ms; APPEND_SPACING_MS unless set). */
+  appendSpacingMs: number;
 }
 
 interface Packing {
@@ -241,7 +241,7 @@ export class ClusterLink implements AckWriter {
     this.#applied = o.nextRev - 1;
     this.#aheadBlocks = o.readAheadBlocks ?? READ_AHEAD_BLOCKS;
     this.#aheadEntries = this.#aheadBlocks * READ_AHEAD_ENTRIES_PER_BLOCK;
-    this.#spacing = o.appendSpacingMs ?? APPEND_SPACING_MS;
+    this.#spacing = o.appendSpacingMs;
   }
 
   /** Starts following the log. */

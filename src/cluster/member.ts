@@ -75,6 +75,8 @@ export class ClusterMember {
   readonly client: Etcd3;
   readonly chain: ChainRecord;
   readonly #s: MemberSettings;
+  /** The spacing of this member's appends (the setting, or the link's default): given to the link, shown in /status. */
+  readonly #appendSpacingMs: number;
   readonly #signer: Signer;
   #ledgerUrl = '';
   #ledger: Ledger | null = null;
@@ -96,6 +98,7 @@ export class ClusterMember {
 
   private constructor(s: MemberSettings, signer: Signer, client: Etcd3, chain: ChainRecord) {
     this.#s = s;
+    this.#appendSpacingMs = s.appendSpacingMs ?? APPEND_SPACING_MS;
     this.#signer = signer;
     this.client = client;
     this.chain = chain;
@@ -160,7 +163,7 @@ export class ClusterMember {
           verify: this.chain.verify === 'all' ? h.verify : null,
           peers: () => this.peers(),
           ...(this.#s.readAheadBlocks ? { readAheadBlocks: this.#s.readAheadBlocks } : {}),
-          ...(this.#s.appendSpacingMs !== undefined ? { appendSpacingMs: this.#s.appendSpacingMs } : {}),
+          appendSpacingMs: this.#appendSpacingMs,
           head: h.head,
           diverged: (cause) => {
             log.error(`this member's chain diverged from the cluster's: ${cause}`);
@@ -355,7 +358,7 @@ export class ClusterMember {
     return {
       node_id: this.#s.nodeId,
       members: this.#members,
-      log: { ...pos, lag: Math.max(0, pos.seen - pos.applied), append_spacing_ms: this.#s.appendSpacingMs ?? APPEND_SPACING_MS },
+      log: { ...pos, lag: Math.max(0, pos.seen - pos.applied), append_spacing_ms: this.#appendSpacingMs },
     };
   }
 
