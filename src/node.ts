@@ -107,10 +107,12 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
           etcd: { endpoints: config.cluster.etcd, ca: config.cluster.ca, cert: config.cluster.cert, key: config.cluster.key },
           chainKeyFile: config.cluster.chainKeyFile,
           nodeId: config.nodeId ?? `node-${nodeSigner.publicKey.slice(0, 12)}`,
-          // Test hooks: a member whose state diverges; etcd defragmented every few seconds; a short read-ahead.
+          // Test hooks: a member whose state diverges; etcd defragmented every few seconds; a short
+          // read-ahead; a first watch of the log that falls silent after some entries.
           diverge: process.env.CAIRN_TEST_CLUSTER_DIVERGE === '1',
           ...(process.env.CAIRN_TEST_CLUSTER_DEFRAG_MS ? { defragEveryMs: Number(process.env.CAIRN_TEST_CLUSTER_DEFRAG_MS) } : {}),
           ...(process.env.CAIRN_TEST_CLUSTER_READ_AHEAD ? { readAheadBlocks: Number(process.env.CAIRN_TEST_CLUSTER_READ_AHEAD) } : {}),
+          ...(process.env.CAIRN_TEST_CLUSTER_DEAF_WATCH ? { deafWatchAfter: Number(process.env.CAIRN_TEST_CLUSTER_DEAF_WATCH) } : {}),
           verify: config.cluster.verify,
           appendSpacingMs: config.cluster.appendSpacingMs,
         },

@@ -266,7 +266,10 @@ t.test('cluster faults', async (t) => {
     t.same(await allCommitted(node.ledgerUrl, [first.id, again.id]), [], 'and the same batches');
     t.equal((await getJson(`${node.ledgerUrl}/batch_statuses?id=${second.id}`)).json.data[0]?.status, 'UNKNOWN');
     t.notMatch(node.log(), /catching up from a member's blocks/, 'it read them from the log, not from blocks');
-    t.match(node.log(), new RegExp(`cairn/log/outside/a shares revision ${shared}`), 'and passed over the same entry');
+    // Passed over the same entry (the status above). Its warning is not asserted: a replay
+    // that pauses at the read-ahead bound right after the transaction's first entry reads on
+    // from the next revision and never sees the second one.
+    t.notMatch(node.log(), /cairn\/log\/outside\/z shares revision/, 'it did not pass over the first entry');
     t.match(node.log(), /reading pauses at revision \d+/, 'its replay paused at the read-ahead bound and went on');
     t.same(await allCommitted(node.ledgerUrl, filler), [], 'with every batch it missed');
     for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
@@ -290,6 +293,29 @@ t.test('cluster faults', async (t) => {
     t.equal((await postBatches(back.ledgerUrl, batchList(b))).status, 202, 'it follows the log again afterwards');
     t.same(await allCommitted(live[0] ?? '', [b.id]), []);
     await sameHead(urlsOf(c));
+  });
+
+  await t.test('a member whose watch of the log falls silent reads the log again from its position', async (t) => {
+    const n2 = c.nodes[2];
+    if (n2) await stopOrKill(n2);
+    // Its first watch takes three entries and then nothing more (the stream stays open, as a
+    // watch whose stream hangs would): the follower's stall guard must notice and read again.
+    const node = await c.start(2, { CAIRN_TEST_CLUSTER_DEAF_WATCH: '3' });
+    const ids: string[] = [];
+    for (let k = 0; k < 9; k++) {
+      const b = batch();
+      t.equal((await postBatches(urlsOf(c)[k % 3] ?? '', batchList(b))).status, 202);
+      ids.push(b.id);
+    }
+    const h = await sameHead(urlsOf(c));
+    t.ok(h.num > 0, `every member reached block ${h.num}`);
+    t.match(
+      node.log(),
+      /cluster log follower made no progress for \d+ ms while the log holds entries from revision \d+ on .*: reading the log again from revision \d+/,
+      'its stall guard noticed and read the log again',
+    );
+    t.same(await allCommitted(node.ledgerUrl, ids), [], 'and committed every batch, its own included');
+    for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
   });
 
   await t.test('a member whose state diverges raises the alarm and stops acknowledging; the others go on', async (t) => {

@@ -83,6 +83,15 @@ const READ_AHEAD_POLL_MS = 20;
 /** Wait before a failed read of the log is tried again (ms). */
 const RETRY_MS = 500;
 /**
+ * The follower's stall guard (ms): when neither its read position nor its applied one has
+ * moved for this long while etcd holds a log entry at the read position (a watch not
+ * confirmed, a stream open but silent, a check that failed, anything else that stops it),
+ * the follower starts again from what its committer applied. It reads etcd only then.
+ */
+const STALL_MS = 5_000;
+/** How often the stall guard looks (ms). */
+const STALL_LOOK_MS = 1_000;
+/**
  * A block of the log closes at the first cut of it, or once it holds this many batches or
  * bytes: a rule of the log alone, so every member cuts the same blocks (the same on all
  * members whatever their settings).
@@ -168,6 +177,8 @@ export interface ClusterLinkOptions {
   diverged(cause: string): void;
   /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries READ_AHEAD_ENTRIES_PER_BLOCK times it). */
   readAheadBlocks?: number;
+  /** Test hook: the first watch falls silent after this many entries (its stream stays open). */
+  deafWatchAfter?: number;
   /** The spacing of this member's appends per appending member (ms; APPEND_SPACING_MS unless set). */
   appendSpacingMs: number;
 }
@@ -233,6 +244,14 @@ export class ClusterLink implements AckWriter {
   #generation = 0;
   #order: Promise<void> = Promise.resolve();
   #closed = false;
+  /** Entries the current watch may still deliver (the deafWatchAfter test hook); Infinity: no limit. */
+  #deafIn: number;
+  /** The stall guard: its timer, the positions it last saw and since when, a look in progress. */
+  #guard: NodeJS.Timeout | null = null;
+  #guardSeen = { readNext: 0, applied: 0, since: 0 };
+  #guardLooking = false;
+  /** A catch-up from the members' blocks is under way (its fetches may take a while: no stall). */
+  #catchingUp = false;
 
   constructor(o: ClusterLinkOptions) {
     this.#o = o;
@@ -242,10 +261,78 @@ export class ClusterLink implements AckWriter {
     this.#aheadBlocks = o.readAheadBlocks ?? READ_AHEAD_BLOCKS;
     this.#aheadEntries = this.#aheadBlocks * READ_AHEAD_ENTRIES_PER_BLOCK;
     this.#spacing = o.appendSpacingMs;
+    this.#deafIn = o.deafWatchAfter ?? Number.POSITIVE_INFINITY;
   }
 
   /** Starts following the log. */
   start(): void {
+    void this.#follow(this.#generation);
+    this.#guardSeen = { readNext: this.#readNext, applied: this.#applied, since: Date.now() };
+    this.#guard = setInterval(() => this.#lookForStall(), STALL_LOOK_MS);
+    this.#guard.unref();
+  }
+
+  /**
+   * The stall guard's look: the follower made no progress for STALL_MS and etcd holds an
+   * entry at its read position: it starts again from its committer's position.
+   */
+  #lookForStall(): void {
+    const seen = this.#guardSeen;
+    const now = Date.now();
+    if (this.#readNext !== seen.readNext || this.#applied !== seen.applied || this.#catchingUp) {
+      this.#guardSeen = { readNext: this.#readNext, applied: this.#applied, since: now };
+      return;
+    }
+    // A ledger in fault (its committer stopped; a recovery restarts it) is not a stalled follower.
+    if (now - seen.since < STALL_MS || this.#guardLooking || this.#closed || this.#o.refusal() !== null) return;
+    this.#guardLooking = true;
+    const at = this.#readNext;
+    this.#o.client
+      .getAll()
+      .prefix(LOG)
+      .minModRevision(String(at))
+      .limit(1)
+      .keys()
+      .then(
+        (keys) => {
+          if (keys.length === 0 || this.#closed || this.#readNext !== seen.readNext || this.#applied !== seen.applied) return;
+          this.#restart(`made no progress for ${Date.now() - seen.since} ms while the log holds entries from revision ${at} on`);
+        },
+        // etcd does not answer: nothing to read meanwhile.
+        () => undefined,
+      )
+      .finally(() => {
+        this.#guardLooking = false;
+      });
+  }
+
+  /**
+   * The follower starts again from what the committer applied: the watch, the entries being
+   * checked, the open block and the blocks not handed over are dropped, and the log read again
+   * (rounds the committer holds already are not taken twice: it passes over revisions it has).
+   */
+  #restart(why: string): void {
+    const from = this.#applied + 1;
+    log.warn(
+      `the cluster log follower ${why} (read to ${this.#readNext - 1}, applied ${this.#applied}, ${this.#taking} entries being checked, ` +
+        `${this.#backlog.length} blocks waiting, ${this.#forwarded.length} with the committer${this.#open ? `, a block open since revision ${this.#open.first}` : ''}): ` +
+        `reading the log again from revision ${from}`,
+    );
+    this.#generation++;
+    const w = this.#watcher;
+    this.#watcher = null;
+    this.#pauseWatch = null;
+    void w?.cancel().catch(() => undefined);
+    this.#backlog.length = 0;
+    this.#forwarded = [];
+    if (this.#open?.timer) clearTimeout(this.#open.timer);
+    this.#open = null;
+    this.#readNext = from;
+    this.#lastKey = Buffer.alloc(0);
+    this.#taking = 0;
+    this.#deafIn = Number.POSITIVE_INFINITY;
+    this.#order = Promise.resolve();
+    this.#guardSeen = { readNext: from, applied: this.#applied, since: Date.now() };
     void this.#follow(this.#generation);
   }
 
@@ -469,13 +556,19 @@ export class ClusterLink implements AckWriter {
         const fr = await client.get(FLOOR).exec();
         const floor = Number(fr.kvs[0]?.value.toString() ?? '0');
         // Entries this member has not applied were deleted: it takes the blocks from a member first.
-        if (this.#readNext <= floor && !(await this.#catchUp(gen, 'deleted'))) continue;
+        if (this.#readNext <= floor) {
+          if (!(await this.#rewind(gen))) return;
+          if (!(await this.#catchingUpWhile(() => this.#catchUp(gen, 'deleted')))) continue;
+        }
         if (gen !== this.#generation) return;
         if (this.#readNext <= Number(fr.header.revision) && (await this.#compacted(this.#readNext))) {
-          const from = this.#readNext;
-          if (!(await this.#catchUp(gen, 'compacted'))) continue;
-          // No member is past the compaction yet: wait for one.
-          if (this.#readNext === from) await new Promise((r) => setTimeout(r, RETRY_MS));
+          if (!(await this.#rewind(gen))) return;
+          await this.#catchingUpWhile(async () => {
+            const from = this.#readNext;
+            // No member is past the compaction yet: wait for one.
+            if ((await this.#catchUp(gen, 'compacted')) && this.#readNext === from) await new Promise((r) => setTimeout(r, RETRY_MS));
+            return true;
+          });
           continue;
         }
         const w = await client
@@ -496,7 +589,11 @@ export class ClusterLink implements AckWriter {
         // dropped (nothing more is taken from it) and the log read again from #readNext.
         let live = true;
         w.on('put', (kv) => {
-          if (live) this.#take(kv, gen);
+          if (!live) return;
+          // The deafWatchAfter test hook: the stream stays open, nothing more is taken from it.
+          if (this.#deafIn <= 0) return;
+          this.#deafIn--;
+          this.#take(kv, gen);
         });
         await new Promise<void>((resolve) => {
           const stop = (why: string | null): void => {
@@ -517,6 +614,7 @@ export class ClusterLink implements AckWriter {
         });
         this.#pauseWatch = null;
         if (this.#watcher === w) this.#watcher = null;
+        this.#deafIn = Number.POSITIVE_INFINITY;
         await w.cancel().catch(() => undefined);
       } catch (err) {
         if (this.#closed || gen !== this.#generation) return;
@@ -524,6 +622,41 @@ export class ClusterLink implements AckWriter {
         await new Promise((r) => setTimeout(r, RETRY_MS));
       }
     }
+  }
+
+  /** Runs a catch-up (the stall guard looks away meanwhile: its fetches take their time). */
+  async #catchingUpWhile(run: () => Promise<boolean>): Promise<boolean> {
+    this.#catchingUp = true;
+    try {
+      return await run();
+    } finally {
+      this.#catchingUp = false;
+    }
+  }
+
+  /**
+   * Before a catch-up from the members' blocks: the entries already taken are checked and
+   * the blocks they closed applied; the block still open is dropped and #readNext moved back
+   * to its first entry (the catch-up's blocks hold what it held, or the log is read again
+   * from there). The committer then gets only revisions past its own, in order. False when
+   * the link restarted meanwhile.
+   */
+  async #rewind(gen: number): Promise<boolean> {
+    await this.#order;
+    if (gen !== this.#generation) return false;
+    const last = this.#backlog.at(-1)?.rev ?? this.#forwarded.at(-1) ?? this.#applied;
+    await this.#appliedTo(last);
+    if (gen !== this.#generation || this.#closed) return false;
+    const o = this.#open;
+    if (o) {
+      if (o.timer) clearTimeout(o.timer);
+      this.#open = null;
+    }
+    if (this.#readNext > this.#applied + 1) {
+      this.#readNext = this.#applied + 1;
+      this.#lastKey = Buffer.alloc(0);
+    }
+    return true;
   }
 
   /** etcd's history before `rev` was compacted (a watch from `rev` cannot replay it). */
@@ -726,18 +859,27 @@ export class ClusterLink implements AckWriter {
     const value = kv.value;
     this.#taking++;
     if (this.#taking > this.#aheadEntries || this.#backlog.length > this.#aheadBlocks) this.#pauseWatch?.();
-    this.#order = this.#order.then(() => {
-      // Out of the queue: checked now (one at a time, in order).
-      this.#taking--;
-      return this.#check(kv, rev, value, gen);
-    });
+    this.#order = this.#order
+      .then(() => {
+        // Out of the queue: checked now (one at a time, in order); a restart dropped the rest.
+        if (gen !== this.#generation) return;
+        this.#taking--;
+        return this.#check(kv, rev, value, gen);
+      })
+      .catch((err: unknown) => {
+        // The entries after it cannot be taken without it: the follower starts again.
+        if (gen === this.#generation && !this.#closed) this.#restart(`could not check the log entry at revision ${rev} (${etcdReason(err)})`);
+      });
   }
 
   /** One log entry taken, in order: checked, then added to the open block (or passed over). */
   async #check(kv: IKeyValue, rev: number, value: Buffer, gen: number): Promise<void> {
     if (gen !== this.#generation) return;
     const signer = value.length >= 37 ? value.toString('hex', 4, 37) : '';
-    if (signer && !this.#isMember(signer, rev)) await this.#loadMembers().catch(() => undefined);
+    if (signer && !this.#isMember(signer, rev)) {
+      await this.#loadMembers().catch(() => undefined);
+      if (gen !== this.#generation) return;
+    }
     const known = (s: string): boolean => this.#isMember(s, rev);
     const refuse = (err: unknown): void => {
       const why = err instanceof EnvelopeError ? err.message : String(err);
@@ -777,7 +919,10 @@ export class ClusterLink implements AckWriter {
       return;
     }
     this.#appendedAt.set(env.signer, Date.now());
-    if (this.#o.verify && env.batches.length > 0) env = { ...(await this.#verified(env, kv.key.toString())), signer: env.signer };
+    if (this.#o.verify && env.batches.length > 0) {
+      env = { ...(await this.#verified(env, kv.key.toString())), signer: env.signer };
+      if (gen !== this.#generation) return;
+    }
     if (env.batches.length === 0) {
       this.#passOver(rev);
       return;
@@ -945,6 +1090,7 @@ export class ClusterLink implements AckWriter {
     this.#lastKey = Buffer.alloc(0);
     this.#applied = nextRev - 1;
     this.#releaseWaits(true);
+    this.#taking = 0;
     this.#order = Promise.resolve();
     void this.#follow(this.#generation);
   }
@@ -960,6 +1106,7 @@ export class ClusterLink implements AckWriter {
     this.#releaseReads(true);
     this.#generation++;
     if (this.#slowCheck) clearTimeout(this.#slowCheck);
+    if (this.#guard) clearInterval(this.#guard);
     if (this.#open?.timer) clearTimeout(this.#open.timer);
     this.#send(true);
     await this.drain();

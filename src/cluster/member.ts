@@ -55,6 +55,8 @@ export interface MemberSettings {
   defragEveryMs?: number;
   /** Test hook: how far the follower reads ahead of the committer, in blocks (src/cluster/link.ts). */
   readAheadBlocks?: number;
+  /** Test hook: the follower's first watch falls silent after this many entries (src/cluster/link.ts). */
+  deafWatchAfter?: number;
   /** Spacing of this member's appends per appending member (ms; src/cluster/link.ts APPEND_SPACING_MS by default). */
   appendSpacingMs?: number;
   /** The signature checks the operator asked for: must be the chain's. */
@@ -163,6 +165,7 @@ export class ClusterMember {
           verify: this.chain.verify === 'all' ? h.verify : null,
           peers: () => this.peers(),
           ...(this.#s.readAheadBlocks ? { readAheadBlocks: this.#s.readAheadBlocks } : {}),
+          ...(this.#s.deafWatchAfter !== undefined ? { deafWatchAfter: this.#s.deafWatchAfter } : {}),
           appendSpacingMs: this.#appendSpacingMs,
           head: h.head,
           diverged: (cause) => {
