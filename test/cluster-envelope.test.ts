@@ -40,6 +40,32 @@ t.test('an envelope decodes to what was encoded, signer and time included', asyn
   t.equal(decodeEnvelope(encodeEnvelope(member, 5, []), known).batches.length, 0, 'an empty envelope is well formed');
 });
 
+t.test('an envelope that closes a block names the block, under its signature; one without a mark closes none', async (t) => {
+  const plain = decodeEnvelope(encodeEnvelope(member, 7, [b1.bytes]), known);
+  t.equal(plain.closes, 0, 'a CEV1 envelope closes nothing');
+  const env = encodeEnvelope(member, 1_700_000_000_123, [b1.bytes, b2.bytes], 4242);
+  t.equal(env.subarray(0, 4).toString(), 'CEV2');
+  t.equal(env.length, encodeEnvelope(member, 1_700_000_000_123, [b1.bytes, b2.bytes]).length + 8, 'eight bytes more: the revision');
+  const d = decodeEnvelope(env, known);
+  t.equal(d.closes, 4242);
+  t.equal(d.ts, 1_700_000_000_123);
+  t.same(
+    d.batches.map((b) => b.id),
+    [b1.id, b2.id],
+  );
+  t.equal(decodeEnvelope(encodeEnvelope(member, 5, [], 9), known).closes, 9, 'an empty envelope may close a block');
+  const moved = Buffer.from(env);
+  moved.writeBigUInt64BE(4243n, 45);
+  t.throws(() => decodeEnvelope(moved, known), /bad signature/, 'the revision is signed: another one is refused');
+  const none = Buffer.from(env);
+  none.writeBigUInt64BE(0n, 45);
+  t.throws(() => decodeEnvelope(none, known), /closes no block/, 'CEV2 naming revision 0 is refused');
+  t.throws(() => decodeEnvelope(env.subarray(0, 60), known), /too short/, 'a CEV2 shorter than its header is refused');
+  const relabelled = Buffer.from(encodeEnvelope(member, 1, [b1.bytes]));
+  relabelled.write('CEV2', 0);
+  t.throws(() => decodeEnvelope(relabelled, known), /runs past the end|bad signature/, 'a CEV1 relabelled CEV2 is refused');
+});
+
 t.test('every malformed or forged envelope is refused with its reason', async (t) => {
   const env = encodeEnvelope(member, 1, [b1.bytes]);
   const refuse = (bytes: Uint8Array, reason: RegExp, what: string): void => {

@@ -8,6 +8,14 @@
  * The time is the ingesting member's clock when it packed the envelope: the round's time
  * on every member (nothing in a block depends on a member's own clock).
  *
+ * An envelope that also closes a block (a cut carried by an envelope, so that a log under
+ * load needs no cut entries): the same with "CEV2" and, after the time, the revision of the
+ * first envelope of the block it closes (u64). Its batches are the block's last ones when
+ * that block is still open where the envelope comes in the log; otherwise the mark is stale
+ * and the envelope is an ordinary one.
+ *
+ *   "CEV2" | signer public key (33) | time ms (u64) | closes (u64) | count (u32) | … as CEV1
+ *
  * A cut: the log's other kind of entry, after the time-to-cut messages of Fabric's Kafka
  * orderer. It closes the block that the envelope at revision `target` opened:
  *
@@ -21,14 +29,17 @@
 import { type Signer, verify } from '../crypto/secp256k1.js';
 
 const MAGIC = Buffer.from('CEV1');
+const CLOSING_MAGIC = Buffer.from('CEV2');
 const CUT_MAGIC = Buffer.from('CUT1');
 const CUT_SIZE = 4 + 33 + 8 + 64;
 const REMOVAL_MAGIC = Buffer.from('RMV1');
 const REMOVAL_SIZE = 4 + 33 + 33 + 64;
 const HEAD = 4 + 33 + 8 + 4;
+/** The header of an envelope that closes a block: the block's first revision after the time. */
+const CLOSING_HEAD = HEAD + 8;
 const SIG = 64;
-/** Bytes an envelope of one batch adds to it: header, the batch's length, signature. */
-export const ENVELOPE_OVERHEAD = HEAD + 4 + SIG;
+/** Bytes an envelope of one batch adds to it at most: header, the batch's length, signature. */
+export const ENVELOPE_OVERHEAD = CLOSING_HEAD + 4 + SIG;
 
 export interface EnvelopeBatch {
   id: string;
@@ -38,21 +49,28 @@ export interface EnvelopeBatch {
 export interface Envelope {
   signer: string;
   ts: number;
+  /** The revision of the first envelope of the block this one closes; 0: none. */
+  closes: number;
   batches: EnvelopeBatch[];
 }
 
 export class EnvelopeError extends Error {}
 
-/** Encodes and signs an envelope of `batches` (whose ids the caller has verified). */
-export function encodeEnvelope(signer: Signer, ts: number, batches: readonly Uint8Array[]): Buffer {
-  let size = HEAD + SIG;
+/**
+ * Encodes and signs an envelope of `batches` (whose ids the caller has verified); `closes`,
+ * when not 0, the revision of the first envelope of the block it closes (CEV2).
+ */
+export function encodeEnvelope(signer: Signer, ts: number, batches: readonly Uint8Array[], closes = 0): Buffer {
+  const head = closes > 0 ? CLOSING_HEAD : HEAD;
+  let size = head + SIG;
   for (const b of batches) size += 4 + b.length;
   const out = Buffer.allocUnsafe(size);
-  MAGIC.copy(out, 0);
+  (closes > 0 ? CLOSING_MAGIC : MAGIC).copy(out, 0);
   Buffer.from(signer.publicKey, 'hex').copy(out, 4);
   out.writeBigUInt64BE(BigInt(ts), 37);
-  out.writeUInt32BE(batches.length, 45);
-  let o = HEAD;
+  if (closes > 0) out.writeBigUInt64BE(BigInt(closes), 45);
+  out.writeUInt32BE(batches.length, head - 4);
+  let o = head;
   for (const b of batches) {
     out.writeUInt32BE(b.length, o);
     out.set(b, o + 4);
@@ -120,13 +138,17 @@ export function decodeRemoval(value: Uint8Array, chainKey: string): string {
  */
 export function decodeEnvelope(value: Uint8Array, known: (signer: string) => boolean): Envelope {
   const buf = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
-  if (buf.length < HEAD + SIG || !buf.subarray(0, 4).equals(MAGIC)) throw new EnvelopeError('not an envelope (bad magic or too short)');
+  const closing = buf.length >= 4 && buf.subarray(0, 4).equals(CLOSING_MAGIC);
+  const head = closing ? CLOSING_HEAD : HEAD;
+  if (buf.length < head + SIG || !(closing || buf.subarray(0, 4).equals(MAGIC))) throw new EnvelopeError('not an envelope (bad magic or too short)');
   const signer = buf.toString('hex', 4, 37);
   const ts = Number(buf.readBigUInt64BE(37));
-  const count = buf.readUInt32BE(45);
+  const closes = closing ? Number(buf.readBigUInt64BE(45)) : 0;
+  if (closing && closes === 0) throw new EnvelopeError('closes no block (revision 0)');
+  const count = buf.readUInt32BE(head - 4);
   const body = buf.length - SIG;
   const batches: EnvelopeBatch[] = [];
-  let o = HEAD;
+  let o = head;
   for (let i = 0; i < count; i++) {
     if (o + 4 > body) throw new EnvelopeError(`batch ${i} runs past the end`);
     const len = buf.readUInt32BE(o);
@@ -140,7 +162,7 @@ export function decodeEnvelope(value: Uint8Array, known: (signer: string) => boo
   if (o !== body) throw new EnvelopeError('bytes after the last batch');
   if (!known(signer)) throw new EnvelopeError(`signed by ${signer.slice(0, 16)}…, not a member of this cluster`);
   if (!verify(buf.toString('hex', body), buf.subarray(0, body), signer)) throw new EnvelopeError('bad signature');
-  return { signer, ts, batches };
+  return { signer, ts, closes, batches };
 }
 
 /** The length-delimited top-level fields of a protobuf message: field number and bytes; null if malformed. */

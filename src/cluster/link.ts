@@ -101,8 +101,10 @@ const BLOCK_MAX_BYTES = 16 * 1024 * 1024;
 /**
  * The block's linger, kept by the member whose envelope opened it: it appends its cut once
  * no envelope came for CUT_QUIET_MS, or CUT_MAX_MS after the block opened (ms). A quiet log
- * has a block cut 15 ms after its one envelope; under load, blocks grow for 30 ms. Measured
- * with bench/cluster.ts on this 2-core box (load on all three nodes / on one node):
+ * has a block cut 15 ms after its one envelope; under load, the first envelope appended
+ * CLOSE_AGE_MS after the block opened closes it, so blocks grow for 20 to 30 ms without a
+ * cut entry. Measured with bench/cluster.ts on this 2-core box, before envelopes closed
+ * blocks, when the cut ended every block (load on all three nodes / on one node):
  * - a fixed 5 ms: 28 batches a block, 1,059 / 1,883 batches/s, apply-only CPU 155 µs a batch;
  * - a fixed 30 ms: 58 and 95 a block, 1,142 / 2,002 batches/s, 140 µs;
  * - quiet 5 ms, at most 30: 34 and 35 a block, 1,170 / 1,724 batches/s, 162 µs (a single
@@ -110,7 +112,15 @@ const BLOCK_MAX_BYTES = 16 * 1024 * 1024;
  * - quiet 15 ms, at most 30: 57 and 98 a block, 1,160 / 2,177 batches/s, 120 µs.
  */
 const CUT_QUIET_MS = 15;
-const CUT_MAX_MS = 30;
+const CUT_MAX_MS = 40;
+/**
+ * An envelope that a member appends while the block it sees open is this old (ms) closes
+ * that block (CEV2, docs/cluster.md): under load, blocks end at an envelope and the log
+ * needs no cut entries, each of which cost an etcd write and, on every member, a watch event
+ * and a signature check. CUT_MAX_MS stays above it, so that the opener's cut is the fallback
+ * for a log where no envelope comes, not a race with the closing one.
+ */
+const CLOSE_AGE_MS = 20;
 /** How long any member waits before it cuts a block another member opened (that one may be gone) (ms). */
 const CUT_TAKEOVER_MS = 300;
 /** Blocks asked of a member per request when catching up. */
@@ -130,6 +140,8 @@ interface OpenBlock {
   openedAt: number;
   /** Its cut was appended (a later one only if that one does not come back). */
   cutSent: boolean;
+  /** An envelope of this member that closes it is being appended: no cut meanwhile. */
+  closeSent: boolean;
 }
 
 /** A BatchList of one batch: field 1, length-delimited. */
@@ -475,11 +487,18 @@ export class ClusterLink implements AckWriter {
   }
 
   #append(p: Packing): void {
-    this.#lastAppendAt = Date.now();
+    const now = Date.now();
+    this.#lastAppendAt = now;
+    // The block open here for CLOSE_AGE_MS ends with this envelope, if it is still open where
+    // the envelope lands in the log (else the mark is stale and changes nothing).
+    const open = this.#open;
+    const closing = open && !open.closeSent && now - open.openedAt >= CLOSE_AGE_MS ? open : null;
+    if (closing) closing.closeSent = true;
     const value = encodeEnvelope(
       this.#o.signer,
-      Date.now(),
+      now,
       p.batches.map((b) => b.bytes),
+      closing?.first ?? 0,
     );
     const key = `${this.#keyPrefix}${(this.#seq++).toString(16).padStart(8, '0')}`;
     const { client } = this.#o;
@@ -502,7 +521,11 @@ export class ClusterLink implements AckWriter {
           );
           p.resolve();
         },
-        (err: unknown) => p.reject(new LedgerUnavailable(`the cluster's log (etcd) did not take the batches: ${etcdReason(err)}`)),
+        (err: unknown) => {
+          // Not in the log: the block's cut is up to its timers again.
+          if (closing) closing.closeSent = false;
+          p.reject(new LedgerUnavailable(`the cluster's log (etcd) did not take the batches: ${etcdReason(err)}`));
+        },
       )
       .finally(() => {
         this.#appends.delete(put);
@@ -911,9 +934,11 @@ export class ClusterLink implements AckWriter {
       return;
     }
     let env: LogEnvelope & { signer: string };
+    let closes: number;
     try {
       const e = decodeEnvelope(value, known);
       env = { rev, ts: e.ts, batches: e.batches, signer: e.signer };
+      closes = e.closes;
     } catch (err) {
       refuse(err);
       return;
@@ -924,7 +949,9 @@ export class ClusterLink implements AckWriter {
       if (gen !== this.#generation) return;
     }
     if (env.batches.length === 0) {
-      this.#passOver(rev);
+      // Nothing to add, but its mark still closes the block it names (as a cut would).
+      if (closes > 0 && this.#open?.first === closes) this.#closeBlock(rev);
+      else this.#passOver(rev);
       return;
     }
     this.#track(
@@ -942,6 +969,7 @@ export class ClusterLink implements AckWriter {
         mine: env.signer === this.#o.signer.publicKey,
         openedAt: Date.now(),
         cutSent: false,
+        closeSent: false,
       };
       this.#open = open;
       if (!open.mine) this.#scheduleCut(open, CUT_TAKEOVER_MS, gen);
@@ -956,7 +984,8 @@ export class ClusterLink implements AckWriter {
       open.batches.push(b);
       open.bytes += b.bytes.length;
     }
-    if (open.batches.length >= BLOCK_MAX_BATCHES || open.bytes >= BLOCK_MAX_BYTES) this.#closeBlock(rev);
+    // The block ends here: at its bound, or at an envelope that closes it (the first revision it names).
+    if (open.batches.length >= BLOCK_MAX_BATCHES || open.bytes >= BLOCK_MAX_BYTES || closes === open.first) this.#closeBlock(rev);
   }
 
   /** An entry that adds nothing: part of the open block, or applied on its own (the position moves). */
@@ -985,6 +1014,11 @@ export class ClusterLink implements AckWriter {
     o.timer = setTimeout(() => {
       o.timer = null;
       if (this.#open !== o || gen !== this.#generation || this.#closed) return;
+      // This member's envelope that closes it is on its way: the cut only if that one fails.
+      if (o.closeSent) {
+        this.#scheduleCut(o, CUT_TAKEOVER_MS, gen);
+        return;
+      }
       o.cutSent = true;
       this.#o.client
         .put(`${LOG}${this.#o.signer.publicKey}/cut-${o.first}`)
