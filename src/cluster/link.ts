@@ -330,6 +330,14 @@ export class ClusterLink implements AckWriter {
         `${this.#backlog.length} blocks waiting, ${this.#forwarded.length} with the committer${this.#open ? `, a block open since revision ${this.#open.first}` : ''}): ` +
         `reading the log again from revision ${from}`,
     );
+    this.#readAgainFrom(from);
+  }
+
+  /**
+   * A new follower from revision `from`: the current one's watch, entries being checked, open
+   * block and blocks not handed over are dropped (its generation ends).
+   */
+  #readAgainFrom(from: number): void {
     this.#generation++;
     const w = this.#watcher;
     this.#watcher = null;
@@ -337,8 +345,7 @@ export class ClusterLink implements AckWriter {
     void w?.cancel().catch(() => undefined);
     this.#backlog.length = 0;
     this.#forwarded = [];
-    if (this.#open?.timer) clearTimeout(this.#open.timer);
-    this.#open = null;
+    this.#dropOpen();
     this.#readNext = from;
     this.#lastKey = Buffer.alloc(0);
     this.#taking = 0;
@@ -346,6 +353,12 @@ export class ClusterLink implements AckWriter {
     this.#order = Promise.resolve();
     this.#guardSeen = { readNext: from, applied: this.#applied, since: Date.now() };
     void this.#follow(this.#generation);
+  }
+
+  /** The block being filled is dropped (its timer too). */
+  #dropOpen(): void {
+    if (this.#open?.timer) clearTimeout(this.#open.timer);
+    this.#open = null;
   }
 
   get size(): number {
@@ -670,11 +683,7 @@ export class ClusterLink implements AckWriter {
     const last = this.#backlog.at(-1)?.rev ?? this.#forwarded.at(-1) ?? this.#applied;
     await this.#appliedTo(last);
     if (gen !== this.#generation || this.#closed) return false;
-    const o = this.#open;
-    if (o) {
-      if (o.timer) clearTimeout(o.timer);
-      this.#open = null;
-    }
+    this.#dropOpen();
     if (this.#readNext > this.#applied + 1) {
       this.#readNext = this.#applied + 1;
       this.#lastKey = Buffer.alloc(0);
@@ -1112,21 +1121,9 @@ export class ClusterLink implements AckWriter {
 
   /** A new committer took over at `nextRev`: the log is read again from there. */
   reset(_pendingIds: readonly string[], nextRev: number): void {
-    this.#generation++;
-    const w = this.#watcher;
-    this.#watcher = null;
-    void w?.cancel().catch(() => undefined);
-    this.#backlog.length = 0;
-    this.#forwarded = [];
-    if (this.#open?.timer) clearTimeout(this.#open.timer);
-    this.#open = null;
-    this.#readNext = nextRev;
-    this.#lastKey = Buffer.alloc(0);
     this.#applied = nextRev - 1;
+    this.#readAgainFrom(nextRev);
     this.#releaseWaits(true);
-    this.#taking = 0;
-    this.#order = Promise.resolve();
-    void this.#follow(this.#generation);
   }
 
   /** etcd answers a read (a recovery's check that acknowledgements may resume). */
