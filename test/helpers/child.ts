@@ -3,6 +3,8 @@
  * for tests that need a second process, kill -9, or the exit code and message of a refusal.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export interface ChildNode {
   child: ChildProcess;
@@ -27,11 +29,14 @@ export interface Exited {
 
 /**
  * Node arguments that run a TypeScript entry in a child process. Under tap these are the
- * test process's own loader flags: the child compiles the sources exactly as the tests do,
- * so the coverage tap collects from it merges with theirs (a child compiled by another
- * loader records the same files with other offsets and garbles the report).
+ * test process's own loader flags (test/loader/register.mjs, made absolute so that a child
+ * started in another directory finds it): the child compiles the sources exactly as the
+ * tests do, so the coverage tap collects from it merges with theirs (a child compiled by
+ * another loader records the same files with other offsets and garbles the report).
  */
-export const TS_ARGS: string[] = process.execArgv.some((a) => a.includes('@tapjs/')) ? [...process.execArgv] : ['--import', 'tsx'];
+export const TS_ARGS: string[] = process.execArgv.some((a) => a.includes('@tapjs/'))
+  ? process.execArgv.map((a) => (a.startsWith('--import=./') ? `--import=${pathToFileURL(resolve(a.slice('--import='.length))).href}` : a))
+  : ['--import', 'tsx'];
 
 const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv => ({
   ...process.env,
