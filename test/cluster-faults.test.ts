@@ -318,6 +318,32 @@ t.test('cluster faults', async (t) => {
     for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
   });
 
+  await t.test('a member whose committer fails a block write restarts it and reads the log again from its head', async (t) => {
+    const n2 = c.nodes[2];
+    if (n2) await stopOrKill(n2);
+    // Its committer's second block transaction fails with EIO (the test hook models one
+    // failure: the recovered committer writes normally). The ledger restarts the committer
+    // from its last durable block, and the log is read again from the revision after it.
+    const node = await c.start(2, { CAIRN_TEST_FAULTS: 'ledger.write:EIO@2' });
+    const ids: string[] = [];
+    for (let k = 0; k < 8; k++) {
+      const b = batch();
+      t.equal((await postBatches(urlsOf(c)[k % 2] ?? '', batchList(b))).status, 202);
+      ids.push(b.id);
+      await sleep(40); // several blocks, so that the failing write comes while the log goes on
+    }
+    const h = await sameHead(urlsOf(c));
+    t.ok(h.num > 0, `every member reached block ${h.num}`);
+    t.match(node.log(), /EIO: injected fault at ledger\.write/, 'the block write failed there');
+    t.match(node.log(), /committer restarted at block \d+/, 'its committer was restarted');
+    t.same(await allCommitted(node.ledgerUrl, ids), [], 'every batch is committed there');
+    const b = batch();
+    t.equal((await postBatches(node.ledgerUrl, batchList(b))).status, 202, 'it acknowledges again');
+    t.same(await allCommitted(urlsOf(c)[0] ?? '', [b.id]), []);
+    await sameHead(urlsOf(c));
+    for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
+  });
+
   await t.test('a member whose state diverges raises the alarm and stops acknowledging; the others go on', async (t) => {
     const n2 = c.nodes[2];
     if (n2) await stopOrKill(n2);
