@@ -10,6 +10,7 @@ const { transformSync } = createRequire(import.meta.url)('@swc/core');
 const OPTIONS = {
   swcrc: false,
   sourceMaps: 'inline',
+  inlineSourcesContent: false,
   isModule: true,
   module: { type: 'es6' },
   jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
