@@ -98,7 +98,7 @@ t.test('a function the loaded file never calls is reported uncovered, line by li
   }
   for (const line of [5, 6]) t.ok((lines.get(line) ?? 0) > 0, `line ${line} (called) is covered`);
   for (const line of [10, 11, 12, 14, 15]) t.equal(lines.get(line), 0, `line ${line} (never called) is uncovered`);
-  const fns = Object.values(cov.fnMap).map((f, i) => ({ name: f.name, line: f.loc.start.line, hits: cov.f[i] ?? 0 }));
+  const fns = Object.entries(cov.fnMap).map(([id, f]) => ({ name: f.name, line: f.loc.start.line, hits: cov.f[id] ?? 0 }));
   const never = fns.find((f) => f.name === 'neverCalled');
   t.equal(never?.line, 9, 'the uncalled function maps back to its own line');
   t.equal(never?.hits, 0, 'the uncalled function is reported uncovered');
