@@ -123,8 +123,14 @@ t.test('metrics on a listener of its own; the ledger port does not serve them', 
   const batch = intkeyBatch(signer, [['set', 'own', 7]]);
   t.equal((await postBatches(tn.ledgerUrl, batchList(batch))).status, 202);
   t.equal((await waitCommitted(tn.ledgerUrl, [batch.id], 30))[0].status, 'COMMITTED');
-  const after = await scrape(`http://127.0.0.1:${port}/metrics`);
-  t.equal(value(after.samples, 'cairn_batches_committed_total'), 1);
+  // The status reads the store, which the committer thread has written; the counter follows
+  // the block event, which reaches this thread a moment later (once seen under CI load: 0).
+  let committed = 0;
+  for (const end = Date.now() + 10_000; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) {
+    committed = value((await scrape(`http://127.0.0.1:${port}/metrics`)).samples, 'cairn_batches_committed_total');
+    if (committed !== 0) break;
+  }
+  t.equal(committed, 1, 'the committed counter follows the block');
   t.equal((await fetch(`http://127.0.0.1:${port}/other`)).status, 404);
   const onLedger = await fetch(`${tn.ledgerUrl}/metrics`);
   t.equal(onLedger.status, 404, 'not on the ledger port');
