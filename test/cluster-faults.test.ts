@@ -10,7 +10,7 @@ import { Etcd3 } from 'etcd3';
 import { encodeEnvelope } from '../src/cluster/envelope.js';
 import { Signer } from '../src/crypto/secp256k1.js';
 import { batchList, getJson, intkeyBatch, newSigner, postBatches } from './helpers/batches.js';
-import { head, sameHead, startCluster, stopOrKill, type TestCluster } from './helpers/cluster.js';
+import { head, sameHeadOf, startCluster, stopOrKill, type TestCluster } from './helpers/cluster.js';
 
 const signer = newSigner();
 let seq = 0;
@@ -85,11 +85,8 @@ t.test('cluster faults', async (t) => {
     const acked = results.flatMap((r) => r.acked);
     t.ok(acked.length > 20, `${acked.length} batches acknowledged (${results.map((r) => `${r.refused} refused, ${r.errors} errors`).join('; ')})`);
     for (const url of urlsOf(c, [0, 1])) t.same(await allCommitted(url, acked), [], `every acknowledged batch committed on ${url}`);
-    const restarted = await c.start(2);
-    const h = await sameHead(urlsOf(c)).catch((err: Error) => {
-      // What the restarted node did, for a run that fails here.
-      throw new Error(`${err.message}\nthe restarted node's log, last lines:\n${restarted.log().split('\n').slice(-40).join('\n')}`);
-    });
+    await c.start(2);
+    const h = await sameHeadOf(c);
     t.ok(h.num > 0, `the restarted node caught up to block ${h.num}`);
     t.same(await allCommitted(urlsOf(c, [2])[0] ?? '', acked), [], 'and holds every acknowledged batch');
   });
@@ -137,7 +134,7 @@ t.test('cluster faults', async (t) => {
     }
     t.ok(pause <= 10_000, `the longest pause in commits after the kill: ${pause} ms (the election and etcd's request timeout)`);
     for (const u of urlsOf(c)) t.same(await allCommitted(u, acked), [], `every acknowledged batch committed on ${u}`);
-    await sameHead(urlsOf(c));
+    await sameHeadOf(c);
     await c.etcd.restart(leader);
   });
 
@@ -165,7 +162,7 @@ t.test('cluster faults', async (t) => {
     t.ok(ok, 'a submission is acknowledged again once etcd has a quorum');
     if (ok) t.same(await allCommitted(urlsOf(c, [2])[0] ?? '', [ok]), [], 'and commits');
     await c.etcd.restart(0);
-    await sameHead(urlsOf(c));
+    await sameHeadOf(c);
   });
 
   await t.test('a member whose log position was deleted catches up from a member', async (t) => {
@@ -208,7 +205,7 @@ t.test('cluster faults', async (t) => {
       'the retaining member defragmented etcd',
     );
     const node = await c.start(2);
-    const h = await sameHead(urlsOf(c));
+    const h = await sameHeadOf(c);
     t.ok(h.num > 0);
     t.match(node.log(), /catching up from a member's blocks/);
     t.same(await allCommitted(node.ledgerUrl, ids), [], 'the batches it missed are committed there');
@@ -216,7 +213,7 @@ t.test('cluster faults', async (t) => {
     const b = batch();
     t.equal((await postBatches(node.ledgerUrl, batchList(b))).status, 202);
     t.same(await allCommitted(urlsOf(c, [0])[0] ?? '', [b.id]), []);
-    await sameHead(urlsOf(c));
+    await sameHeadOf(c);
   });
 
   await t.test('a member that reads the log again after a stop takes the same entries as those that followed it live', async (t) => {
@@ -226,7 +223,7 @@ t.test('cluster faults', async (t) => {
     // restart. Both must take the same ones, or their chains would split.
     const client = new Etcd3({ hosts: c.etcd.endpoints });
     t.teardown(() => client.close());
-    await sameHead(urlsOf(c));
+    await sameHeadOf(c);
     const n2pub = new Signer(readFileSync(join(c.dir, 'n2', 'keys', 'validator.priv'), 'utf8').trim()).publicKey;
     const liveKey = `cairn/live/${n2pub}`;
     const record = (await client.get(liveKey).string()) ?? '';
@@ -261,7 +258,7 @@ t.test('cluster faults', async (t) => {
       t.equal(s.json.data[0]?.status, 'UNKNOWN', `the second entry of revision ${shared} is passed over on ${url}`);
     }
     const node = await c.start(2);
-    const h = await sameHead(urlsOf(c));
+    const h = await sameHeadOf(c);
     t.ok(h.num > 0, 'the restarted member has the same head as the others');
     t.same(await allCommitted(node.ledgerUrl, [first.id, again.id]), [], 'and the same batches');
     t.equal((await getJson(`${node.ledgerUrl}/batch_statuses?id=${second.id}`)).json.data[0]?.status, 'UNKNOWN');
@@ -286,20 +283,27 @@ t.test('cluster faults', async (t) => {
     const now = await client.put('cairn/test/compact').value('1').exec();
     await client.kv.compact({ revision: now.header.revision });
     const back = await c.start(2);
-    await sameHead(urlsOf(c));
-    t.match(back.log(), /history before revision \d+ was compacted: catching up from a member's blocks/);
+    await sameHeadOf(c);
+    // Compacted, as a rule. Its live record may name a revision past its last durable round
+    // (entries that add nothing are applied without a write of their own): the retention may
+    // then have deleted the entries after that round, and it finds them deleted first (one
+    // run in about twenty under load). Either way it takes blocks.
+    t.match(back.log(), /(history before revision \d+ was compacted|log before revision \d+ was deleted): catching up from a member's blocks/);
     t.same(await allCommitted(back.ledgerUrl, laterIds), [], 'the batches it missed are committed there');
     const b = batch();
     t.equal((await postBatches(back.ledgerUrl, batchList(b))).status, 202, 'it follows the log again afterwards');
     t.same(await allCommitted(live[0] ?? '', [b.id]), []);
-    await sameHead(urlsOf(c));
+    await sameHeadOf(c);
   });
 
   await t.test('a member whose watch of the log falls silent reads the log again from its position', async (t) => {
     const n2 = c.nodes[2];
     if (n2) await stopOrKill(n2);
-    // Its first watch takes three entries and then nothing more (the stream stays open, as a
-    // watch whose stream hangs would): the follower's stall guard must notice and read again.
+    // Its first watch takes three entries and then stalls (the stream stays open, as a watch
+    // whose stream hangs would): the follower's stall guard must notice and read again. The
+    // stalled stream then resumes with what it held back, just after the follower started
+    // again: nothing of it may be taken (it would move the new watch's position past entries
+    // not taken yet).
     const node = await c.start(2, { CAIRN_TEST_CLUSTER_DEAF_WATCH: '3' });
     const ids: string[] = [];
     for (let k = 0; k < 9; k++) {
@@ -307,7 +311,7 @@ t.test('cluster faults', async (t) => {
       t.equal((await postBatches(urlsOf(c)[k % 3] ?? '', batchList(b))).status, 202);
       ids.push(b.id);
     }
-    const h = await sameHead(urlsOf(c));
+    const h = await sameHeadOf(c);
     t.ok(h.num > 0, `every member reached block ${h.num}`);
     t.match(
       node.log(),
@@ -332,7 +336,7 @@ t.test('cluster faults', async (t) => {
       ids.push(b.id);
       await sleep(40); // several blocks, so that the failing write comes while the log goes on
     }
-    const h = await sameHead(urlsOf(c));
+    const h = await sameHeadOf(c);
     t.ok(h.num > 0, `every member reached block ${h.num}`);
     t.match(node.log(), /EIO: injected fault at ledger\.write/, 'the block write failed there');
     t.match(node.log(), /committer restarted at block \d+/, 'its committer was restarted');
@@ -340,7 +344,7 @@ t.test('cluster faults', async (t) => {
     const b = batch();
     t.equal((await postBatches(node.ledgerUrl, batchList(b))).status, 202, 'it acknowledges again');
     t.same(await allCommitted(urlsOf(c)[0] ?? '', [b.id]), []);
-    await sameHead(urlsOf(c));
+    await sameHeadOf(c);
     for (const n of c.nodes) t.notMatch(n?.log() ?? '', /diverged|chain differs/, 'no member raised the divergence alarm');
   });
 

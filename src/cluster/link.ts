@@ -189,7 +189,10 @@ export interface ClusterLinkOptions {
   diverged(cause: string): void;
   /** Test hook: the read-ahead bound in blocks (READ_AHEAD_BLOCKS; entries READ_AHEAD_ENTRIES_PER_BLOCK times it). */
   readAheadBlocks?: number;
-  /** Test hook: the first watch falls silent after this many entries (its stream stays open). */
+  /**
+   * Test hook: the first watch stalls after this many entries (its stream stays open); what
+   * it carries after them is delivered once the follower has started again.
+   */
   deafWatchAfter?: number;
   /** The spacing of this member's appends per appending member (ms; APPEND_SPACING_MS unless set). */
   appendSpacingMs: number;
@@ -239,6 +242,8 @@ export class ClusterLink implements AckWriter {
   #taking = 0;
   /** Stops the current watch (the follower read too far ahead); null while none runs. */
   #pauseWatch: (() => void) | null = null;
+  /** Ends the current watch (the follower starts again); null while none runs. */
+  #endWatch: (() => void) | null = null;
   readonly #aheadBlocks: number;
   readonly #aheadEntries: number;
   readonly #spacing: number;
@@ -252,12 +257,16 @@ export class ClusterLink implements AckWriter {
   /** The block being filled (envelopes read since the last cut). */
   #open: OpenBlock | null = null;
   #applied: number;
+  /** The last revision of a durable round here: what the live record names (the retention's floor). */
+  #durable: number;
   #watcher: Watcher | null = null;
   #generation = 0;
   #order: Promise<void> = Promise.resolve();
   #closed = false;
   /** Entries the current watch may still deliver (the deafWatchAfter test hook); Infinity: no limit. */
   #deafIn: number;
+  /** The deafWatchAfter test hook: the entries its stalled stream holds back. */
+  readonly #held: Array<() => void> = [];
   /** The stall guard: its timer, the positions it last saw and since when, a look in progress. */
   #guard: NodeJS.Timeout | null = null;
   #guardSeen = { readNext: 0, applied: 0, since: 0 };
@@ -270,6 +279,7 @@ export class ClusterLink implements AckWriter {
     this.#keyPrefix = `${LOG}${o.signer.publicKey}/${Date.now().toString(16)}-`;
     this.#readNext = o.nextRev;
     this.#applied = o.nextRev - 1;
+    this.#durable = o.nextRev - 1;
     this.#aheadBlocks = o.readAheadBlocks ?? READ_AHEAD_BLOCKS;
     this.#aheadEntries = this.#aheadBlocks * READ_AHEAD_ENTRIES_PER_BLOCK;
     this.#spacing = o.appendSpacingMs;
@@ -342,6 +352,8 @@ export class ClusterLink implements AckWriter {
     const w = this.#watcher;
     this.#watcher = null;
     this.#pauseWatch = null;
+    // Its loop ends now, whether or not etcd ever confirms the cancel (a stream that hangs).
+    this.#endWatch?.();
     void w?.cancel().catch(() => undefined);
     this.#backlog.length = 0;
     this.#forwarded = [];
@@ -353,6 +365,8 @@ export class ClusterLink implements AckWriter {
     this.#order = Promise.resolve();
     this.#guardSeen = { readNext: from, applied: this.#applied, since: Date.now() };
     void this.#follow(this.#generation);
+    // The deafWatchAfter test hook: the stalled stream resumes now.
+    for (const f of this.#held.splice(0)) f();
   }
 
   /** The block being filled is dropped (its timer too). */
@@ -365,9 +379,12 @@ export class ClusterLink implements AckWriter {
     return this.#pendingAt.size;
   }
 
-  /** The last log revision applied here, and the newest revision etcd has shown. */
-  get position(): { applied: number; seen: number } {
-    return { applied: this.#applied, seen: Math.max(this.#applied, this.#readNext - 1) };
+  /**
+   * The last log revision applied here, the last one durable here (a restart reads the log
+   * from the revision after it), and the newest revision etcd has shown.
+   */
+  get position(): { applied: number; durable: number; seen: number } {
+    return { applied: this.#applied, durable: this.#durable, seen: Math.max(this.#applied, this.#readNext - 1) };
   }
 
   has(id: string): boolean {
@@ -556,8 +573,13 @@ export class ClusterLink implements AckWriter {
     for (const id of ids) this.#pendingAt.set(id, rev);
   }
 
-  /** The committer applied the log up to `rev` (a block event of a round, or an envelope with nothing new). */
-  applied(rev: number): void {
+  /**
+   * The committer applied the log up to `rev`: a round, durable (its transaction records the
+   * revision), or entries that added nothing (applied as they are: a member that restarts
+   * reads them again).
+   */
+  applied(rev: number, durable: boolean): void {
+    if (durable && rev > this.#durable) this.#durable = rev;
     if (rev <= this.#applied) return;
     for (const [r, ids] of this.#byRev) {
       if (r > rev) continue;
@@ -607,51 +629,75 @@ export class ClusterLink implements AckWriter {
           });
           continue;
         }
-        const w = await client
+        if (this.#closed || gen !== this.#generation) return;
+        // Its handlers are on before etcd can answer: a response that comes in the same read
+        // as the watch's creation is not missed (create() resolves a turn after 'connected').
+        const w = client
           .watch()
           .prefix(LOG)
           // The log's deletes (retention) are of no interest here: etcd leaves them out.
           .only('put')
           .startRevision(String(this.#readNext))
-          .create();
-        if (gen !== this.#generation || this.#closed) {
-          await w.cancel().catch(() => undefined);
-          return;
-        }
+          .watcher();
         this.#watcher = w;
         // The etcd client resumes a watch whose stream broke from the revision of its last
         // response's header, which during a replay is etcd's newest revision, not the last
         // entry sent: what came between would be skipped. A broken watch is therefore
-        // dropped (nothing more is taken from it) and the log read again from #readNext.
+        // dropped (nothing more is taken from it) and the log read again from #readNext. So
+        // is the watch of a follower that started again (the stall guard, a recovery): its
+        // stream may still carry entries, and taking one would move the new watch's
+        // position past entries it has not taken yet.
         let live = true;
-        w.on('put', (kv) => {
-          if (!live) return;
-          // The deafWatchAfter test hook: the stream stays open, nothing more is taken from it.
-          if (this.#deafIn <= 0) return;
-          this.#deafIn--;
+        let connected = false;
+        const deliver = (kv: IKeyValue): void => {
+          if (!live || gen !== this.#generation) return;
           this.#take(kv, gen);
+        };
+        w.on('put', (kv) => {
+          // The deafWatchAfter test hook: a stream that stalls. What it carries is held back
+          // and delivered once the follower has started again (the stream resumes just then).
+          if (this.#deafIn <= 0) {
+            this.#held.push(() => deliver(kv));
+            return;
+          }
+          this.#deafIn--;
+          deliver(kv);
         });
-        await new Promise<void>((resolve) => {
-          const stop = (why: string | null): void => {
+        // An 'error' after this watch was dropped has nobody to hear it: it must not throw.
+        w.on('error', () => undefined);
+        w.once('connected', () => {
+          connected = true;
+        });
+        let stop: (why: string | null) => void = () => undefined;
+        const ended = new Promise<void>((resolve) => {
+          stop = (why) => {
             if (!live) return;
             live = false;
             if (why !== null) log.warn(`cluster log watch ${why}; reading the log again from revision ${this.#readNext}`);
             resolve();
           };
-          this.#pauseWatch = () => {
-            log.info(
-              `the cluster log is read ${this.#backlog.length} blocks and ${this.#taking} entries ahead of the committer: reading pauses at revision ${this.#readNext}`,
-            );
-            stop(null);
-          };
-          w.once('error', (err) => stop(`failed (${etcdReason(err)})`));
-          w.once('disconnected', (err) => stop(`lost its stream (${etcdReason(err)})`));
-          w.once('end', () => stop(null));
         });
-        this.#pauseWatch = null;
+        const pause = (): void => {
+          log.info(
+            `the cluster log is read ${this.#backlog.length} blocks and ${this.#taking} entries ahead of the committer: reading pauses at revision ${this.#readNext}`,
+          );
+          stop(null);
+        };
+        const end = (): void => stop(null);
+        this.#pauseWatch = pause;
+        this.#endWatch = end;
+        w.once('error', (err) => stop(`failed (${etcdReason(err)})`));
+        w.once('disconnected', (err) => stop(`lost its stream (${etcdReason(err)})`));
+        w.once('end', () => stop(null));
+        await ended;
+        // This watch's handles only: a follower started since has its own.
+        if (this.#pauseWatch === pause) this.#pauseWatch = null;
+        if (this.#endWatch === end) this.#endWatch = null;
         if (this.#watcher === w) this.#watcher = null;
         this.#deafIn = Number.POSITIVE_INFINITY;
         await w.cancel().catch(() => undefined);
+        // Ended before etcd confirmed it (refused, or its stream broke): a pause before the next.
+        if (!connected && !this.#closed && gen === this.#generation) await new Promise((r) => setTimeout(r, RETRY_MS));
       } catch (err) {
         if (this.#closed || gen !== this.#generation) return;
         log.warn(`cluster log unreadable (${etcdReason(err)}); retrying`);
@@ -1122,6 +1168,7 @@ export class ClusterLink implements AckWriter {
   /** A new committer took over at `nextRev`: the log is read again from there. */
   reset(_pendingIds: readonly string[], nextRev: number): void {
     this.#applied = nextRev - 1;
+    this.#durable = nextRev - 1;
     this.#readAgainFrom(nextRev);
     this.#releaseWaits(true);
   }
@@ -1141,6 +1188,7 @@ export class ClusterLink implements AckWriter {
     if (this.#open?.timer) clearTimeout(this.#open.timer);
     this.#send(true);
     await this.drain();
+    this.#endWatch?.();
     await this.#watcher?.cancel().catch(() => undefined);
     this.#watcher = null;
   }

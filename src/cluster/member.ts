@@ -206,12 +206,14 @@ export class ClusterMember {
     if (this.#closed || !this.#ledger) return;
     try {
       const head = this.#ledger.head;
-      const pos = this.#link?.position ?? { applied: 0, seen: 0 };
+      const pos = this.#link?.position ?? { durable: 0 };
       const me: MemberRecord = {
         nodeId: this.#s.nodeId,
         publicKey: this.#signer.publicKey,
         ledgerUrl: this.#ledgerUrl,
-        applied: pos.applied,
+        // Durable, not merely applied: the retention deletes the log up to the lowest one, and a
+        // member that restarts reads the log from there.
+        applied: pos.durable,
         height: head.blockNum,
         headId: head.blockId,
       };

@@ -92,7 +92,7 @@ export interface SharedLogHooks {
 /** A log several nodes share, in place of the pending pool (src/cluster/link.ts). */
 export interface SharedLog {
   committer: ClusterCommitterOptions;
-  open(h: SharedLogHooks): AckWriter & { applied(rev: number): void; start(): void; readThrough(timeoutMs: number): Promise<void> };
+  open(h: SharedLogHooks): AckWriter & { applied(rev: number, durable: boolean): void; start(): void; readThrough(timeoutMs: number): Promise<void> };
 }
 
 export class Ledger {
@@ -385,7 +385,9 @@ export class Ledger {
     this.queueLimit = m.queueLimit;
     for (const id of m.committed) this.#settle(id);
     for (const id of m.invalid) this.#settle(id);
-    if (this.#log && m.round) this.#log.applied(m.round.height);
+    // A round has batches (committed or invalid) and is durable; a report without any is of log
+    // entries that added nothing, applied without a write of their own.
+    if (this.#log && m.round) this.#log.applied(m.round.height, m.head !== null || m.committed.length + m.invalid.length > 0);
     for (const l of this.#listeners) l(m);
   }
 

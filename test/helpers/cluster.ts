@@ -102,3 +102,23 @@ export async function sameHead(urls: string[], minNum = 0, seconds = 30): Promis
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * sameHead over the cluster's running nodes; a failure also carries the last lines of each
+ * node's log and its cluster view (/status), so that a run that fails under CI load says why.
+ */
+export async function sameHeadOf(c: TestCluster, minNum = 0, seconds = 30): Promise<{ id: string; num: number; root: string }> {
+  const urls = c.nodes.map((n) => n?.ledgerUrl ?? '');
+  try {
+    return await sameHead(urls, minNum, seconds);
+  } catch (err) {
+    const parts = [(err as Error).message];
+    for (const [i, n] of c.nodes.entries()) {
+      if (!n) continue;
+      const st = await getJson(`${n.ledgerUrl}/status`).catch(() => null);
+      parts.push(`node ${i}: /status cluster ${JSON.stringify(st?.json?.data?.cluster ?? null)}`);
+      parts.push(`node ${i}: last lines of its log:\n${n.log().split('\n').slice(-25).join('\n')}`);
+    }
+    throw new Error(parts.join('\n'));
+  }
+}
