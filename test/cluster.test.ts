@@ -287,6 +287,34 @@ t.test('a three-node cluster', async (t) => {
       t.match(n?.log() ?? '', /not an envelope[\s\S]*not a member of this cluster[\s\S]*bad signature[\s\S]*runs past the end[\s\S]*bad signature/);
   });
 
+  await t.test("a member's live record names its last durable log revision, not entries applied since without a write", async (t) => {
+    const client = new Etcd3({ hosts: c.etcd.endpoints });
+    t.teardown(() => client.close());
+    const b = batch();
+    t.equal((await postBatches(urls[0] ?? '', batchList(b))).status, 202);
+    for (const url of urls) t.equal((await waitCommitted(url, [b.id], 20))[0]?.status, 'COMMITTED');
+    const h = await sameHead(urls);
+    // An entry every member refuses, after the last block: applied, but nothing is written for it.
+    const put = await client.put('cairn/log/garbage/after-last-block').value(Buffer.from('not an envelope')).exec();
+    const rev = Number(put.header.revision);
+    for (const url of urls) {
+      for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 50)))
+        if ((await getJson(`${url}/status`)).json.data.cluster.log.applied >= rev) break;
+      t.ok((await getJson(`${url}/status`)).json.data.cluster.log.applied >= rev, `${url} applied the refused entry`);
+    }
+    // Two rounds of the members' records (one a second) after that.
+    await new Promise((r) => setTimeout(r, 2_500));
+    const live = Object.values(await client.getAll().prefix('cairn/live/').strings()).map(
+      (v) => JSON.parse(v) as { applied: number; height: number },
+    );
+    t.equal(live.length, 3);
+    for (const m of live) {
+      t.equal(m.height, h.num, 'no block since');
+      t.ok(m.applied > 0 && m.applied < rev, `the record names revision ${m.applied}, its last block's, not ${rev}`);
+    }
+    t.equal((await head(urls[0] ?? '')).id, h.id);
+  });
+
   await t.test('a member refuses to start on another chain or without its chain key', async (t) => {
     const single = join(c.dir, 'wrong-chain');
     // The data directory of a single node (its own genesis block) cannot join.

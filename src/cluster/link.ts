@@ -240,9 +240,7 @@ export class ClusterLink implements AckWriter {
   #catchUpSaid = '';
   /** Entries read and waiting for their check (the #order chain). */
   #taking = 0;
-  /** Stops the current watch (the follower read too far ahead); null while none runs. */
-  #pauseWatch: (() => void) | null = null;
-  /** Ends the current watch (the follower starts again); null while none runs. */
+  /** Ends the current watch (it read too far ahead, or the follower starts again); null while none runs. */
   #endWatch: (() => void) | null = null;
   readonly #aheadBlocks: number;
   readonly #aheadEntries: number;
@@ -351,9 +349,9 @@ export class ClusterLink implements AckWriter {
     this.#generation++;
     const w = this.#watcher;
     this.#watcher = null;
-    this.#pauseWatch = null;
     // Its loop ends now, whether or not etcd ever confirms the cancel (a stream that hangs).
     this.#endWatch?.();
+    this.#endWatch = null;
     void w?.cancel().catch(() => undefined);
     this.#backlog.length = 0;
     this.#forwarded = [];
@@ -677,21 +675,13 @@ export class ClusterLink implements AckWriter {
             resolve();
           };
         });
-        const pause = (): void => {
-          log.info(
-            `the cluster log is read ${this.#backlog.length} blocks and ${this.#taking} entries ahead of the committer: reading pauses at revision ${this.#readNext}`,
-          );
-          stop(null);
-        };
         const end = (): void => stop(null);
-        this.#pauseWatch = pause;
         this.#endWatch = end;
         w.once('error', (err) => stop(`failed (${etcdReason(err)})`));
         w.once('disconnected', (err) => stop(`lost its stream (${etcdReason(err)})`));
         w.once('end', () => stop(null));
         await ended;
-        // This watch's handles only: a follower started since has its own.
-        if (this.#pauseWatch === pause) this.#pauseWatch = null;
+        // This watch's handle only: a follower started since has its own.
         if (this.#endWatch === end) this.#endWatch = null;
         if (this.#watcher === w) this.#watcher = null;
         this.#deafIn = Number.POSITIVE_INFINITY;
@@ -936,7 +926,12 @@ export class ClusterLink implements AckWriter {
     if (this.#readWaits.size > 0) this.#releaseReads(false);
     const value = kv.value;
     this.#taking++;
-    if (this.#taking > this.#aheadEntries || this.#backlog.length > this.#aheadBlocks) this.#pauseWatch?.();
+    if ((this.#taking > this.#aheadEntries || this.#backlog.length > this.#aheadBlocks) && this.#endWatch) {
+      log.info(
+        `the cluster log is read ${this.#backlog.length} blocks and ${this.#taking} entries ahead of the committer: reading pauses at revision ${this.#readNext}`,
+      );
+      this.#endWatch();
+    }
     this.#order = this.#order
       .then(() => {
         // Out of the queue: checked now (one at a time, in order); a restart dropped the rest.

@@ -387,7 +387,7 @@ export class Ledger {
     for (const id of m.invalid) this.#settle(id);
     // A round has batches (committed or invalid) and is durable; a report without any is of log
     // entries that added nothing, applied without a write of their own.
-    if (this.#log && m.round) this.#log.applied(m.round.height, m.head !== null || m.committed.length + m.invalid.length > 0);
+    if (this.#log && m.round) this.#log.applied(m.round.height, m.committed.length + m.invalid.length > 0);
     for (const l of this.#listeners) l(m);
   }
 
