@@ -6,15 +6,16 @@
 // are too low, so this test runs a file through the loader under V8 coverage and converts the
 // result as the report does: a function never called must come out uncovered, line by line,
 // and the one called covered. (It fails with the map taken out of the loader, and under tsx.)
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import v8toIstanbul from 'v8-to-istanbul';
 
 const LOADER = pathToFileURL(resolve('test/loader/register.mjs')).href;
+const CACHE = resolve('node_modules/.cache/cairn-swc');
 
 // Line numbers matter below: `called` spans lines 4-7, `neverCalled` lines 9-16.
 const FIXTURE = `interface Pair { a: number; b: number }
@@ -59,16 +60,11 @@ function run(file: string, coverageDir: string): Promise<{ code: number | null; 
   return new Promise((done) => child.once('exit', (code) => done({ code, out })));
 }
 
-t.test('a function the loaded file never calls is reported uncovered, line by line', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-loader-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'fixture.ts');
-  writeFileSync(file, FIXTURE);
-  const coverageDir = join(dir, 'coverage');
-
+/** Runs `file` under V8 coverage and checks that the report maps its functions back to their lines. */
+async function mapsBack(t: Test, file: string, coverageDir: string, expected: string): Promise<void> {
   const { code, out } = await run(file, coverageDir);
   t.equal(code, 0, `the fixture exits 0 ${out}`);
-  t.equal(out, '6', 'the fixture ran, compiled by the loader');
+  t.equal(out, expected, 'the fixture ran, compiled by the loader');
 
   const url = pathToFileURL(file).href;
   const reports = readdirSync(coverageDir).map((f) => JSON.parse(readFileSync(join(coverageDir, f), 'utf8')) as ProcessCoverage);
@@ -103,4 +99,45 @@ t.test('a function the loaded file never calls is reported uncovered, line by li
   t.equal(never?.line, 9, 'the uncalled function maps back to its own line');
   t.equal(never?.hits, 0, 'the uncalled function is reported uncovered');
   t.ok((fns.find((f) => f.name === 'called')?.hits ?? 0) > 0, 'the called function is reported covered');
+}
+
+t.test('a function the loaded file never calls is reported uncovered, line by line', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-loader-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'fixture.ts');
+  writeFileSync(file, FIXTURE);
+  await t.test('compiled by swc', (t) => mapsBack(t, file, join(dir, 'coverage-1'), '6'));
+  // The loader keeps what swc wrote (node_modules/.cache/cairn-swc): the second process reads it back.
+  await t.test("read back from the loader's cache", (t) => mapsBack(t, file, join(dir, 'coverage-2'), '6'));
+  // Same size, same lines, another result: what runs must be the new code.
+  writeFileSync(file, FIXTURE.replace('sum * 2', 'sum * 3'));
+  await t.test('changed: compiled again, not read back', (t) => mapsBack(t, file, join(dir, 'coverage-3'), '9'));
+});
+
+t.test("the loader's cache: one file per compiled source, named by a hash of it", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-loader-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'fixture.ts');
+  // A source no other run compiled (the time in a comment): not in the cache before.
+  writeFileSync(file, `// ${process.hrtime.bigint()}\n${FIXTURE}`);
+  const before = new Set(existsSync(CACHE) ? readdirSync(CACHE) : []);
+  const first = await run(file, join(dir, 'coverage-1'));
+  t.equal(first.out, '6', 'the fixture ran');
+  const added = readdirSync(CACHE).filter((f) => !before.has(f));
+  t.equal(added.length, 1, 'one file added to the cache');
+  t.match(added[0], /^[0-9a-f]{64}\.js$/, 'named by the hash');
+  const cached = readFileSync(join(CACHE, added[0] as string), 'utf8');
+  t.notMatch(cached, /interface Pair/, 'it holds the compiled code (types stripped)');
+  t.match(cached, /sourceMappingURL=data:application\/json/, 'with its inline source map');
+  // What the next process runs is the cached file, not a new compile: a marked copy shows it.
+  const entry = join(CACHE, added[0] as string);
+  t.teardown(() => rmSync(entry, { force: true }));
+  writeFileSync(entry, "process.stdout.write('from the cache');\n");
+  const second = await run(file, join(dir, 'coverage-2'));
+  t.equal(second.out, 'from the cache', 'the second process ran the cached file');
+  t.same(
+    readdirSync(CACHE).filter((f) => !before.has(f)),
+    added,
+    'and added nothing',
+  );
 });
