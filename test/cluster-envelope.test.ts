@@ -1,6 +1,7 @@
 /**
  * The cluster's wire pieces, in process: the envelope codec (every refusal named), the batch
- * id scan, the block header's consensus field, and the endpoint and settings checks.
+ * id scan, the block header's consensus field, the endpoint and settings checks, and what the
+ * follower logs while etcd is away.
  */
 import t from 'tap';
 import {
@@ -18,6 +19,9 @@ import {
 } from '../src/cluster/envelope.js';
 import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
 import { parseEndpoints } from '../src/cluster/endpoints.js';
+import { Outage } from '../src/cluster/outage.js';
+import { log } from '../src/log.js';
+import { logMessage } from './helpers/child.js';
 import { loadConfig } from '../src/config.js';
 import { intkeyBatch, newSigner } from './helpers/batches.js';
 
@@ -179,4 +183,47 @@ t.test('a removal names the member taken out and counts only when the chain key 
   bad.writeUInt8(bad.readUInt8(50) ^ 1, 50);
   t.throws(() => decodeRemoval(bad, chain.publicKey), /bad signature/, 'a member key changed after signing');
   t.throws(() => encodeRemoval(chain, 'not-a-key'), /not a public key/);
+});
+
+t.test('an outage is said when it starts, every 30 s while it lasts, and when it ends', (t) => {
+  const lines: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((c: string | Uint8Array) => {
+    lines.push(logMessage(String(c).trim()));
+    return true;
+  }) as typeof process.stderr.write;
+  t.teardown(() => {
+    process.stderr.write = write;
+  });
+  log.setFormat('json');
+  log.setLevel('info');
+  let now = 1_000_000;
+  const o = new Outage('cluster log unreadable', () => now);
+  t.notOk(o.failing, 'not failing before a failure');
+  o.ok();
+  t.same(lines, [], 'a success with no outage says nothing');
+  // Two minutes of tries every 0.8 s, as the follower retries while etcd has no quorum.
+  for (let i = 0; i < 150; i++) {
+    o.fail(`no quorum ${i}`);
+    now += 800;
+  }
+  t.ok(o.failing, 'failing');
+  t.same(
+    lines,
+    [
+      'cluster log unreadable (no quorum 0); retrying',
+      'cluster log unreadable for 30.4 s, 39 tries (the last: no quorum 38); retrying',
+      'cluster log unreadable for 60.8 s, 77 tries (the last: no quorum 76); retrying',
+      'cluster log unreadable for 91.2 s, 115 tries (the last: no quorum 114); retrying',
+    ],
+    '150 failed tries over two minutes: four lines, not 150',
+  );
+  lines.length = 0;
+  o.ok();
+  t.same(lines, ['cluster log unreadable: over after 120.0 s, 150 failed tries'], 'its end is said once');
+  t.notOk(o.failing, 'not failing after');
+  o.ok();
+  o.fail('refused');
+  t.same(lines.slice(1), ['cluster log unreadable (refused); retrying'], 'the next outage is said from its start');
+  t.end();
 });

@@ -34,6 +34,7 @@ import {
 } from './envelope.js';
 import { CHAIN_KEY, FLOOR, LOG, NODES, REMOVED, etcdReason, isRemovalOf } from './etcd.js';
 import { consensusRevision } from './consensus.js';
+import { Outage } from './outage.js';
 
 /** The 503 of a member that was removed from the cluster. */
 const REMOVED_MESSAGE = 'this node was removed from the cluster (cairn cluster remove): it acknowledges no batch';
@@ -238,6 +239,8 @@ export class ClusterLink implements AckWriter {
   readonly #readWaits = new Set<{ target: number; resolve: () => void; timer: NodeJS.Timeout }>();
   /** The last catch-up's reason and position, as logged. */
   #catchUpSaid = '';
+  /** The log cannot be read (etcd away): said when it starts, every 30 s while it lasts, and when it ends. */
+  #unreadable = new Outage('cluster log unreadable');
   /** Entries read and waiting for their check (the #order chain). */
   #taking = 0;
   /** Ends the current watch (it read too far ahead, or the follower starts again); null while none runs. */
@@ -665,13 +668,16 @@ export class ClusterLink implements AckWriter {
         w.on('error', () => undefined);
         w.once('connected', () => {
           connected = true;
+          this.#unreadable.ok();
         });
         let stop: (why: string | null) => void = () => undefined;
         const ended = new Promise<void>((resolve) => {
           stop = (why) => {
             if (!live) return;
             live = false;
-            if (why !== null) log.warn(`cluster log watch ${why}; reading the log again from revision ${this.#readNext}`);
+            // A watch etcd never confirmed is one more try of an outage; one that broke, an event of its own.
+            if (why !== null && !connected) this.#unreadable.fail(`its watch ${why}`);
+            else if (why !== null) log.warn(`cluster log watch ${why}; reading the log again from revision ${this.#readNext}`);
             resolve();
           };
         });
@@ -690,7 +696,7 @@ export class ClusterLink implements AckWriter {
         if (!connected && !this.#closed && gen === this.#generation) await new Promise((r) => setTimeout(r, RETRY_MS));
       } catch (err) {
         if (this.#closed || gen !== this.#generation) return;
-        log.warn(`cluster log unreadable (${etcdReason(err)}); retrying`);
+        this.#unreadable.fail(etcdReason(err));
         await new Promise((r) => setTimeout(r, RETRY_MS));
       }
     }
