@@ -19,11 +19,6 @@ export class Outage {
     private readonly repeatMs = REPEAT_MS,
   ) {}
 
-  /** Whether it is failing now. */
-  get failing(): boolean {
-    return this.#tries > 0;
-  }
-
   /** One more failed try, for `reason`. */
   fail(reason: string): void {
     const t = this.now();
