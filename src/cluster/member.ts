@@ -359,11 +359,12 @@ export class ClusterMember {
     members: MemberView[];
     log: { applied: number; seen: number; lag: number; append_spacing_ms: number };
   } {
-    const pos = this.#link?.position ?? { applied: 0, seen: 0 };
+    const { applied, seen } = this.#link?.position ?? { applied: 0, seen: 0 };
     return {
       node_id: this.#s.nodeId,
       members: this.#members,
-      log: { ...pos, lag: Math.max(0, pos.seen - pos.applied), append_spacing_ms: this.#appendSpacingMs },
+      // The fields /status shows (the link's position also names its durable revision, for the live record).
+      log: { applied, seen, lag: Math.max(0, seen - applied), append_spacing_ms: this.#appendSpacingMs },
     };
   }
 
