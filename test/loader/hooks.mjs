@@ -44,12 +44,17 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }
 
+/** Where the compiled code of `source` (read from `path`) is kept. */
+export function cacheFile(path, source) {
+  return `${CACHE}${createHash('sha256').update(`${SALT}\0${path}\0${source}`).digest('hex')}.js`;
+}
+
 export async function load(url, context, next) {
   if (!ours(url)) return next(url, context);
   const path = fileURLToPath(url);
   if (!/\.m?ts$/.test(path)) return next(url, context);
   const source = readFileSync(path, 'utf8');
-  const file = `${CACHE}${createHash('sha256').update(`${SALT}\0${path}\0${source}`).digest('hex')}.js`;
+  const file = cacheFile(path, source);
   let code;
   try {
     code = readFileSync(file, 'utf8');
