@@ -8,6 +8,7 @@
 import t from 'tap';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { Etcd3 } from 'etcd3';
 import WebSocket from 'ws';
 import { intkeyAddress } from '../src/families/intkey.js';
@@ -209,6 +210,45 @@ t.test('a three-node cluster', async (t) => {
     const blocks = await getJson(`${urls[2]}/blocks?limit=1000`);
     const count = blocks.json.data.flatMap((x: { header: { batch_ids: string[] } }) => x.header.batch_ids).filter((id: string) => id === b.id).length;
     t.equal(count, 1, 'in one block only');
+  });
+
+  // A status wait for a batch a member does not know first reads the log's tip from etcd
+  // (it may be there, acknowledged by another member). Those reads are shared, one in
+  // flight at a time: a flood of such waits, each for another unknown id, costs etcd a few
+  // reads, not one each. Counted by etcd itself (its Range calls, all members together).
+  await t.test('status waits for batches nobody has cost etcd one log read at a time, not one each', async (t) => {
+    const ranges = async (): Promise<number> => {
+      let sum = 0;
+      for (const m of c.etcd.members) {
+        const text = await (await fetch(`${m.clientUrl}/metrics`)).text();
+        for (const line of text.split('\n'))
+          if (line.startsWith('grpc_server_started_total{') && line.includes('grpc_method="Range"')) sum += Number(line.split(' ').pop());
+      }
+      return sum;
+    };
+    const before = await ranges();
+    const waits = 200;
+    const flood = Promise.all(
+      Array.from({ length: waits }, async () => {
+        const id = randomBytes(64).toString('hex');
+        return (await getJson(`${urls[1]}/batch_statuses?id=${id}&wait=2`)).json.data[0]?.status;
+      }),
+    );
+    // Amid them, a batch acknowledged by n0: a wait on n1 that starts after the 202 must not
+    // use a read that began before it, so it finds the batch (COMMITTED), never UNKNOWN.
+    const fresh = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const b = batch();
+        t.equal((await postBatches(urls[0] ?? '', batchList(b))).status, 202);
+        return (await getJson(`${urls[1]}/batch_statuses?id=${b.id}&wait=10`)).json.data[0]?.status;
+      }),
+    );
+    t.same(fresh, ['COMMITTED', 'COMMITTED', 'COMMITTED'], "n0's acknowledged batches are found on n1 amid the flood");
+    const answers = await flood;
+    t.same(new Set(answers), new Set(['UNKNOWN']), `all ${waits} unknown`);
+    const reads = (await ranges()) - before;
+    t.ok(reads >= 1, `etcd was asked (${reads} reads)`);
+    t.ok(reads <= waits / 5, `${reads} reads for ${waits} waits`);
   });
 
   await t.test('/peers lists the other members, /status the cluster', async (t) => {

@@ -237,6 +237,9 @@ export class ClusterLink implements AckWriter {
   #readNext: number;
   /** Status reads waiting for the log to be read up to a revision (readThrough). */
   readonly #readWaits = new Set<{ target: number; resolve: () => void; timer: NodeJS.Timeout }>();
+  /** The log-tip read in flight (#logTip), and the one callers that came during it share. */
+  #tipRead: Promise<number | null> | null = null;
+  #tipNext: Promise<number | null> | null = null;
   /** The last catch-up's reason and position, as logged. */
   #catchUpSaid = '';
   /** The log cannot be read (etcd away): said when it starts, every 30 s while it lasts, and when it ends. */
@@ -804,14 +807,8 @@ export class ClusterLink implements AckWriter {
    */
   async readThrough(timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
-    let target: number;
-    try {
-      const res = await this.#o.client.getAll().prefix(LOG).minModRevision(String(this.#readNext)).sort('Mod', 'Descend').limit(1).exec();
-      target = Number(res.kvs[0]?.mod_revision ?? 0);
-    } catch {
-      return;
-    }
-    if (this.#readNext <= target && !this.#closed)
+    const target = await this.#logTip();
+    if (target !== null && this.#readNext <= target && !this.#closed)
       await new Promise<void>((resolve) => {
         const w = {
           target,
@@ -828,6 +825,38 @@ export class ClusterLink implements AckWriter {
       });
     // Read, then taken in order (checked, verified) behind what came before it.
     await this.#order;
+  }
+
+  /**
+   * The revision of the newest log entry etcd holds from #readNext on (0: none), or null when
+   * etcd does not answer. One read at a time, shared: a caller that comes while one is in
+   * flight cannot use its answer (an entry may have been committed after it started), so it
+   * shares the next one, which starts when that one ends. However many status waits ask,
+   * etcd gets at most one of these reads in flight from each member.
+   */
+  #logTip(): Promise<number | null> {
+    if (!this.#tipRead) {
+      const read = this.#readTip();
+      this.#tipRead = read;
+      void read.then(() => {
+        this.#tipRead = null;
+      });
+      return read;
+    }
+    this.#tipNext ??= this.#tipRead.then(() => {
+      this.#tipNext = null;
+      return this.#logTip();
+    });
+    return this.#tipNext;
+  }
+
+  async #readTip(): Promise<number | null> {
+    try {
+      const res = await this.#o.client.getAll().prefix(LOG).minModRevision(String(this.#readNext)).sort('Mod', 'Descend').limit(1).exec();
+      return Number(res.kvs[0]?.mod_revision ?? 0);
+    } catch {
+      return null;
+    }
   }
 
   /** Resolves the readThrough waits that the log read so far satisfies (all of them: `all`). */
