@@ -4,6 +4,7 @@
  * was deleted, and a member whose state diverges (a test hook).
  */
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Etcd3 } from 'etcd3';
@@ -150,6 +151,19 @@ t.test('cluster faults', async (t) => {
       if (r.status !== 202) t.match(r.json.error?.message ?? '', /etcd|log/, 'the 503 names the cluster log');
     }
     t.same(answers, [503, 503, 503], 'every submission refused with 503');
+    // A status wait for a batch the member does not know first asks etcd for the log's tip,
+    // which cannot answer now (each ask runs to its deadline, and later waits share the next
+    // ask): the wait still answers when its own time is up, not when the asks end.
+    const unknownWait = async (delayMs: number): Promise<{ status: string; ms: number }> => {
+      await sleep(delayMs);
+      const t0 = performance.now();
+      const r = await getJson(`${url}/batch_statuses?id=${randomBytes(64).toString('hex')}&wait=1`);
+      return { status: r.json.data?.[0]?.status, ms: performance.now() - t0 };
+    };
+    for (const w of await Promise.all([unknownWait(0), unknownWait(400), unknownWait(800)])) {
+      t.equal(w.status, 'UNKNOWN', 'unknown, from the stores');
+      t.ok(w.ms < 1_800, `answered after ${Math.round(w.ms)} ms of a 1-s wait`);
+    }
     await c.etcd.restart(1);
     let ok: string | null = null;
     const until = Date.now() + 30_000;

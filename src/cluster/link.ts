@@ -807,7 +807,16 @@ export class ClusterLink implements AckWriter {
    */
   async readThrough(timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
-    const target = await this.#logTip();
+    // etcd away: the read in flight (and the next one) may take up to their deadlines; the
+    // wait keeps its own time.
+    let timer: NodeJS.Timeout | undefined;
+    const target = await Promise.race([
+      this.#logTip(),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
     if (target !== null && this.#readNext <= target && !this.#closed)
       await new Promise<void>((resolve) => {
         const w = {
