@@ -1,7 +1,7 @@
 /**
  * The cluster's wire pieces, in process: the envelope codec (every refusal named), the batch
- * id scan, the block header's consensus field, the endpoint and settings checks, and what the
- * follower logs while etcd is away.
+ * id scan, the block header's consensus field, the endpoint and settings checks, what the
+ * follower logs while etcd is away, and the shared read of the log's tip.
  */
 import t from 'tap';
 import {
@@ -20,6 +20,7 @@ import {
 import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
 import { parseEndpoints } from '../src/cluster/endpoints.js';
 import { Outage } from '../src/cluster/outage.js';
+import { FreshRead } from '../src/cluster/fresh-read.js';
 import { log } from '../src/log.js';
 import { logMessage } from './helpers/child.js';
 import { loadConfig } from '../src/config.js';
@@ -223,4 +224,36 @@ t.test('an outage is said when it starts, every 30 s while it lasts, and when it
   o.fail('refused');
   t.same(lines.slice(1), ['cluster log unreadable (refused); retrying'], 'the next outage is said from its start');
   t.end();
+});
+
+t.test('a shared read: one in flight, and a caller never gets a read that began before it', async (t) => {
+  // Each read answers what the source holds when it starts; the test ends each one by hand.
+  let value = 0;
+  const started: number[] = [];
+  const ends: Array<() => void> = [];
+  const r = new FreshRead(
+    () =>
+      new Promise<number>((resolve) => {
+        const seen = value;
+        started.push(seen);
+        ends.push(() => resolve(seen));
+      }),
+  );
+  const tick = (): Promise<void> => new Promise((d) => setImmediate(d));
+  const a = r.get();
+  value = 1; // written after the first read started: callers from now on must see it
+  const [b, c] = [r.get(), r.get()];
+  t.same(started, [0], 'one read in flight, however many ask');
+  ends.shift()?.();
+  t.equal(await a, 0, 'the first caller gets the read it started');
+  await tick();
+  t.same(started, [0, 1], 'the callers that came meanwhile share the next read, started when the first ended');
+  ends.shift()?.();
+  t.same(await Promise.all([b, c]), [1, 1], 'and get what it read, not the older answer');
+  // Idle again: a new caller starts a read of its own.
+  value = 2;
+  const d = r.get();
+  t.same(started, [0, 1, 2]);
+  ends.shift()?.();
+  t.equal(await d, 2);
 });

@@ -35,6 +35,7 @@ import {
 import { CHAIN_KEY, FLOOR, LOG, NODES, REMOVED, etcdReason, isRemovalOf } from './etcd.js';
 import { consensusRevision } from './consensus.js';
 import { Outage } from './outage.js';
+import { FreshRead } from './fresh-read.js';
 
 /** The 503 of a member that was removed from the cluster. */
 const REMOVED_MESSAGE = 'this node was removed from the cluster (cairn cluster remove): it acknowledges no batch';
@@ -237,9 +238,8 @@ export class ClusterLink implements AckWriter {
   #readNext: number;
   /** Status reads waiting for the log to be read up to a revision (readThrough). */
   readonly #readWaits = new Set<{ target: number; resolve: () => void; timer: NodeJS.Timeout }>();
-  /** The log-tip read in flight (#logTip), and the one callers that came during it share. */
-  #tipRead: Promise<number | null> | null = null;
-  #tipNext: Promise<number | null> | null = null;
+  /** The log's tip as etcd holds it now, read for readThrough: one read in flight, shared. */
+  readonly #tip = new FreshRead(() => this.#readTip());
   /** The last catch-up's reason and position, as logged. */
   #catchUpSaid = '';
   /** The log cannot be read (etcd away): said when it starts, every 30 s while it lasts, and when it ends. */
@@ -811,7 +811,7 @@ export class ClusterLink implements AckWriter {
     // wait keeps its own time.
     let timer: NodeJS.Timeout | undefined;
     const target = await Promise.race([
-      this.#logTip(),
+      this.#tip.get(),
       new Promise<null>((resolve) => {
         timer = setTimeout(() => resolve(null), timeoutMs);
       }),
@@ -838,27 +838,9 @@ export class ClusterLink implements AckWriter {
 
   /**
    * The revision of the newest log entry etcd holds from #readNext on (0: none), or null when
-   * etcd does not answer. One read at a time, shared: a caller that comes while one is in
-   * flight cannot use its answer (an entry may have been committed after it started), so it
-   * shares the next one, which starts when that one ends. However many status waits ask,
-   * etcd gets at most one of these reads in flight from each member.
+   * etcd does not answer. Status waits share these reads (#tip): a flood of waits for unknown
+   * ids costs etcd one read in flight from each member, not one each.
    */
-  #logTip(): Promise<number | null> {
-    if (!this.#tipRead) {
-      const read = this.#readTip();
-      this.#tipRead = read;
-      void read.then(() => {
-        this.#tipRead = null;
-      });
-      return read;
-    }
-    this.#tipNext ??= this.#tipRead.then(() => {
-      this.#tipNext = null;
-      return this.#logTip();
-    });
-    return this.#tipNext;
-  }
-
   async #readTip(): Promise<number | null> {
     try {
       const res = await this.#o.client.getAll().prefix(LOG).minModRevision(String(this.#readNext)).sort('Mod', 'Descend').limit(1).exec();
