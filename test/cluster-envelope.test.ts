@@ -21,6 +21,8 @@ import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
 import { parseEndpoints } from '../src/cluster/endpoints.js';
 import { Outage } from '../src/cluster/outage.js';
 import { FreshRead } from '../src/cluster/fresh-read.js';
+import { ClusterLink } from '../src/cluster/link.js';
+import type { Etcd3 } from 'etcd3';
 import { log } from '../src/log.js';
 import { logMessage } from './helpers/child.js';
 import { loadConfig } from '../src/config.js';
@@ -256,4 +258,53 @@ t.test('a shared read: one in flight, and a caller never gets a read that began 
   t.same(started, [0, 1, 2]);
   ends.shift()?.();
   t.equal(await d, 2);
+});
+
+t.test("a status wait asks again for the log's tip while etcd fails, until its time is up", async (t) => {
+  // A client whose reads of the log fail `failures` times, then find the log empty.
+  const linkWith = (failures: number): { link: ClusterLink; calls: () => number } => {
+    let calls = 0;
+    const query = {
+      prefix: () => query,
+      minModRevision: () => query,
+      sort: () => query,
+      limit: () => query,
+      exec: async () => {
+        calls++;
+        if (calls <= failures) throw new Error('14 UNAVAILABLE: the members are paused');
+        return { kvs: [] };
+      },
+    };
+    const client = { getAll: () => query } as unknown as Etcd3;
+    const link = new ClusterLink({
+      client,
+      signer: member,
+      nextRev: 1,
+      tell: () => undefined,
+      refusal: () => null,
+      verify: null,
+      chainKey: member.publicKey,
+      peers: () => [],
+      head: () => ({ blockNum: -1, blockId: '', stateRoot: '' }) as never,
+      diverged: () => undefined,
+      appendSpacingMs: 8,
+    });
+    return { link, calls: () => calls };
+  };
+  // etcd back after two failed reads: the wait ends once a read answers, well within its time.
+  const back = linkWith(2);
+  let t0 = performance.now();
+  await back.link.readThrough(3_000);
+  const backMs = performance.now() - t0;
+  t.equal(back.calls(), 3, 'two failed reads asked again; the third answers');
+  t.ok(backMs < 2_000, `ended once etcd answered (${Math.round(backMs)} ms of a 3-s wait)`);
+  await back.link.close();
+  // etcd away for good: the wait keeps asking and ends when its own time is up.
+  const away = linkWith(Number.POSITIVE_INFINITY);
+  t0 = performance.now();
+  await away.link.readThrough(700);
+  const awayMs = performance.now() - t0;
+  t.ok(awayMs >= 650 && awayMs < 1_500, `ended with its time (${Math.round(awayMs)} ms of a 0.7-s wait)`);
+  t.ok(away.calls() >= 3, `asked ${away.calls()} times`);
+  await away.link.close();
 });

@@ -131,6 +131,8 @@ const CUT_MAX_MS = 100;
 const CLOSE_AGE_MS = 60;
 /** How long any member waits before it cuts a block another member opened (that one may be gone) (ms). */
 const CUT_TAKEOVER_MS = 300;
+/** A status wait whose read of the log's tip failed asks again after this long (ms). */
+const TIP_RETRY_MS = 200;
 /** Blocks asked of a member per request when catching up. */
 const CATCH_UP_PAGE = 64;
 /** Longest wait for a member's blocks (ms). */
@@ -814,15 +816,23 @@ export class ClusterLink implements AckWriter {
   async readThrough(timeoutMs: number): Promise<void> {
     const until = Date.now() + timeoutMs;
     // etcd away: the read in flight (and the next one) may take up to their deadlines; the
-    // wait keeps its own time.
-    let timer: NodeJS.Timeout | undefined;
-    const target = await Promise.race([
-      this.#tip.get(),
-      new Promise<null>((resolve) => {
-        timer = setTimeout(() => resolve(null), timeoutMs);
-      }),
-    ]);
-    clearTimeout(timer);
+    // wait keeps its own time. A read that failed is asked again while the wait lasts: just
+    // after etcd is back, this member's client may still hold its members paused, and a
+    // batch another member has acknowledged must not read UNKNOWN for that.
+    let target: number | null = null;
+    while (!this.#closed) {
+      let timer: NodeJS.Timeout | undefined;
+      target = await Promise.race([
+        this.#tip.get(),
+        new Promise<null>((resolve) => {
+          timer = setTimeout(() => resolve(null), Math.max(0, until - Date.now()));
+        }),
+      ]);
+      clearTimeout(timer);
+      const left = until - Date.now();
+      if (target !== null || left <= 0) break;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(TIP_RETRY_MS, left)));
+    }
     if (target !== null && this.#readNext <= target && !this.#closed)
       await new Promise<void>((resolve) => {
         const w = {
