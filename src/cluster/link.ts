@@ -105,14 +105,15 @@ const BLOCK_MAX_BYTES = 16 * 1024 * 1024;
  * no envelope came for CUT_QUIET_MS, or CUT_MAX_MS after the block opened (ms). A quiet log
  * has a block cut 40 ms after its one envelope; under load, the first envelope appended
  * CLOSE_AGE_MS after the block opened closes it, so blocks grow for 60 ms or more without a
- * cut entry. Larger blocks cost every member less to apply (the committer's per-block work:
- * the Merkle root, the block's signature, the LMDB commit). Measured with bench/cluster.ts
- * on the slower 2-core box, four runs each of 40/100/60 ms against 15/40/20 (docs/performance.md):
- * 42 to 52 batches a block under load on all three against 24 to 28, an apply-only member's
- * CPU 310 to 350 µs a batch against 335 to 480 (0.37 to 0.43 of the single node's against
- * 0.45 to 0.58), the three nodes' rate unchanged, the p99 of commit on all three higher
- * (1.1 to 1.6 s against 0.7 to 1.0 s with the box saturated). Before envelopes closed
- * blocks, when the cut ended every block (load on all three nodes / on one node):
+ * cut entry. Larger blocks cost every member less to apply a batch (the committer's work per
+ * block is spread over more batches). Measured with bench/cluster.ts on the slower 2-core
+ * box, three runs of 40/100/60 ms and one of 15/100/60 against four of 15/40/20
+ * (docs/performance.md): 35 to 52 batches a block under load on all three against 24 to
+ * 28, an apply-only member's CPU 310 to 350 µs a batch against 335 to 480 (0.37 to 0.43 of
+ * the single node's against 0.45 to 0.58), the three nodes' rate unchanged, the p99 of commit
+ * on all three higher (1.1 to 1.6 s against 0.7 to 1.0 s with the box saturated).
+ * On the first 2-core box, before envelopes closed blocks, when the cut ended every block
+ * (load on all three nodes / on one node):
  * - a fixed 5 ms: 28 batches a block, 1,059 / 1,883 batches/s, apply-only CPU 155 µs a batch;
  * - a fixed 30 ms: 58 and 95 a block, 1,142 / 2,002 batches/s, 140 µs;
  * - quiet 5 ms, at most 30: 34 and 35 a block, 1,170 / 1,724 batches/s, 162 µs (a single
