@@ -107,11 +107,12 @@ const BLOCK_MAX_BYTES = 16 * 1024 * 1024;
  * CLOSE_AGE_MS after the block opened closes it, so blocks grow for 60 ms or more without a
  * cut entry. Larger blocks cost every member less to apply a batch (the committer's work per
  * block is spread over more batches). Measured with bench/cluster.ts on the slower 2-core
- * box, three runs of 40/100/60 ms and one of 15/100/60 against four of 15/40/20
+ * box, six runs of 40/100/60 ms and one of 15/100/60 against four of 15/40/20
  * (docs/performance.md): 35 to 52 batches a block under load on all three against 24 to
- * 28, an apply-only member's CPU 310 to 350 µs a batch against 335 to 480 (0.37 to 0.43 of
- * the single node's against 0.45 to 0.58), the three nodes' rate unchanged, the p99 of commit
- * on all three higher (1.1 to 1.6 s against 0.7 to 1.0 s with the box saturated).
+ * 28, an apply-only member's CPU 300 to 420 µs a batch against 335 to 480 (0.32 to 0.48 of
+ * the single node's, 0.41 on the mean, against 0.45 to 0.58, 0.51), the three nodes' rate
+ * unchanged, the p99 of commit on all three higher (1.1 to 1.7 s against 0.7 to 1.0 s with
+ * the box saturated).
  * On the first 2-core box, before envelopes closed blocks, when the cut ended every block
  * (load on all three nodes / on one node):
  * - a fixed 5 ms: 28 batches a block, 1,059 / 1,883 batches/s, apply-only CPU 155 µs a batch;
