@@ -821,20 +821,16 @@ export class ClusterLink implements AckWriter {
     // wait keeps its own time. A read that failed is asked again while the wait lasts: just
     // after etcd is back, this member's client may still hold its members paused, and a
     // batch another member has acknowledged must not read UNKNOWN for that.
+    let timer: NodeJS.Timeout | undefined;
+    const timeUp = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), timeoutMs);
+    });
     let target: number | null = null;
-    while (!this.#closed) {
-      let timer: NodeJS.Timeout | undefined;
-      target = await Promise.race([
-        this.#tip.get(),
-        new Promise<null>((resolve) => {
-          timer = setTimeout(() => resolve(null), Math.max(0, until - Date.now()));
-        }),
-      ]);
-      clearTimeout(timer);
-      const left = until - Date.now();
-      if (target !== null || left <= 0) break;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(TIP_RETRY_MS, left)));
+    while (target === null && !this.#closed && Date.now() < until) {
+      target = await Promise.race([this.#tip.get(), timeUp]);
+      if (target === null) await Promise.race([new Promise((resolve) => setTimeout(resolve, TIP_RETRY_MS)), timeUp]);
     }
+    clearTimeout(timer);
     if (target !== null && this.#readNext <= target && !this.#closed)
       await new Promise<void>((resolve) => {
         const w = {
