@@ -100,6 +100,8 @@ export interface Config {
   componentSubscribers: number;
   /** Messages queued for one peer of the component endpoint before it is cut off. */
   componentQueue: number;
+  /** Seconds a transaction processor may take to answer (a process request, or its pings) before it is set aside. */
+  processorTimeoutSec: number;
   /** Circuits: the peer network listener (upstream framing over TCP). */
   networkBind: Bind;
   /** Shown by /status; default tcp://<network bind> (with the bound port). */
@@ -264,6 +266,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     flag: 'component-queue',
     env: 'CAIRN_COMPONENT_QUEUE',
     help: 'messages queued for one component endpoint peer before a client is cut off (default 1000)',
+  },
+  processorTimeoutSec: {
+    flag: 'processor-timeout',
+    env: 'CAIRN_PROCESSOR_TIMEOUT',
+    help: 's a transaction processor may take to answer a transaction, or its pings, before it is set aside and its transactions wait (default 30)',
   },
   networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
   advertisedEndpoint: {
@@ -462,6 +469,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     componentBind: componentBind(get('componentBind') ?? '127.0.0.1:4004'),
     componentSubscribers: int(get('componentSubscribers') ?? '1024', 'component subscribers', 1),
     componentQueue: int(get('componentQueue') ?? '1000', 'component queue', 1),
+    processorTimeoutSec: int(get('processorTimeoutSec') ?? '30', 'processor timeout', 1),
     externalFamilies: (get('externalFamilies') ?? '')
       .split(',')
       .map((s) => s.trim())

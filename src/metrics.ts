@@ -138,6 +138,33 @@ export class NodeMetrics {
         for (const a of ledger.alarms.list()) this.set({ kind: a.kind, cause: a.cause }, 1);
       },
     });
+    // Transaction processors that stopped answering (src/component/server.ts). The report
+    // carries totals since the committer started; the counters add what each report adds.
+    const txnsSetAside = new Counter({
+      name: 'cairn_transactions_set_aside_total',
+      help: 'Transactions whose transaction processor did not answer within --processor-timeout (their batches wait)',
+      registers,
+    });
+    const processorsSetAside = new Counter({
+      name: 'cairn_processors_set_aside_total',
+      help: 'Transaction processors set aside: a process request or its pings unanswered within --processor-timeout',
+      registers,
+    });
+    let seen = { transactionsSetAside: 0, processorsSetAside: 0 };
+    ledger.onProcessors((r) => {
+      // A restarted committer's endpoint counts from zero (the ledger reports zeros first).
+      txnsSetAside.inc(Math.max(0, r.transactionsSetAside - seen.transactionsSetAside));
+      processorsSetAside.inc(Math.max(0, r.processorsSetAside - seen.processorsSetAside));
+      seen = { transactionsSetAside: r.transactionsSetAside, processorsSetAside: r.processorsSetAside };
+    });
+    new Gauge({
+      name: 'cairn_batches_set_aside',
+      help: 'Pending batches that wait on a transaction processor (none serves their family, or it stopped answering)',
+      registers,
+      collect() {
+        this.set(ledger.setAsideCount);
+      },
+    });
     const raised = new Counter({
       name: 'cairn_alarms_raised_total',
       help: 'Storage alarms raised since start, by kind',

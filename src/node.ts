@@ -141,6 +141,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
             bind: `${config.componentBind.host}:${config.componentBind.port}`,
             externalFamilies: config.externalFamilies,
             sendHighWaterMark: config.componentQueue,
+            processTimeoutMs: config.processorTimeoutSec * 1000,
           }
         : undefined;
     ledger = await Ledger.start({

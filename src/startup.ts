@@ -15,7 +15,8 @@ export function configuredBinds(config: Config): { name: string; bind: Bind }[] 
     { name: 'data', bind: config.dataBind },
     { name: 'network', bind: config.networkBind },
   ];
-  if (config.componentBind) out.push({ name: 'component', bind: config.componentBind });
+  // A cluster member opens no transaction processor endpoint (every member must execute alike).
+  if (config.componentBind && !config.cluster) out.push({ name: 'component', bind: config.componentBind });
   if (config.metrics.mode === 'listen') out.push({ name: 'metrics', bind: config.metrics.bind });
   return out;
 }

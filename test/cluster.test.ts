@@ -9,6 +9,7 @@ import t from 'tap';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
 import { Etcd3 } from 'etcd3';
 import WebSocket from 'ws';
 import { intkeyAddress } from '../src/families/intkey.js';
@@ -36,8 +37,17 @@ const batch = (): ReturnType<typeof intkeyBatch> => intkeyBatch(signer, [['set',
 t.test('a three-node cluster', async (t) => {
   // Members may space their appends differently (--cluster-append-spacing-ms): none, the default, 200 ms.
   const spacings: Record<number, string> = { 1: '0', 2: '200' };
+  // A member opens no transaction processor endpoint (docs/cluster.md): n1 is given a
+  // --component-bind on a port this test holds, and must start all the same.
+  const held = createServer();
+  await new Promise<void>((resolve) => held.listen({ host: '127.0.0.1', port: 0, exclusive: true }, resolve));
+  t.teardown(() => new Promise<void>((resolve) => held.close(() => resolve())));
+  const heldBind = `127.0.0.1:${(held.address() as AddressInfo).port}`;
   const c = await startCluster(3, {
-    nodeEnvOf: (i): Record<string, string> => (spacings[i] ? { CAIRN_CLUSTER_APPEND_SPACING_MS: spacings[i] } : {}),
+    nodeEnvOf: (i): Record<string, string> => ({
+      ...(spacings[i] ? { CAIRN_CLUSTER_APPEND_SPACING_MS: spacings[i] } : {}),
+      ...(i === 1 ? { CAIRN_COMPONENT_BIND: heldBind } : {}),
+    }),
   });
   t.teardown(() => c.stop());
   const urls = c.nodes.map((n) => n?.ledgerUrl ?? '');
@@ -270,6 +280,8 @@ t.test('a three-node cluster', async (t) => {
     );
     t.ok(st.cluster.log.applied > 0);
     t.equal(st.cluster.log.append_spacing_ms, 8, 'the default append spacing');
+    const st1 = (await getJson(`${urls[1]}/status`)).json.data;
+    t.equal(st1.transaction_processors, undefined, 'n1 started with a --component-bind on a busy port and serves no processor endpoint');
     const spacing = await Promise.all(urls.slice(1).map(async (u) => (await getJson(`${u}/status`)).json.data.cluster.log.append_spacing_ms));
     t.same(spacing, [0, 200], 'each member its own --cluster-append-spacing-ms');
     // And n2 keeps to it: each of its appends starts at least 200 ms after its last one, so

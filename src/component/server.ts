@@ -10,6 +10,14 @@
  * runs, and runs a transaction on a processor of its family, retrying on another one (or
  * deferring the batch) when the processor goes away or answers INTERNAL_ERROR.
  *
+ * A processor that stops answering holds only its own transactions: one that does not
+ * answer a process request within the processor timeout, or misses its pings for as long,
+ * is set aside (unregistered from its families, logged, reported to the HTTP thread). The
+ * transaction goes to another processor of the family or its batch waits, PENDING with the
+ * reason, while blocks go on with the other batches. A processor set aside for a missed
+ * answer serves again once it answers late or registers again; one set aside for missed
+ * pings, once it says anything at all.
+ *
  * Clients share the socket, as on the validator's port: the client requests and the event
  * service (message types 100-130 and 500-506) are handed to the HTTP thread as they came
  * (`ClientLink`), which answers them from the query service; the answers come back through
@@ -23,6 +31,7 @@ import { InvalidTransaction, type TxnContext, type TxnInfo } from '../families/t
 import { TRANSACTION_FAMILIES_SETTING, familyKey, readAllowed } from './families-setting.js';
 import { stateDelete, stateGet, stateSet } from './state-requests.js';
 import { ExternalUnavailable, type ExternalFamilies, type FamilyRoute, type StateReader } from '../ledger/executor.js';
+import type { ProcessorsReport } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import * as P from './proto.js';
 
@@ -32,7 +41,7 @@ export interface ComponentOptions {
   bind: string;
   /** Built-in families the operator wants run by processors instead (by name). */
   externalFamilies: string[];
-  /** Limits; defaults below (tests shorten them). */
+  /** Limits; defaults below (tests shorten them). A processor that does not answer a process request within this time is set aside. */
   processTimeoutMs?: number;
   internalErrorRetries?: number;
   pingIntervalMs?: number;
@@ -57,14 +66,25 @@ export const isClientType = (t: number): boolean => (t >= 100 && t <= 130) || (t
 /** Message types that are answers themselves (never answered back, so two endpoints cannot ping-pong). */
 const isAnswerType = (t: number): boolean => (t >= 1 && t <= 16 && t % 2 === 0) || t === 300 || t === 701;
 
-/** A processor that does not answer a process request within this time is given up on for it. */
+/**
+ * A processor that does not answer a process request within this time is set aside
+ * (--processor-timeout). The block being built waits this long at most, once per silent
+ * processor: long enough for a slow apply (a Sabre contract, a cold JIT), short enough
+ * that one hung processor costs the other families one pause, not their commits.
+ */
 const PROCESS_TIMEOUT_MS = 30_000;
 /** INTERNAL_ERROR answers re-tried for one transaction in one round before its batch waits. */
 const INTERNAL_ERROR_RETRIES = 5;
 /** First back-off after INTERNAL_ERROR, doubled per retry. */
 const RETRY_BACKOFF_MS = 100;
-/** PING_REQUEST to every processor this often, as the validator does. */
+/** PING_REQUEST to every processor this often, as the validator does (at most a third of the process timeout). */
 const PING_INTERVAL_MS = 10_000;
+/**
+ * Pings a processor may leave unanswered in a row before it is set aside: with the
+ * interval, about the process timeout. The SDKs answer pings from their socket thread, so
+ * a processor whose apply hangs still answers them: that one is caught by the timeout.
+ */
+const MAX_MISSED_PINGS = 3;
 /** Frames larger than this close the sender's connection (ZeroMQ's own limit). */
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** ZMQ_ROUTER_NOTIFY (libzmq draft option): an empty message on each connect and disconnect. */
@@ -82,7 +102,28 @@ interface Processor {
   raw: boolean;
   /** Process requests sent to it and not answered. */
   inFlight: Set<Pending>;
+  /** Pings sent since it last said anything. */
+  pingsUnanswered: number;
+  /**
+   * Its families while it is set aside: 'answer' (a process request timed out: a late
+   * answer or a new registration brings it back) or 'pings' (it missed its pings: any
+   * message brings it back).
+   */
+  setAside: { families: Set<string>; cause: 'answer' | 'pings' } | null;
 }
+
+const newProcessor = (id: Buffer, idKey: string): Processor => ({
+  id,
+  key: idKey.slice(0, 12),
+  families: new Set(),
+  raw: false,
+  inFlight: new Set(),
+  pingsUnanswered: 0,
+  setAside: null,
+});
+
+/** "name\0version" as people read it. */
+const familyName = (key: string): string => key.replace('\0', ' ');
 
 interface Pending {
   processor: Processor;
@@ -115,8 +156,14 @@ export class ComponentServer implements ExternalFamilies {
   /** Peers that sent a client message, and those cut off since (their messages are dropped until they send again). */
   readonly #clients = new Set<string>();
   readonly #cut = new Set<string>();
+  /** Why a family has no processor, while the one it had is set aside (by family key). */
+  readonly #blocked = new Map<string, { processor: Processor; why: string }>();
+  /** Since start: transactions whose processor did not answer, and processors set aside. */
+  #txnsSetAside = 0;
+  #processorsSetAside = 0;
+  readonly #onReport: ((r: ProcessorsReport) => void) | undefined;
 
-  constructor(opts: ComponentOptions, client?: ClientLink) {
+  constructor(opts: ComponentOptions, client?: ClientLink, onReport?: (r: ProcessorsReport) => void) {
     this.#opts = {
       processTimeoutMs: PROCESS_TIMEOUT_MS,
       internalErrorRetries: INTERNAL_ERROR_RETRIES,
@@ -125,6 +172,7 @@ export class ComponentServer implements ExternalFamilies {
       ...opts,
     };
     this.#client = client;
+    this.#onReport = onReport;
     this.#external = new Set(opts.externalFamilies);
     this.#sock = new Router({
       mandatory: true,
@@ -163,7 +211,10 @@ export class ComponentServer implements ExternalFamilies {
     }
     this.#endpoint = this.#sock.lastEndpoint ?? `tcp://${host}:${port}`;
     void this.#receive();
-    this.#ping = setInterval(() => this.#pingAll(), this.#opts.pingIntervalMs);
+    this.#ping = setInterval(
+      () => this.#pingAll(),
+      Math.min(this.#opts.pingIntervalMs, Math.max(1, Math.floor(this.#opts.processTimeoutMs / MAX_MISSED_PINGS))),
+    );
     this.#ping.unref();
     return this.#endpoint;
   }
@@ -186,7 +237,10 @@ export class ComponentServer implements ExternalFamilies {
         return { invalid: `Transaction family ${name} ${version} is not in ${TRANSACTION_FAMILIES_SETTING}` };
       }
       if (native && !this.#external.has(name)) return 'native';
-      return this.#byFamily.get(familyKey(name, version))?.length ? 'external' : 'unserved';
+      const key = familyKey(name, version);
+      if (this.#byFamily.get(key)?.length) return 'external';
+      const blocked = this.#blocked.get(key);
+      return blocked ? { unserved: `${name} ${version} (${blocked.why})` } : 'unserved';
     };
   }
 
@@ -198,10 +252,13 @@ export class ComponentServer implements ExternalFamilies {
     for (;;) {
       if (this.#closed) throw new ExternalUnavailable(`${what} (the node is shutting down)`);
       const processor = this.#pick(key);
-      if (!processor) throw new ExternalUnavailable(what);
+      if (!processor) {
+        const blocked = this.#blocked.get(key);
+        throw new ExternalUnavailable(blocked ? `${what} (${blocked.why})` : what);
+      }
       const ctx = context();
       const answer = await this.#request(processor, txn, headerBytes, ctx);
-      if (answer === 'lost') continue; // gone or silent: the next one of the family, or the batch waits
+      if (answer === 'lost') continue; // gone or set aside: the next one of the family, or the batch waits
       if (answer.status === P.ProcessStatus.OK) return ctx;
       if (answer.status === P.ProcessStatus.INVALID_TRANSACTION) throw new InvalidTransaction(answer.message, answer.extendedData);
       // INTERNAL_ERROR (or a status this endpoint does not know): the transaction is not at
@@ -234,9 +291,8 @@ export class ComponentServer implements ExternalFamilies {
         ctx,
         resolve,
         timer: setTimeout(() => {
-          log.warn(
-            `transaction processor ${processor.key} did not answer for transaction ${txn.id.slice(0, 16)}… within ${this.#opts.processTimeoutMs} ms`,
-          );
+          this.#txnsSetAside++;
+          this.#setAside(processor, 'answer', `did not answer transaction ${txn.id.slice(0, 16)}… within ${this.#opts.processTimeoutMs} ms`);
           this.#finish(pending, 'lost');
         }, this.#opts.processTimeoutMs),
       };
@@ -268,9 +324,58 @@ export class ComponentServer implements ExternalFamilies {
     if (!p) return;
     this.#processors.delete(idKey);
     // Logged before the families are cleared, so an idle processor's departure shows too.
-    if (p.families.size > 0 || p.inFlight.size > 0) log.info(`transaction processor ${p.key} ${why}`);
+    if (p.families.size > 0 || p.inFlight.size > 0 || p.setAside) log.info(`transaction processor ${p.key} ${why}`);
+    const served = p.families.size > 0 || p.setAside !== null;
+    p.setAside = null;
+    for (const [key, b] of this.#blocked) if (b.processor === p) this.#blocked.delete(key);
     this.#unregister(p);
     for (const r of [...p.inFlight]) this.#finish(r, 'lost');
+    if (served) this.#report();
+  }
+
+  /**
+   * A processor stopped answering: it is unregistered from its families (kept, to serve
+   * them again if it comes back), so that their transactions go to another processor or
+   * wait, and the blocks go on without them.
+   */
+  #setAside(p: Processor, cause: 'answer' | 'pings', why: string): void {
+    if (p.families.size === 0) return;
+    const families = [...p.families];
+    log.warn(
+      `transaction processor ${p.key} ${why}: set aside from ${families.map(familyName).join(', ')}; ` +
+        'their transactions go to another processor of the family or wait until one answers',
+    );
+    p.setAside = { families: new Set(families), cause };
+    for (const key of families) this.#blocked.set(key, { processor: p, why: `its processor ${p.key} ${why}` });
+    this.#unregister(p);
+    this.#processorsSetAside++;
+    this.#report();
+  }
+
+  /** A processor set aside answers again: it serves its families again. */
+  #revive(p: Processor, how: string): void {
+    const aside = p.setAside;
+    if (!aside) return;
+    p.setAside = null;
+    for (const key of aside.families) {
+      if (this.#blocked.get(key)?.processor === p) this.#blocked.delete(key);
+      if (!p.families.has(key)) {
+        p.families.add(key);
+        this.#byFamily.set(key, [...(this.#byFamily.get(key) ?? []), p]);
+      }
+    }
+    log.info(`transaction processor ${p.key} ${how}: it serves ${[...aside.families].map(familyName).join(', ')} again`);
+    this.#report();
+  }
+
+  /** What the HTTP thread shows in /status and the metrics. */
+  #report(): void {
+    if (!this.#onReport) return;
+    const families = [...this.#byFamily].map(([key, list]) => ({ family: familyName(key), processors: list.length }));
+    const setAside = [...this.#blocked]
+      .filter(([key]) => !this.#byFamily.get(key)?.length)
+      .map(([key, b]) => ({ family: familyName(key), why: b.why }));
+    this.#onReport({ families, setAside, transactionsSetAside: this.#txnsSetAside, processorsSetAside: this.#processorsSetAside });
   }
 
   /** Sends an envelope the HTTP thread encoded to a client peer (dropped when it is gone or cut off). */
@@ -291,7 +396,12 @@ export class ComponentServer implements ExternalFamilies {
 
   #pingAll(): void {
     for (const p of this.#processors.values()) {
-      if (p.families.size > 0) this.#send(p.id, P.Kind.PING_REQUEST, randomBytes(16).toString('hex'), encode(P.PingRequest, {}));
+      if (p.families.size === 0 && p.setAside === null) continue;
+      if (p.families.size > 0 && p.pingsUnanswered >= MAX_MISSED_PINGS) {
+        this.#setAside(p, 'pings', `missed ${p.pingsUnanswered} pings in a row`);
+      }
+      p.pingsUnanswered++;
+      this.#send(p.id, P.Kind.PING_REQUEST, randomBytes(16).toString('hex'), encode(P.PingRequest, {}));
     }
   }
 
@@ -350,15 +460,18 @@ export class ComponentServer implements ExternalFamilies {
     if (body.length === 0) {
       // ZMQ_ROUTER_NOTIFY: the first empty message is the connect, the next the disconnect.
       if (this.#processors.has(idKey)) this.#drop(idKey, 'disconnected');
-      else this.#processors.set(idKey, { id, key: idKey.slice(0, 12), families: new Set(), raw: false, inFlight: new Set() });
+      else this.#processors.set(idKey, newProcessor(id, idKey));
       return;
     }
     const env = P.Envelope.decode(body) as unknown as P.EnvelopeMsg;
     let processor = this.#processors.get(idKey);
     if (!processor) {
-      processor = { id, key: idKey.slice(0, 12), families: new Set(), raw: false, inFlight: new Set() };
+      processor = newProcessor(id, idKey);
       this.#processors.set(idKey, processor);
     }
+    // Anything it says shows its socket is alive.
+    processor.pingsUnanswered = 0;
+    if (processor.setAside?.cause === 'pings') this.#revive(processor, 'answers again');
     const reply = (kind: number, type: typeof P.Envelope, msg: object): void => this.#send(id, kind, env.correlationId, encode(type, msg));
     const K = P.Kind;
     if (isClientType(env.messageType) && this.#client) {
@@ -385,12 +498,19 @@ export class ComponentServer implements ExternalFamilies {
       }
       case K.TP_UNREGISTER_REQUEST:
         if (processor.families.size > 0) log.info(`transaction processor ${processor.key} unregistered`);
+        processor.setAside = null;
+        for (const [key, b] of this.#blocked) if (b.processor === processor) this.#blocked.delete(key);
         this.#unregister(processor);
+        this.#report();
         return reply(K.TP_UNREGISTER_RESPONSE, P.UnregisterResponse, { status: P.AckStatus.OK });
       case K.TP_PROCESS_RESPONSE: {
         const pending = this.#pending.get(env.correlationId);
-        // An answer to a request this processor was not sent (or no longer waited for) is ignored.
-        if (!pending || pending.processor !== processor) return;
+        // An answer to a request this processor was not sent (or no longer waited for) is
+        // ignored; a late one shows that a processor set aside for it works again.
+        if (!pending || pending.processor !== processor) {
+          if (processor.setAside?.cause === 'answer') this.#revive(processor, 'answered late');
+          return;
+        }
         return this.#finish(pending, P.ProcessResponse.decode(env.content) as unknown as P.ProcessResponseMsg);
       }
       case K.TP_STATE_GET_REQUEST: {
@@ -443,12 +563,16 @@ export class ComponentServer implements ExternalFamilies {
     }
     const key = familyKey(m.family, m.version);
     p.raw = m.requestHeaderStyle === P.HeaderStyle.RAW;
+    // Registering again is answering again: whatever was set aside serves again.
+    this.#revive(p, 'registered again');
     if (!p.families.has(key)) {
       p.families.add(key);
       this.#byFamily.set(key, [...(this.#byFamily.get(key) ?? []), p]);
     }
+    this.#blocked.delete(key);
     log.info(`transaction processor ${p.key} registered ${m.family} ${m.version} (namespaces ${m.namespaces.join(', ') || 'none'})`);
     answer(true);
+    this.#report();
   }
 
   /** The context of a transaction in flight on this very processor. */

@@ -49,12 +49,25 @@ function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | 
             endpoint: config.endpoint,
             peers: [...peers()].sort().map((endpoint) => ({ endpoint })),
             ...(cluster ? { cluster: cluster.view() } : {}),
+            ...(ledger.componentEndpoint ? { transaction_processors: processorsView(ledger) } : {}),
           },
           link: selfUrl(req),
         });
       },
     }),
   ];
+}
+
+/** /status's view of the transaction processor endpoint: who serves what, and what waits. */
+function processorsView(ledger: Ledger): object {
+  const r = ledger.processors;
+  return {
+    families: r?.families ?? [],
+    set_aside: (r?.setAside ?? []).map((s) => ({ family: s.family, reason: s.why })),
+    batches_set_aside: ledger.setAsideCount,
+    transactions_set_aside: r?.transactionsSetAside ?? 0,
+    processors_set_aside: r?.processorsSetAside ?? 0,
+  };
 }
 
 export interface LedgerRoutes {

@@ -101,6 +101,8 @@ const statusSchema = {
       type: 'array',
       items: { type: 'object', properties: { extended_data: str, id: str, message: str } },
     },
+    // A PENDING batch that waits on a transaction processor: why (absent otherwise; not in upstream).
+    reason: str,
     status: str,
   },
 } as const;
@@ -158,6 +160,17 @@ export const replies = {
             type: 'object',
             properties: { applied: { type: 'integer' }, seen: { type: 'integer' }, lag: { type: 'integer' }, append_spacing_ms: { type: 'integer' } },
           },
+        },
+      },
+      // The transaction processor endpoint's view (absent when it is off).
+      transaction_processors: {
+        type: 'object',
+        properties: {
+          families: { type: 'array', items: { type: 'object', properties: { family: str, processors: { type: 'integer' } } } },
+          set_aside: { type: 'array', items: { type: 'object', properties: { family: str, reason: str } } },
+          batches_set_aside: { type: 'integer' },
+          transactions_set_aside: { type: 'integer' },
+          processors_set_aside: { type: 'integer' },
         },
       },
     },

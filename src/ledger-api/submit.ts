@@ -51,6 +51,7 @@ function statusEntries(ledger: Ledger, ids: string[]): object[] {
         return o;
       }),
       status: s.status,
+      ...(s.status === 'PENDING' ? { reason: ledger.setAsideReason(id) } : {}),
     };
   });
 }

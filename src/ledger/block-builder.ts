@@ -42,6 +42,8 @@ export interface BuiltBlock<E extends BuildEntry = BuildEntry> {
   stateWrites: Map<string, Uint8Array | null>;
   txnIds: string[];
   buildMs: number;
+  /** Batches that wait on a transaction processor this round, with why (see ExternalFamilies). */
+  setAside: Array<[string, string]>;
 }
 
 export interface BuildOptions {
@@ -106,6 +108,7 @@ export class BlockBuilder {
       stateWrites: exec.writes,
       txnIds: [],
       buildMs: 0,
+      setAside: [],
     };
     const committed = opts.isCommittedTxn;
     const waitMs = opts.dependencyWaitMs;
@@ -120,7 +123,10 @@ export class BlockBuilder {
       if (outcome !== 'wait' && 'unserved' in outcome) {
         // No processor serves its family (or none could finish it): it waits like a batch
         // with a missing dependency, re-tried every round, and expires the same way.
-        if (!expired) continue;
+        if (!expired) {
+          built.setAside.push([entry.id, outcome.unserved]);
+          continue;
+        }
         const message =
           `No transaction processor for ${outcome.unserved} finished the transaction within ` +
           `${Math.round(waitMs / 1000)} s of the batch's acceptance`;

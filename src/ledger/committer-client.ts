@@ -7,12 +7,17 @@ import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
 import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, RoundSummary, ToCommitter } from './protocol.js';
 
+/** What the committer says of transaction processors: their families, and the batches that wait on one. */
+export type ProcessorsMessage = Extract<FromCommitter, { type: 'processors' | 'set-aside' }>;
+
 export type CommitterReady = Extract<FromCommitter, { type: 'ready' }>;
 
 export interface CommitterHandlers {
   onBlock(e: BlockEvent): void;
   /** A message from a client of the component endpoint, or its departure. */
   onClient?(m: ClientTraffic): void;
+  /** The component endpoint's processors changed, or batches wait on one (see ProcessorsMessage). */
+  onProcessors?(m: ProcessorsMessage): void;
   /** A circuit's round summarized for its agreement, or given up (see src/scabbard). */
   onRound?(m: RoundSummary | { type: 'dropped'; id: string }): void;
   /** The committer stopped: `reason` says why, for the fault report. */
@@ -41,6 +46,7 @@ export class CommitterClient {
       else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
       else if (m.type === 'client' || m.type === 'client-gone') h.onClient?.(m);
       else if (m.type === 'summary' || m.type === 'dropped') h.onRound?.(m);
+      else if (m.type === 'processors' || m.type === 'set-aside') h.onProcessors?.(m);
     });
     worker.on('error', (err) => h.onFault(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`, 'THREAD_FAILED'));
     worker.on('exit', (code) => {

@@ -81,6 +81,8 @@ export class Committer<E extends BuildEntry = BuildEntry> {
   #failed = false;
   /** A round being built asynchronously (a transaction processor) or waiting on consensus. */
   #building: Promise<void> | null = null;
+  /** Batches waiting on a transaction processor, with why, as last told to the HTTP thread. */
+  readonly #setAside = new Map<string, string>();
 
   constructor(parts: CommitterParts<E>, post: (m: FromCommitter) => void) {
     this.#p = parts;
@@ -192,6 +194,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
    */
   #decide(r: Round<E>): Promise<void> | undefined {
     if (this.#closing || this.#failed) return undefined;
+    this.#noteSetAside(r.built);
     if (r.built.included.length === 0 && r.built.invalid.length === 0) {
       // Everything waits on dependencies: try again a little later.
       this.#schedule(DEPENDENCY_RETRY_MS);
@@ -202,6 +205,17 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     else if (verdict === false) this.#rejected(r);
     else return verdict.then((ok) => this.#decided(r, ok));
     return undefined;
+  }
+
+  /** Tells the HTTP thread which batches newly wait on a transaction processor, and why (their status shows it). */
+  #noteSetAside(built: BuiltBlock<E>): void {
+    const changed: Array<[string, string]> = [];
+    for (const [id, why] of built.setAside) {
+      if (this.#setAside.get(id) === why) continue;
+      this.#setAside.set(id, why);
+      changed.push([id, why]);
+    }
+    if (changed.length > 0) this.#post({ type: 'set-aside', batches: changed });
   }
 
   #decided(r: Round<E>, ok: boolean): void {
@@ -289,6 +303,10 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     const invalid = built.invalid.map((i) => i.entry.id);
     for (const id of committed) this.#inFlightBatches.delete(id);
     for (const id of invalid) this.#inFlightBatches.delete(id);
+    if (this.#setAside.size > 0) {
+      for (const id of committed) this.#setAside.delete(id);
+      for (const id of invalid) this.#setAside.delete(id);
+    }
     this.#p.source.settle(built, r.plan, r.waiting);
     if (built.head) this.#head = built.head;
     const round = r.plan.round;

@@ -70,10 +70,14 @@ export function composeNodeCommitter(
   post: (m: FromCommitter) => void,
 ): NodeCommitter {
   const component = opts.component
-    ? new ComponentServer(opts.component, {
-        message: (peer, body) => post({ type: 'client', peer, body }),
-        gone: (peer, why) => post({ type: 'client-gone', peer, why }),
-      })
+    ? new ComponentServer(
+        opts.component,
+        {
+          message: (peer, body) => post({ type: 'client', peer, body }),
+          gone: (peer, why) => post({ type: 'client-gone', peer, why }),
+        },
+        (report) => post({ type: 'processors', report }),
+      )
     : null;
   const { stores, writer, builder, genesis } = nodeLedgerParts(root, signer, opts, component);
   let committer: Committer<PoolEntry> | null = null;

@@ -43,7 +43,8 @@ export interface ExternalFamilies {
   /**
    * For one block on `base`: where a transaction of a family runs. 'native' (the engine's
    * own family), 'external' (a processor serves it), 'unserved' (no processor serves it
-   * yet: the batch waits), or a message that makes the transaction invalid.
+   * yet: the batch waits; `{ unserved }` says why, when there is more to say than the
+   * family), or a message that makes the transaction invalid.
    */
   blockRoutes(base: StateReader): FamilyRoute;
   /**
@@ -55,7 +56,7 @@ export interface ExternalFamilies {
   process<C extends TxnContext>(txn: TxnInfo, headerBytes: Uint8Array, context: () => C): Promise<C>;
 }
 
-export type FamilyRoute = (name: string, version: string, native: boolean) => 'native' | 'external' | 'unserved' | { invalid: string };
+export type FamilyRoute = (name: string, version: string, native: boolean) => 'native' | 'external' | 'unserved' | Unserved | { invalid: string };
 
 /** No processor could finish the transaction now; its batch waits (see ExternalFamilies). */
 export class ExternalUnavailable extends Error {}
@@ -221,6 +222,7 @@ export class BlockExecutor {
       external[i] = route === 'external';
       if (route === 'external') any = true;
       else if (route === 'unserved') return { unserved: `${h.familyName} ${h.familyVersion}` };
+      else if (route !== 'native' && 'unserved' in route) return route;
       else if (route !== 'native') {
         return { ok: false, invalid: { id: batch.transactions[i]!.headerSignature, message: route.invalid, extendedData: new Uint8Array(0) } };
       }

@@ -17,10 +17,10 @@ import { StartupError } from '../store/lock.js';
 import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
 import type { ChainHead } from '../store/ledger-stores.js';
-import type { BlockEvent, ClientTraffic } from './protocol.js';
+import type { BlockEvent, ClientTraffic, ProcessorsReport } from './protocol.js';
 import type { IngestMetrics } from './ingest.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
-import { CommitterClient } from './committer-client.js';
+import { CommitterClient, type ProcessorsMessage } from './committer-client.js';
 import { Ingest, type SubmitResult } from './ingest.js';
 import { PendingWriter } from './pending-writer.js';
 import { StatusWaiters } from './status-waiters.js';
@@ -129,6 +129,11 @@ export class Ledger {
   #clientHandler: ((m: ClientTraffic) => void) | null = null;
   /** Client messages that came before a handler was attached (start-up), bounded. */
   readonly #clientEarly: ClientTraffic[] = [];
+  /** The component endpoint's processors as last reported (null: no endpoint, or none reported yet). */
+  processors: ProcessorsReport | null = null;
+  readonly #processorListeners = new Set<(r: ProcessorsReport) => void>();
+  /** Pending batches that wait on a transaction processor, with why (until they settle). */
+  readonly #setAside = new Map<string, string>();
 
   private constructor(
     opts: LedgerStartOptions,
@@ -220,6 +225,9 @@ export class Ledger {
         },
         onClient: (m) => {
           if (ledger) ledger.#onClient(m);
+        },
+        onProcessors: (m) => {
+          if (ledger) ledger.#onProcessors(m, 0);
         },
         onFault: (reason, code) => {
           if (ledger) ledger.#onCommitterFault(reason, code, 0);
@@ -357,6 +365,7 @@ export class Ledger {
     const { client, ready } = await CommitterClient.start({ ...this.#committerOptions, recovery: true }, () => ({
       onBlock: (e) => this.#onBlock(e, generation),
       onClient: (m) => this.#onClient(m),
+      onProcessors: (m) => this.#onProcessors(m, generation),
       onFault: (reason, code) => this.#onCommitterFault(reason, code, generation),
     }));
     if (this.#closed) {
@@ -365,6 +374,11 @@ export class Ledger {
     }
     this.#committer = client;
     this.#committerDown = false;
+    // The new committer tells again which batches wait on a processor, as it meets them, and
+    // its endpoint counts from zero.
+    this.#setAside.clear();
+    if (this.processors)
+      this.#onProcessors({ type: 'processors', report: { families: [], setAside: [], transactionsSetAside: 0, processorsSetAside: 0 } }, generation);
     this.#writer.reset(ready.pendingIds, ready.nextSeq);
     this.head = ready.head;
     this.queueLimit = ready.queueLimit;
@@ -391,6 +405,33 @@ export class Ledger {
     for (const l of this.#listeners) l(m);
   }
 
+  #onProcessors(m: ProcessorsMessage, generation: number): void {
+    if (generation !== this.#generation) return;
+    if (m.type === 'set-aside') {
+      // Only batches still pending: one settled meanwhile (its event came first) is not kept.
+      for (const [id, why] of m.batches) if (this.query.status(id).status === 'PENDING') this.#setAside.set(id, why);
+      return;
+    }
+    this.processors = m.report;
+    for (const l of this.#processorListeners) l(m.report);
+  }
+
+  /** Calls `listener` with each report of the component endpoint's processors. */
+  onProcessors(listener: (r: ProcessorsReport) => void): () => void {
+    this.#processorListeners.add(listener);
+    return () => this.#processorListeners.delete(listener);
+  }
+
+  /** Why a pending batch waits, when it waits on a transaction processor. */
+  setAsideReason(id: string): string | undefined {
+    return this.#setAside.get(id);
+  }
+
+  /** Pending batches that wait on a transaction processor. */
+  get setAsideCount(): number {
+    return this.#setAside.size;
+  }
+
   #onClient(m: ClientTraffic): void {
     if (this.#clientHandler) this.#clientHandler(m);
     else if (this.#clientEarly.length < MAX_EARLY_CLIENT_MESSAGES) this.#clientEarly.push(m);
@@ -410,6 +451,7 @@ export class Ledger {
   }
 
   #settle(id: string): void {
+    this.#setAside.delete(id);
     this.#writer.settle(id);
     this.#waiters.settle(id);
   }

@@ -153,6 +153,17 @@ export interface BlockEvent {
   round?: { id: string; height: number; ts: number };
 }
 
+/** The component endpoint's processors, as /status and the metrics show them (sent on each change). */
+export interface ProcessorsReport {
+  /** Families served now, with the processors registered for each. */
+  families: Array<{ family: string; processors: number }>;
+  /** Families whose processor was set aside and that no other processor serves, with why. */
+  setAside: Array<{ family: string; why: string }>;
+  /** Since the committer started: transactions whose processor did not answer in time, processors set aside. */
+  transactionsSetAside: number;
+  processorsSetAside: number;
+}
+
 /** Why the committer stopped; the message says what exactly (it names the cause, e.g. ENOSPC). */
 export type CommitterFaultCode =
   /** It could not open its stores, recover the pending pool or make genesis. */
@@ -173,5 +184,9 @@ export type FromCommitter =
   | RoundSummary
   /** A summarized round the committer gave up waiting for (a catch-up replaced it). */
   | { type: 'dropped'; id: string }
+  /** The component endpoint's processors changed. */
+  | { type: 'processors'; report: ProcessorsReport }
+  /** Batches that wait on a transaction processor (newly, or for a new reason), with why. */
+  | { type: 'set-aside'; batches: Array<[string, string]> }
   | { type: 'fatal'; code: CommitterFaultCode; message: string }
   | { type: 'closed' };

@@ -69,6 +69,8 @@ export interface ProcessorOptions {
   raw?: boolean;
   /** TpRegisterRequest.protocol_version (1 by default; the Python SDK sends 0). */
   protocolVersion?: number;
+  /** Whether it answers the endpoint's pings (true; false: a processor whose socket thread is stuck). */
+  answerPings?: boolean;
   /**
    * Before processing: return 'internal' to answer INTERNAL_ERROR, 'vanish' to close the
    * socket without answering, or nothing to process normally.
@@ -94,6 +96,8 @@ export class TestProcessor {
   /** protocol_version of the last registration answer. */
   registeredVersion = -1;
   lastCorrelationId = '';
+  /** Pings received from the endpoint. */
+  pings = 0;
 
   constructor(
     readonly endpoint: string,
@@ -111,6 +115,11 @@ export class TestProcessor {
 
   async start(): Promise<number> {
     this.connect();
+    return this.register();
+  }
+
+  /** Registers (again) on the connection it has; resolves with the registration's status. */
+  async register(): Promise<number> {
     const register = Buffer.from(
       pb.TpRegisterRequest.encode({
         family: this.family,
@@ -180,6 +189,8 @@ export class TestProcessor {
           req.raw = msg.content;
           void this.#process(msg.correlationId, req);
         } else if (msg.messageType === MT.PING_REQUEST) {
+          this.pings++;
+          if (this.opts.answerPings === false) continue;
           void this.send(MT.PING_RESPONSE, msg.correlationId, pb.PingResponse.encode({}).finish());
         }
       }
