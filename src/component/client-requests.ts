@@ -46,9 +46,9 @@ const answer = (kind: number, type: typeof P.Envelope, msg: object): Answer => (
 interface Ctx {
   chain: ChainReader;
   config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes'>;
-  /** The client (hex routing id) and the bounds on the waits it holds; no bounds: none (a test's direct call). */
-  peer?: string;
-  waits?: WaitLimits;
+  /** The client (hex routing id), and the bounds on the waits clients hold. */
+  peer: string;
+  waits: WaitLimits;
 }
 
 /** A refused wait is logged at most this often (ms), with the number refused since: a flood makes one line, not one per request. */
@@ -69,12 +69,7 @@ export class WaitLimits {
     readonly total: number,
   ) {}
 
-  /** Waits held now, by all clients. */
-  get held(): number {
-    return this.#held;
-  }
-
-  /** A slot for one more wait of `peer`: the function that gives it back, or null past a bound (logged). */
+  /** A slot for one more wait of `peer`: the function that gives it back (call it once), or null past a bound (logged). */
   take(peer: string): (() => void) | null {
     const mine = this.#byPeer.get(peer) ?? 0;
     const over =
@@ -95,10 +90,7 @@ export class WaitLimits {
     }
     this.#byPeer.set(peer, mine + 1);
     this.#held++;
-    let given = false;
     return () => {
-      if (given) return;
-      given = true;
       this.#held--;
       const left = (this.#byPeer.get(peer) ?? 1) - 1;
       if (left > 0) this.#byPeer.set(peer, left);
@@ -227,7 +219,7 @@ async function batchStatus(c: Ctx, m: { batchIds: string[]; wait: boolean; timeo
     // Past a bound the request is refused before anything is read: a flood of them costs
     // little. A wait holds its slot only while a batch is PENDING (the component endpoint is
     // off on cluster members, where an UNKNOWN batch could be waited for in the log).
-    const release = c.waits ? c.waits.take(c.peer ?? '') : () => undefined;
+    const release = c.waits.take(c.peer);
     if (!release) return answer(k.CLIENT_BATCH_STATUS_RESPONSE, P.BatchStatusResponse, { status: S.INTERNAL_ERROR });
     try {
       // Paced: a block that settles what thousands of waits wait for answers them a slice per turn.
