@@ -102,6 +102,10 @@ export interface Config {
   componentQueue: number;
   /** Seconds a transaction processor may take to answer (a process request, or its pings) before it is set aside. */
   processorTimeoutSec: number;
+  /** Batch-status waits (ClientBatchStatusRequest with `wait`) one peer of the component endpoint may hold at once. */
+  componentWaitsPerClient: number;
+  /** Batch-status waits all peers of the component endpoint may hold at once. */
+  componentWaits: number;
   /** Circuits: the peer network listener (upstream framing over TCP). */
   networkBind: Bind;
   /** Shown by /status; default tcp://<network bind> (with the bound port). */
@@ -158,6 +162,16 @@ export type MetricsSetting = { mode: 'off' } | { mode: 'on' } | { mode: 'listen'
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
+
+/**
+ * Batch-status waits held for the component endpoint's clients. One client may be upstream's
+ * REST API process relaying the waits of all its own HTTP clients, so its bound is generous;
+ * the total bounds what the HTTP thread holds and wakes for them (each wait is a timer, a
+ * promise and its envelope, and a block that settles the batches they wait for answers them
+ * all: about 0.1 ms of the HTTP thread's time each, paced by src/http/wait.ts).
+ */
+const DEFAULT_COMPONENT_WAITS_PER_CLIENT = 1000;
+const DEFAULT_COMPONENT_WAITS = 4000;
 
 interface OptionSpec {
   flag: string;
@@ -271,6 +285,16 @@ export const OPTIONS: Record<string, OptionSpec> = {
     flag: 'processor-timeout',
     env: 'CAIRN_PROCESSOR_TIMEOUT',
     help: 's a transaction processor may take to answer a transaction, or its pings, before it is set aside and its transactions wait (default 30)',
+  },
+  componentWaitsPerClient: {
+    flag: 'component-waits-per-client',
+    env: 'CAIRN_COMPONENT_WAITS_PER_CLIENT',
+    help: 'batch-status waits one component endpoint client may hold at once; more answer INTERNAL_ERROR (default 1000)',
+  },
+  componentWaits: {
+    flag: 'component-waits',
+    env: 'CAIRN_COMPONENT_WAITS',
+    help: 'batch-status waits all component endpoint clients may hold at once; more answer INTERNAL_ERROR (default 4000)',
   },
   networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
   advertisedEndpoint: {
@@ -470,6 +494,8 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     componentSubscribers: int(get('componentSubscribers') ?? '1024', 'component subscribers', 1),
     componentQueue: int(get('componentQueue') ?? '1000', 'component queue', 1),
     processorTimeoutSec: int(get('processorTimeoutSec') ?? '30', 'processor timeout', 1),
+    componentWaitsPerClient: int(get('componentWaitsPerClient') ?? String(DEFAULT_COMPONENT_WAITS_PER_CLIENT), 'component waits per client', 1),
+    componentWaits: int(get('componentWaits') ?? String(DEFAULT_COMPONENT_WAITS), 'component waits', 1),
     externalFamilies: (get('externalFamilies') ?? '')
       .split(',')
       .map((s) => s.trim())

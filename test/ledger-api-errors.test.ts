@@ -141,12 +141,12 @@ t.test('404, 405, 413 and a plain GET of the websocket in the error shape', asyn
     isError(t, await get(`${url}${path}`), 404, 404, `GET ${path}`);
   }
   const methods: Array<[string, string, string]> = [
-    ['DELETE', '/blocks', 'GET'],
-    ['PUT', `/state/${ADDR}`, 'GET'],
-    ['POST', '/peers', 'GET'],
-    ['PATCH', '/receipts', 'GET, POST'],
-    ['DELETE', '/batch_statuses', 'GET, POST'],
-    ['POST', '/subscriptions', 'GET'],
+    ['DELETE', '/blocks', 'GET, HEAD'],
+    ['PUT', `/state/${ADDR}`, 'GET, HEAD'],
+    ['POST', '/peers', 'GET, HEAD'],
+    ['PATCH', '/receipts', 'GET, HEAD, POST'],
+    ['DELETE', '/batch_statuses', 'GET, HEAD, POST'],
+    ['POST', '/subscriptions', 'GET, HEAD'],
   ];
   for (const [method, path, allow] of methods) {
     const r = await fetch(`${url}${path}`, { method });

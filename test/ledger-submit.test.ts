@@ -136,6 +136,6 @@ t.test('unknown routes and methods answer in the error shape', async (t) => {
   t.equal(r404.json.error.code, 404);
   const r405 = await fetch(`${n.ledgerUrl}/batches`, { method: 'DELETE' });
   t.equal(r405.status, 405);
-  t.equal(r405.headers.get('allow'), 'GET, POST');
+  t.equal(r405.headers.get('allow'), 'GET, HEAD, POST');
   t.equal(((await r405.json()) as { error: { code: number } }).error.code, 405);
 });

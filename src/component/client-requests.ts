@@ -5,6 +5,12 @@
  * batch submit (QUEUE_FULL on back-pressure, as 429 on REST) and status (with wait), block /
  * batch / transaction get and list, state get and list, receipts, peers, status.
  *
+ * A status request with `wait` holds a wait only while one of its batches is PENDING, for
+ * at most 300 s, and within bounds (WaitLimits): so many per client and so many in all. Past
+ * either, a request with `wait` is answered at once with INTERNAL_ERROR (the response has no message
+ * field; upstream's REST API turns it into a 500 and its SDK clients into an error), and the
+ * node logs why, rather than holding what one socket asks without end.
+ *
  * Blocks, batches, transactions and receipts go out as stored: an embedded message is the
  * same bytes on the wire as a `bytes` field (the Get/List response messages of validator.proto).
  */
@@ -16,6 +22,8 @@ import { isHexId } from '../codec/hex.js';
 import { Batch, encode, Transaction } from '../proto/index.js';
 import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
 import * as P from './proto.js';
+import { paced } from '../http/wait.js';
+import { log } from '../log.js';
 
 /** Statuses shared by the get and list responses (their enums agree on these numbers). */
 const S = { OK: 1, INTERNAL_ERROR: 2, NOT_READY: 3, NO_ROOT: 4, NO_RESOURCE: 5, INVALID_PAGING: 6, INVALID_SORT: 7, INVALID_ID: 8 } as const;
@@ -38,6 +46,57 @@ const answer = (kind: number, type: typeof P.Envelope, msg: object): Answer => (
 interface Ctx {
   chain: ChainReader;
   config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes'>;
+  /** The client (hex routing id), and the bounds on the waits clients hold. */
+  peer: string;
+  waits: WaitLimits;
+}
+
+/** A refused wait is logged at most this often (ms), with the number refused since: a flood makes one line, not one per request. */
+const REFUSAL_LOG_MS = 10_000;
+
+/**
+ * The batch-status waits the component endpoint's clients hold: at most `perClient` for one
+ * client and `total` for all of them (--component-waits-per-client, --component-waits).
+ */
+export class WaitLimits {
+  readonly #byPeer = new Map<string, number>();
+  #held = 0;
+  #refused = 0;
+  #loggedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly perClient: number,
+    readonly total: number,
+  ) {}
+
+  /** A slot for one more wait of `peer`: the function that gives it back (call it once), or null past a bound (logged). */
+  take(peer: string): (() => void) | null {
+    const mine = this.#byPeer.get(peer) ?? 0;
+    const over =
+      mine >= this.perClient
+        ? `client ${peer.slice(0, 12)} holds ${mine} (--component-waits-per-client)`
+        : this.#held >= this.total
+          ? `clients hold ${this.#held} (--component-waits)`
+          : null;
+    if (over) {
+      this.#refused++;
+      const now = Date.now();
+      if (now - this.#loggedAt >= REFUSAL_LOG_MS) {
+        log.warn(`component endpoint: ${this.#refused} batch-status wait(s) refused with INTERNAL_ERROR: ${over}`);
+        this.#loggedAt = now;
+        this.#refused = 0;
+      }
+      return null;
+    }
+    this.#byPeer.set(peer, mine + 1);
+    this.#held++;
+    return () => {
+      this.#held--;
+      const left = (this.#byPeer.get(peer) ?? 1) - 1;
+      if (left > 0) this.#byPeer.set(peer, left);
+      else this.#byPeer.delete(peer);
+    };
+  }
 }
 
 /** The answer to a client request, or undefined for a type not served here. */
@@ -156,7 +215,20 @@ async function batchStatus(c: Ctx, m: { batchIds: string[]; wait: boolean; timeo
     return answer(k.CLIENT_BATCH_STATUS_RESPONSE, P.BatchStatusResponse, { status: S.INVALID_ID });
   }
   const ledger = c.chain.ledger;
-  if (m.wait) await ledger.waitFor(m.batchIds, Math.min(m.timeout || MAX_WAIT_S, MAX_WAIT_S) * 1000);
+  if (m.wait) {
+    // Past a bound the request is refused before anything is read: a flood of them costs
+    // little. A wait holds its slot only while a batch is PENDING (the component endpoint is
+    // off on cluster members, where an UNKNOWN batch could be waited for in the log).
+    const release = c.waits.take(c.peer);
+    if (!release) return answer(k.CLIENT_BATCH_STATUS_RESPONSE, P.BatchStatusResponse, { status: S.INTERNAL_ERROR });
+    try {
+      // Paced: a block that settles what thousands of waits wait for answers them a slice per turn.
+      if (m.batchIds.some((id) => ledger.status(id).status === 'PENDING'))
+        await paced(ledger.waitFor(m.batchIds, Math.min(m.timeout || MAX_WAIT_S, MAX_WAIT_S) * 1000));
+    } finally {
+      release();
+    }
+  }
   const codes = { COMMITTED: 1, INVALID: 2, PENDING: 3, UNKNOWN: 4 } as const;
   const batchStatuses = m.batchIds.map((id) => {
     const s = ledger.status(id);

@@ -4,6 +4,11 @@
  * bounded request lines and headers, corked replies that never touch an aborted or
  * finished response, and JSON 404/405/413/414/431/500 in the interface's own error shape.
  *
+ * HEAD is served on every GET route by the GET handler, answered with the GET's status and
+ * headers, its Content-Length, and no body (RFC 9110 §9.3.2), and so is every refusal of a
+ * HEAD request (404, 405, 414, 431): a body after a HEAD answer would be read by the client
+ * as the start of the next answer on the connection.
+ *
  * An exception thrown inside a uWS callback is not caught by uWS: it ends the process.
  * So every callback registered here (routes, catch-alls, onData, onAborted, websocket
  * handlers) runs behind a guard that logs the error and, while the response can still
@@ -110,6 +115,8 @@ interface Exchange {
   held?: number;
   /** The request id (routed requests), sent back as x-request-id. */
   id?: string;
+  /** A HEAD request: the answer goes without its body. */
+  head?: boolean;
   /** Set only when requests are timed (metrics on) or logged (debug): route pattern, method, start. */
   route?: string;
   method?: string;
@@ -130,8 +137,9 @@ export class HttpServer {
 
   route(method: Method, pattern: string, handler: Handler): this {
     const methods = this.#allowed.get(pattern);
+    const names = method === 'get' ? ['GET', 'HEAD'] : [METHOD_NAMES[method]];
     if (!methods) {
-      this.#allowed.set(pattern, [METHOD_NAMES[method]]);
+      this.#allowed.set(pattern, names);
       this.app.any(pattern, (res, req) =>
         this.#immediate(res, req, () => {
           const allow = (this.#allowed.get(pattern) ?? []).join(', ');
@@ -140,10 +148,11 @@ export class HttpServer {
         }),
       );
     } else {
-      methods.push(METHOD_NAMES[method]);
+      methods.push(...names);
     }
     const withBody = method === 'post' || method === 'put' || method === 'patch' || method === 'del';
     this.app[method](pattern, (res, req) => this.#dispatch(res, req, handler, withBody, pattern));
+    if (method === 'get') this.app.head(pattern, (res, req) => this.#dispatch(res, req, handler, false, pattern, true));
     return this;
   }
 
@@ -226,7 +235,7 @@ export class HttpServer {
 
   /** A reply made on the spot (404/405): still behind the head limits and the guard. */
   #immediate(res: HttpResponse, ureq: HttpRequest, make: () => Reply): void {
-    const state: Exchange = { done: false };
+    const state: Exchange = { done: false, head: ureq.getMethod() === 'head' };
     try {
       this.#finishReply(res, state, this.#headLimit(ureq) ?? make(), false, false);
     } catch (err) {
@@ -247,8 +256,8 @@ export class HttpServer {
     return null;
   }
 
-  #dispatch(res: HttpResponse, ureq: HttpRequest, handler: Handler, withBody: boolean, pattern: string): void {
-    const state: Exchange = { done: false, id: requestId(ureq) };
+  #dispatch(res: HttpResponse, ureq: HttpRequest, handler: Handler, withBody: boolean, pattern: string, head = false): void {
+    const state: Exchange = { done: false, id: requestId(ureq), head };
     if (this.#opts.observe || log.enabled('debug')) {
       state.route = pattern;
       state.method = ureq.getMethod().toUpperCase();
@@ -418,7 +427,14 @@ export class HttpServer {
         res.writeStatus(out.status);
         for (const [k, v] of out.headers) res.writeHeader(k, v);
         if (state.id !== undefined) res.writeHeader('x-request-id', state.id);
-        if (close) res.end(out.body, true);
+        if (state.head) {
+          // The length the GET's body has, and no body. Written as a header of ours: this
+          // uWS's endWithoutBody(length) leaves the response pending, waiting for that many
+          // body bytes, and the connection stalls; without a length it writes none itself.
+          // (A HEAD has no body left unread, so `close` does not apply.)
+          res.writeHeader('content-length', String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.byteLength));
+          res.endWithoutBody();
+        } else if (close) res.end(out.body, true);
         else streamBody(res, out.body, this.#opts.name);
       });
     } catch (err) {

@@ -7,7 +7,7 @@ import { ledgerError, LedgerErrorCode } from './errors.js';
 import { buildUrl, selfUrl } from './links.js';
 import { replies } from './schemas.js';
 import { checkIds, idArrayBody, idsAndWait } from './params.js';
-import { waitQuery } from '../http/wait.js';
+import { paced, waitQuery } from '../http/wait.js';
 
 /**
  * UNAVAILABLE (the batches could not be stored, or the node stopped on a fault) answers
@@ -57,7 +57,8 @@ function statusEntries(ledger: Ledger, ids: string[]): object[] {
 }
 
 async function statuses(ledger: Ledger, req: Req, ids: string[], wait: number, withLink: boolean): Promise<Answer> {
-  if (wait > 0) await ledger.waitFor(ids, wait * 1000);
+  // Paced: a block that settles what a thousand long-polls wait for answers them a slice per turn.
+  if (wait > 0) await paced(ledger.waitFor(ids, wait * 1000));
   const data = statusEntries(ledger, ids);
   return answer(withLink ? { data, link: selfUrl(req) } : { data });
 }

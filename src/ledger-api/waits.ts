@@ -1,9 +1,11 @@
 /**
  * Waits that commits end: each waiter re-checks its condition when a block is committed
- * (no polling), and gives up at its deadline or when the API closes.
+ * (no polling), and gives up at its deadline or when the API closes. Ended waits resume at
+ * a bounded pace (src/http/wait.ts), so a block that ends many answers them over several turns.
  */
 import type { Ledger } from '../ledger/ledger.js';
 import { log } from '../log.js';
+import { paced } from '../http/wait.js';
 
 export class CommitWaits {
   readonly #ledger: Ledger;
@@ -17,6 +19,10 @@ export class CommitWaits {
   /** Resolves once `done()` holds (checked now and after every new block), or after `ms`. */
   until(done: () => boolean, ms: number): Promise<void> {
     if (this.#closed || ms <= 0 || done()) return Promise.resolve();
+    return paced(this.#wait(done, ms));
+  }
+
+  #wait(done: () => boolean, ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const finish = (): void => {
         clearTimeout(timer);
