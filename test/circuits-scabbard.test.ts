@@ -13,7 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildBatch, buildBatchList } from '../src/ledger/build.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { createPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
+import { createPayload, idPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
 import { createContractRegistryTxn } from '../src/scabbard/payloads.js';
 import { contractRegistryAddress } from '../src/scabbard/sabre.js';
 import { ContractRegistryList, decode } from '../src/scabbard/proto.js';
@@ -173,6 +173,11 @@ async function readAtReady(id: string, svc: Record<string, string>, events: Even
   );
 }
 
+/** Abandons a circuit of these tests on every member: a restart then starts no service of it (a thread less to wait for). */
+async function abandonEverywhere(t: Test, id: string): Promise<void> {
+  for (const n of nodes) t.equal((await submit(n, idPayload(n.admin, n.id, 'abandon', id))).status, 202, `${id} abandoned on ${n.id}`);
+}
+
 t.test('a member whose service has not started: 503 with Retry-After, and no CircuitReady anywhere until it runs', async (t) => {
   const id = 'scabb-00002';
   const { svc, key, seen, readyEvents } = await createWhileGammaCannotStart(t, id, '1');
@@ -207,6 +212,7 @@ t.test('a member whose service has not started: 503 with Retry-After, and no Cir
   writeFileSync(gammaKey, key);
   t.same(await readAtReady(id, svc, clients), [200, 200, 200], 'state_root answers on every member at CircuitReady');
   t.ok(/failed to start: .*; trying again in \d+ ms/.test(C.child.log()), 'the failed start is in the log, with the next try');
+  await abandonEverywhere(t, id);
 });
 
 t.test('steps 5–8: a batch to the coordinator and one to a non-coordinator commit on all three', async (t) => {
@@ -296,6 +302,7 @@ t.test(
       [200, 200, 200],
       'the late circuit: state_root answers on every member at CircuitReady',
     );
+    await abandonEverywhere(t, 'scabb-00003');
   },
 );
 
