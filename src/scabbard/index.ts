@@ -101,11 +101,6 @@ export class ScabbardServices {
     });
   }
 
-  /** The service `circuit::service` if this node runs it. */
-  get(circuitId: string, serviceId: string): ScabbardService | undefined {
-    return this.#services.get(`${circuitId}::${serviceId}`);
-  }
-
   /**
    * The service a request names: the running service; ApiError 503 with Retry-After while a
    * service of an Active circuit of this node has not started yet (starting, or tried again
