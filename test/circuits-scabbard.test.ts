@@ -1,14 +1,19 @@
 /**
  * The state service on a circuit across three node processes (research circuits.md §5.2
- * steps 4–9): the same initial root everywhere; Sabre batches submitted to the coordinator
- * and to a non-coordinator commit on all three with equal roots; an invalid batch is
- * Invalid on all three; a stopped member makes batches wait, and they commit once it is
- * back; a member killed during rounds catches up after its restart.
+ * steps 4–9): the same initial root everywhere, read (and a batch submitted) on each member
+ * the moment its CircuitReady arrives; a member whose service has not started answers 503
+ * with Retry-After (never 404) and holds back CircuitReady everywhere until it runs, also
+ * across its restart; Sabre batches submitted to the coordinator and to a non-coordinator
+ * commit on all three with equal roots; an invalid batch is Invalid on all three; a stopped
+ * member makes batches wait, and they commit once it is back; a member killed during
+ * rounds catches up after its restart.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { buildBatch, buildBatchList } from '../src/ledger/build.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { createPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
+import { createPayload, idPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
 import { createContractRegistryTxn } from '../src/scabbard/payloads.js';
 import { contractRegistryAddress } from '../src/scabbard/sabre.js';
 import { ContractRegistryList, decode } from '../src/scabbard/proto.js';
@@ -26,15 +31,15 @@ t.teardown(async () => {
   await stop();
 });
 
-const spec: CircuitSpec = {
-  circuit_id: CIRCUIT,
+const circuitSpec = (id: string, svc: Record<string, string>): CircuitSpec => ({
+  circuit_id: id,
   members: nodes.map((n) => ({ node_id: n.id, endpoints: [n.endpoint] })),
   roster: nodes.map((n) => ({
-    service_id: SVC[n.id]!,
+    service_id: svc[n.id]!,
     service_type: 'scabbard',
     node_id: n.id,
     arguments: [
-      ['peer_services', JSON.stringify(Object.values(SVC).filter((s) => s !== SVC[n.id]))],
+      ['peer_services', JSON.stringify(Object.values(svc).filter((s) => s !== svc[n.id]))],
       ['admin_keys', JSON.stringify([A.admin.publicKey])],
       ['version', '2'],
       ['coordinator_timeout', '3000'],
@@ -43,7 +48,8 @@ const spec: CircuitSpec = {
   management_type: 'test',
   authorization_type: 'trust',
   display_name: 'state service circuit',
-};
+});
+const spec = circuitSpec(CIRCUIT, SVC);
 
 const base = (n: CircuitNode): string => `/scabbard/${CIRCUIT}/${SVC[n.id]}`;
 const get = async (n: CircuitNode, path: string): Promise<{ status: number; text: string; body: any }> =>
@@ -82,21 +88,131 @@ t.test('circuit Active: every member runs its service from the same initial root
   t.equal((await submit(B, votePayload(B.admin, 'beta', CIRCUIT, hash, true))).status, 202);
   await Promise.all(clients.map((c) => c.waitFor('ProposalVote', CIRCUIT)));
   t.equal((await submit(C, votePayload(C.admin, 'gamma', CIRCUIT, hash, true))).status, 202);
-  await Promise.all(clients.map((c) => c.waitFor('CircuitReady', CIRCUIT)));
-  // Each member starts its service when the circuit is Active there.
-  let r = await roots();
-  for (let i = 0; i < 100 && !r.every((x) => /^[0-9a-f]{64}$/.test(String(x))); i++) {
-    await new Promise((res) => setTimeout(res, 100));
-    r = await roots();
-  }
+  // CircuitReady means every member's service answers: each member is read the moment its
+  // own event arrives, without a retry (before, it answered 404 for a while after it).
+  const first = await Promise.all(
+    nodes.map(async (n, i) => {
+      await clients[i]!.waitFor('CircuitReady', CIRCUIT);
+      return get(n, '/state_root');
+    }),
+  );
+  t.same(
+    first.map((x) => x.status),
+    [200, 200, 200],
+    `state_root answers on every member at CircuitReady (${first.map((x) => x.text.slice(0, 80)).join(' | ')})`,
+  );
+  const r = first.map((x) => x.body as string);
   t.match(r[0], /^[0-9a-f]{64}$/, 'a state root');
   t.same(r, [r[0], r[0], r[0]], 'equal initial roots');
   initialRoot = r[0]!;
+  // And a batch submitted to each member at once is accepted and commits everywhere.
+  const ready = nodes.map((n) => registry(A.admin, `reg-ready-${n.id}`));
+  const posted = await Promise.all(nodes.map((n, i) => post(n, list(ready[i]!))));
+  t.same(
+    posted.map((p) => p.status),
+    [202, 202, 202],
+    'a batch is accepted on every member at CircuitReady',
+  );
+  for (const n of nodes)
+    t.ok(
+      (
+        await statuses(
+          n,
+          ready.map((b) => b.id),
+        )
+      ).every((s) => s.status.statusType === 'Committed'),
+      `committed on ${n.id}`,
+    );
   t.equal((await A.call('GET', `/scabbard/${CIRCUIT}/sB00/state_root`, { auth: A.auth })).status, 404, 'a service this node does not run');
   t.match((await A.call('GET', `/scabbard/nope0-00000/sA00/state_root`, { auth: A.auth })).body, {
     message: 'scabbard service sA00 on circuit nope0-00000 not found',
   });
   t.equal((await fetch(`${A.url}${base(A)}/state_root`)).status, 401, 'credentials needed');
+});
+
+/** gamma's key file: its circuit committer threads read it when they start (so does the node, at boot). */
+const gammaKey = join(C.dir, 'keys', 'validator.priv');
+
+/**
+ * A circuit `id` (services `r<A|B|C><n>`) created while gamma's key file is damaged:
+ * gamma's new service fails to start and is tried again. Returns once gamma's route says
+ * so, with every answer it gave from the accept on (the circuit is Active there from then).
+ */
+async function createWhileGammaCannotStart(t: Test, id: string, n: string) {
+  const svc: Record<string, string> = { alpha: `rA0${n}`, beta: `rB0${n}`, gamma: `rC0${n}` };
+  const key = readFileSync(gammaKey);
+  writeFileSync(gammaKey, 'not a key\n');
+  t.teardown(() => writeFileSync(gammaKey, key));
+  t.equal((await submit(A, createPayload(A.admin, 'alpha', circuitSpec(id, svc)))).status, 202);
+  await Promise.all(clients.map((c) => c.waitFor('ProposalSubmitted', id)));
+  const hash = ((await B.call('GET', `/admin/proposals/${id}`, { auth: B.auth })).body as { circuit_hash: string }).circuit_hash;
+  t.equal((await submit(B, votePayload(B.admin, 'beta', id, hash, true))).status, 202);
+  await Promise.all(clients.map((c) => c.waitFor('ProposalVote', id)));
+  t.equal((await submit(C, votePayload(C.admin, 'gamma', id, hash, true))).status, 202);
+  await clients[2]!.waitFor('ProposalAccepted', id);
+  const seen: Array<{ status: number; retryAfter: string | null; message: string }> = [];
+  for (let i = 0; i < 600; i++) {
+    const res = await fetch(`${C.url}/scabbard/${id}/${svc.gamma}/state_root`, { headers: { authorization: `Bearer ${C.auth}` } });
+    const body = (await res.json()) as { message?: string };
+    seen.push({ status: res.status, retryAfter: res.headers.get('retry-after'), message: String(body.message) });
+    if (/last start failed/.test(String(body.message))) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const readyEvents = () =>
+    clients.map((c) => c.events.filter((e) => e.eventType === 'CircuitReady' && JSON.stringify(e.message).includes(id)).length);
+  return { svc, key, seen, readyEvents };
+}
+
+/** Each member's state_root read the moment its own CircuitReady for `id` arrives, without a retry. */
+async function readAtReady(id: string, svc: Record<string, string>, events: EventClient[]): Promise<number[]> {
+  return Promise.all(
+    nodes.map(async (n, i) => {
+      await events[i]!.waitFor('CircuitReady', id);
+      return (await n.call('GET', `/scabbard/${id}/${svc[n.id]}/state_root`, { auth: n.auth })).status;
+    }),
+  );
+}
+
+/** Abandons a circuit of these tests on every member: a restart then starts no service of it (a thread less to wait for). */
+async function abandonEverywhere(t: Test, id: string): Promise<void> {
+  for (const n of nodes) t.equal((await submit(n, idPayload(n.admin, n.id, 'abandon', id))).status, 202, `${id} abandoned on ${n.id}`);
+}
+
+t.test('a member whose service has not started: 503 with Retry-After, and no CircuitReady anywhere until it runs', async (t) => {
+  const id = 'scabb-00002';
+  const { svc, key, seen, readyEvents } = await createWhileGammaCannotStart(t, id, '1');
+  // Its routes answer 503, never 404, until it runs; the answer says why once a start failed.
+  t.match(seen.at(-1), {
+    status: 503,
+    message: `scabbard service rC01 on circuit ${id} is not running: its last start failed (see the node's log); it is tried again`,
+  });
+  t.ok(
+    seen.every((x) => x.status === 503 && /^[1-9][0-9]*$/.test(x.retryAfter ?? '') && /is starting|last start failed/.test(x.message)),
+    `every answer until then was 503 with Retry-After (${[...new Set(seen.map((x) => `${x.status} ${x.message}`))].join(' | ')})`,
+  );
+  const data = await fetch(`${C.child.dataUrl}/organization?service_id=${encodeURIComponent(`${id}::rC01`)}`);
+  t.equal(data.status, 503, 'the data API with that service_id: 503');
+  t.ok(data.headers.get('retry-after'), 'with Retry-After');
+  // alpha's and beta's services run (or start: 503 until then), but gamma has not reported
+  // ready, so no member has CircuitReady.
+  for (const n of [A, B]) {
+    const answers = new Set<number>();
+    for (let i = 0; i < 600; i++) {
+      const st = (await n.call('GET', `/scabbard/${id}/${svc[n.id]}/state_root`, { auth: n.auth })).status;
+      answers.add(st);
+      if (st === 200) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    t.ok([...answers].every((st) => st === 200 || st === 503) && answers.has(200), `${n.id}'s own service runs (${[...answers]})`);
+  }
+  t.same(readyEvents(), [0, 0, 0], 'no CircuitReady while a member service is not running');
+  t.equal((await C.call('GET', `/scabbard/${id}/rA01/state_root`, { auth: C.auth })).status, 404, 'a service gamma does not run: 404');
+
+  // Repaired: the next try starts it, gamma reports ready, and every member answers at CircuitReady.
+  writeFileSync(gammaKey, key);
+  t.same(await readAtReady(id, svc, clients), [200, 200, 200], 'state_root answers on every member at CircuitReady');
+  t.ok(/failed to start: .*; trying again in \d+ ms/.test(C.child.log()), 'the failed start is in the log, with the next try');
+  await abandonEverywhere(t, id);
 });
 
 t.test('steps 5–8: a batch to the coordinator and one to a non-coordinator commit on all three', async (t) => {
@@ -120,7 +236,18 @@ t.test('steps 5–8: a batch to the coordinator and one to a non-coordinator com
   t.same(after1, [after1[0], after1[0], after1[0]], 'equal roots');
   t.not(after1[0], initialRoot, 'the root moved');
   const listed = await get(C, '/state?prefix=00ec01');
-  t.same(listed.body, [{ address: addr, value: values[0]!.body }], 'state listing by prefix');
+  // The registries: reg1 and the three of the first test, in address order.
+  const want = [addr, ...nodes.map((n) => contractRegistryAddress(`reg-ready-${n.id}`))].sort();
+  t.same(
+    (listed.body as Array<{ address: string }>).map((e) => e.address),
+    want,
+    'state listing by prefix',
+  );
+  t.same(
+    (listed.body as Array<{ address: string }>).find((e) => e.address === addr),
+    { address: addr, value: values[0]!.body },
+    'with the value read by address',
+  );
   t.equal((await get(C, `/state/${'00ec01'.padEnd(70, '0')}`)).status, 404, 'absent address');
 
   const b2 = registry(A.admin, 'reg2');
@@ -148,19 +275,36 @@ t.test('an invalid batch is Invalid on all three and changes no root', async (t)
   t.same(await roots(), before, 'roots unchanged');
 });
 
-t.test('a stopped member: batches wait; restarted: they commit and roots match', async (t) => {
-  await C.child.stop();
-  const b = registry(A.admin, 'reg-wait');
-  t.equal((await post(A, list(b))).status, 202);
-  const [s] = await statuses(A, [b.id], 5);
-  t.not(s!.status.statusType, 'Committed', 'not committed while gamma is down');
-  t.match(s!.status.message, [{ error_message: /Waiting for every member to agree/ }], 'the status says why');
-  t.equal((await statuses(B, [b.id], 0))[0]!.status.statusType === 'Committed', false);
-  await C.restart();
-  for (const n of nodes) t.equal((await statuses(n, [b.id], 60))[0]!.status.statusType, 'Committed', `committed on ${n.id} after the restart`);
-  const r = await roots();
-  t.same(r, [r[0], r[0], r[0]], 'equal roots');
-});
+t.test(
+  'a stopped member: batches wait; restarted: they commit and roots match, and it reports ready for a circuit whose service had not run',
+  async (t) => {
+    // A circuit whose service on gamma has not run yet when gamma stops: gamma reports ready
+    // for it only once the service runs after the restart.
+    const late = await createWhileGammaCannotStart(t, 'scabb-00003', '2');
+    t.same(late.readyEvents(), [0, 0, 0], 'no CircuitReady for it yet');
+    clients[2]!.close();
+    t.equal(await C.child.stop(), 0, 'gamma stops cleanly while its service is tried again');
+    writeFileSync(gammaKey, late.key);
+    const b = registry(A.admin, 'reg-wait');
+    t.equal((await post(A, list(b))).status, 202);
+    const [s] = await statuses(A, [b.id], 5);
+    t.not(s!.status.statusType, 'Committed', 'not committed while gamma is down');
+    t.match(s!.status.message, [{ error_message: /Waiting for every member to agree/ }], 'the status says why');
+    t.equal((await statuses(B, [b.id], 0))[0]!.status.statusType === 'Committed', false);
+    await C.restart();
+    clients[2] = new EventClient(C, 'test'); // every stored event again, then live ones
+    await clients[2].opened;
+    for (const n of nodes) t.equal((await statuses(n, [b.id], 60))[0]!.status.statusType, 'Committed', `committed on ${n.id} after the restart`);
+    const r = await roots();
+    t.same(r, [r[0], r[0], r[0]], 'equal roots');
+    t.same(
+      await readAtReady('scabb-00003', late.svc, clients),
+      [200, 200, 200],
+      'the late circuit: state_root answers on every member at CircuitReady',
+    );
+    await abandonEverywhere(t, 'scabb-00003');
+  },
+);
 
 t.test('a member killed during rounds catches up after its restart', async (t) => {
   const batches = Array.from({ length: 30 }, (_, i) => registry(A.admin, `reg-k${i}`));

@@ -3,6 +3,12 @@
  * transaction each: proposal stored, vote added, proposal rejected or accepted into a
  * circuit), the event log pushed to subscribers after each commit, and the "member ready"
  * exchange that ends with CircuitReady / CircuitDisbanded once every member has the circuit.
+ *
+ * A member reports ready for a new circuit (MEMBER_READY) only once its own services of
+ * that circuit run (the state services say when: `setServices`, `servicesStarted`), so
+ * CircuitReady, which waits for every member's report, means every member's services
+ * answer. Upstream reports ready at the accept and starts its services after the others'
+ * reports: its CircuitReady says only that this node's services run (docs/circuits.md).
  */
 import { log } from '../log.js';
 import type { Token } from './connection.js';
@@ -22,6 +28,12 @@ export class AdminEffects {
   readonly #sinks = new Set<EventSink>();
   readonly #readyMarks = new Map<string, Set<string>>();
   readonly #readyReplied = new Set<string>();
+  /** Whether this node's services of a circuit run now (the state services answer; none attached: yes). */
+  #servicesUp: (circuitId: string) => boolean = () => true;
+  /** Creates whose own MEMBER_READY waits for this node's services of the circuit to start. */
+  readonly #ownWaiting = new Set<string>();
+  /** Members that restarted and asked, by circuit: answered once this node's services run again. */
+  readonly #repliesWaiting = new Map<string, Set<string>>();
 
   constructor(store: AdminStore, links: AdminLinks, nodeId: string, release: (circuitId: string) => void) {
     this.#store = store;
@@ -35,12 +47,41 @@ export class AdminEffects {
     return () => void this.#sinks.delete(sink);
   }
 
-  /** After a restart: this node is ready for every circuit whose ready exchange is unfinished. */
+  /** The state services' answer to "do this node's services of a circuit run?". */
+  setServices(up: (circuitId: string) => boolean): void {
+    this.#servicesUp = up;
+  }
+
+  /**
+   * After a restart: this node is ready for every circuit whose ready exchange is
+   * unfinished, a create once its services run again (they start after this).
+   */
   start(): void {
     for (const [id, r] of this.#store.readyPending()) {
       this.#links.ensureRefs(decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal);
-      this.#mark(id, this.#nodeId);
+      if (r.kind === 'create' && !this.#servicesUp(id)) this.#ownWaiting.add(id);
+      else this.#mark(id, this.#nodeId);
     }
+  }
+
+  /**
+   * This node's services of a circuit started (each calls it): once all of them run, the
+   * MEMBER_READY that waited for them goes out, and the members that asked meanwhile are answered.
+   */
+  servicesStarted(circuitId: string): void {
+    if (!this.#servicesUp(circuitId)) return;
+    const r = this.#store.ready(circuitId);
+    if (this.#ownWaiting.delete(circuitId) && r) {
+      const c = decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal;
+      log.info(`circuits: this node's services of ${circuitId} run; reporting ready to the other members`);
+      for (const n of this.#links.others(c)) this.#sendReady(n, circuitId, c);
+      this.#mark(circuitId, this.#nodeId);
+      void this.#checkReady(circuitId);
+    }
+    const asked = this.#repliesWaiting.get(circuitId);
+    const c = this.#store.circuit(circuitId);
+    this.#repliesWaiting.delete(circuitId);
+    if (asked && c) for (const n of asked) this.#sendReady(n, circuitId, c);
   }
 
   /** Commits an agreed change at `ts`, and pushes its events. */
@@ -80,6 +121,12 @@ export class AdminEffects {
     }
     this.#emit(stored);
     if (accepted) {
+      // The services of a new circuit are starting now (the event above told them): this
+      // node reports ready once they run (servicesStarted), a disband at once.
+      if (p.proposalType !== ProposalType.DISBAND && !this.#servicesUp(id)) {
+        this.#ownWaiting.add(id);
+        return;
+      }
       for (const n of this.#links.others(p.circuitProposal)) this.#sendReady(n, id, p.circuitProposal);
       this.#mark(id, this.#nodeId);
       await this.#checkReady(id);
@@ -94,10 +141,16 @@ export class AdminEffects {
       return this.#links.drop(remote, 'ready message', `it is not member ${shown(r.memberNodeId)} of circuit ${shown(r.circuitId)} here`);
     this.#mark(r.circuitId, r.memberNodeId);
     const key = `${r.circuitId}|${r.memberNodeId}`;
-    // A member that restarted lost our mark: answer once when we are already done.
+    // A member that restarted lost our mark: answer once when we are already done (once
+    // this node's services run, if they are starting again).
     if (!this.#store.ready(r.circuitId) && this.#store.circuit(r.circuitId) && !this.#readyReplied.has(key)) {
       this.#readyReplied.add(key);
-      this.#sendReady(r.memberNodeId, r.circuitId, c);
+      if (this.#servicesUp(r.circuitId)) this.#sendReady(r.memberNodeId, r.circuitId, c);
+      else {
+        const asked = this.#repliesWaiting.get(r.circuitId) ?? new Set<string>();
+        asked.add(r.memberNodeId);
+        this.#repliesWaiting.set(r.circuitId, asked);
+      }
     }
     void this.#checkReady(r.circuitId);
   }
@@ -105,6 +158,7 @@ export class AdminEffects {
   /** A connection agreed on the protocol: unfinished ready exchanges with that peer resume. */
   resume(remote: Token, local: Token): void {
     for (const [id, r] of this.#store.readyPending()) {
+      if (this.#ownWaiting.has(id)) continue; // not ready here yet: said when the services run
       const c = decode<ProposalMsg>(CircuitProposal, r.proposal).circuitProposal;
       for (const n of this.#links.others(c)) if (this.#links.isRoute(c, n, remote, local)) this.#sendReady(n, id, c);
     }

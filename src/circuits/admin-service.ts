@@ -37,10 +37,12 @@ import { ValidationError, checkEnvelope, isCircuitId, parsePayload, type Envelop
 export type { AdminOptions } from './admin-changes.js';
 export type { EventSink } from './admin-effects.js';
 
-/** What the state services get from the admin service's peer connections. */
+/** What the state services get from the admin service's peer connections, and what they tell it. */
 export interface ServiceHooks {
   message(circuit: string, sender: string, recipient: string, payload: Buffer): void;
   reachable(nodeId: string): void;
+  /** Whether every service of the circuit that runs on this node has started (this node's MEMBER_READY waits for it). */
+  running(circuitId: string): boolean;
 }
 
 interface AdminMsg {
@@ -98,6 +100,12 @@ export class AdminService {
   /** The state services' side of the peer network (circuit direct messages, peers agreed). */
   attachServices(hooks: ServiceHooks): void {
     this.#services = hooks;
+    this.#effects.setServices((id) => hooks.running(id));
+  }
+
+  /** A service of the circuit started on this node: the ready exchange goes on if it waited for it. */
+  servicesStarted(circuitId: string): void {
+    if (!this.#closed) this.#effects.servicesStarted(circuitId);
   }
 
   /** Sends a circuit direct message from one of this node's services to a service on `nodeId`. */

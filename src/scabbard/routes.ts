@@ -61,13 +61,11 @@ function batchIds(raw: string | null): string[] {
 }
 
 export function registerScabbardRoutes(r: Router, services: ScabbardServices): void {
-  /** Every route's load step: the service the path names (404 before anything else is read). */
-  const service = ({ params }: { params: { circuit: string; service: string } }): ScabbardService => {
-    const { circuit, service: id } = params;
-    const s = services.get(circuit, id);
-    if (!s) throw new ApiError(404, `scabbard service ${id.slice(0, 64)} on circuit ${circuit.slice(0, 64)} not found`);
-    return s;
-  };
+  /**
+   * Every route's load step: the service the path names, before anything else is read
+   * (404 when this node runs no such service; 503 with Retry-After while it is starting).
+   */
+  const service = ({ params }: { params: { circuit: string; service: string } }): ScabbardService => services.lookup(params.circuit, params.service);
 
   r.add({
     method: 'post',

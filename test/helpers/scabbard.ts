@@ -1,6 +1,7 @@
 /**
  * A scabbard circuit over three (or more) circuit test nodes: the proposal from the first
- * node, the others' votes, and the wait until every member runs its state service.
+ * node, the others' votes, and CircuitReady on every member (every member's state service
+ * answers from then on: checked).
  */
 import { createPayload, votePayload, type CircuitSpec } from '../../src/circuits/payloads.js';
 import { EventClient, submit, type CircuitNode } from './circuits.js';
@@ -58,13 +59,10 @@ export async function startScabbardCircuit(
     for (const c of clients) c.close();
   }
   const base = (n: CircuitNode): string => `/scabbard/${circuitId}/${svc[n.id]}`;
-  // Each member starts its service once the circuit is Active there.
+  // CircuitReady comes once every member's service runs: no member needs waiting for.
   for (const n of nodes) {
-    for (let i = 0; ; i++) {
-      if ((await n.call('GET', `${base(n)}/state_root`, { auth: n.auth })).status === 200) break;
-      if (i > 200) throw new Error(`${n.id}: state service of ${circuitId} not running`);
-      await new Promise((res) => setTimeout(res, 100));
-    }
+    const r = await n.call('GET', `${base(n)}/state_root`, { auth: n.auth });
+    if (r.status !== 200) throw new Error(`${n.id}: state service of ${circuitId} not answering at CircuitReady: ${r.status} ${r.text}`);
   }
   return { circuitId, spec, svc, base, serviceId: (n) => `${circuitId}::${svc[n.id]}` };
 }
