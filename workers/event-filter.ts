@@ -12,12 +12,14 @@ const port = parentPort;
 const filters = new FilterThread();
 
 port.on('message', (m: ToFilters) => {
+  // Nothing left to hold the thread: it ends, as a thread that returns does.
+  if (m.op === 'close') return port.close();
   let reply: ReturnType<FilterThread['handle']>;
   try {
     reply = filters.handle(m);
   } catch (err) {
     // A fault of this code, not of the request: answered (the HTTP thread ends what asked), never silence.
-    reply = m.op === 'drop' ? undefined : { req: m.req, error: `event filter thread: ${err instanceof Error ? err.message : String(err)}` };
+    reply = !('req' in m) ? undefined : { req: m.req, error: `event filter thread: ${err instanceof Error ? err.message : String(err)}` };
   }
   if (reply) port.postMessage(reply);
 });

@@ -19,6 +19,9 @@ import type { FromFilters, ToFilters } from './filter-thread.js';
  */
 const HEAP_MB = 512;
 
+/** How long a closing thread is given to end by itself. */
+const CLOSE_MS = 2000;
+
 type Request = ToFilters extends infer T ? (T extends { req: number } ? Omit<T, 'req'> : never) : never;
 
 export class FilterThreadError extends Error {}
@@ -59,12 +62,15 @@ export class FilterClient {
     return this.#worker?.terminate();
   }
 
+  /** Ends the thread: it is asked to (so it ends as a thread that returns), then ended after CLOSE_MS. */
   close(): void {
     this.#closed = true;
     const w = this.#worker;
     this.#worker = null;
     this.#fail('closed');
-    if (w) void w.terminate();
+    if (!w) return;
+    w.postMessage({ op: 'close' } satisfies ToFilters);
+    setTimeout(() => void w.terminate(), CLOSE_MS).unref();
   }
 
   #start(): Worker {

@@ -20,6 +20,8 @@ export type ToFilters =
   | { op: 'subscribe'; req: number; subs: P.EventSubscriptionMsg[]; replaces: number | null }
   /** Forget a subscription (unsubscribed, gone, cut off). No answer. */
   | { op: 'drop'; set: number }
+  /** The node stops: the thread ends once this is read (no answer). */
+  | { op: 'close' }
   /** Match consecutive blocks against subscriptions. */
   | { op: 'match'; req: number; sets: number[]; blocks: MatchBlock[] }
   /** Compile once and match named blocks (CLIENT_EVENTS_GET). */
@@ -28,7 +30,7 @@ export type ToFilters =
 /**
  * What one subscription got of a match: its selections, one per block, in order; `over` when
  * its matching of the next block ran past MATCH_BUDGET_MS (the subscription is then dropped
- * here); null when the thread no longer has the subscription.
+ * here; `ms`: how long it ran); null when the thread no longer has the subscription.
  */
 export type SetResult = { selections: Selection[]; over?: { ms: number } } | null;
 
@@ -44,6 +46,14 @@ export const GET_BUDGET_MS = 4 * MATCH_BUDGET_MS;
 export class FilterThread {
   readonly #sets = new Map<number, Compiled>();
   #charged = 0;
+  readonly #budgetMs: number;
+  readonly #getBudgetMs: number;
+
+  /** The budgets are MATCH_BUDGET_MS and GET_BUDGET_MS but in tests. */
+  constructor(budgets: { blockMs?: number; getMs?: number } = {}) {
+    this.#budgetMs = budgets.blockMs ?? MATCH_BUDGET_MS;
+    this.#getBudgetMs = budgets.getMs ?? GET_BUDGET_MS;
+  }
 
   /** RE2 instructions held by all subscriptions (as LIMITS counts them). */
   get charged(): number {
@@ -60,6 +70,8 @@ export class FilterThread {
         return this.#subscribe(m.req, m.subs, m.replaces);
       case 'drop':
         this.#drop(m.set);
+        return undefined;
+      case 'close':
         return undefined;
       case 'match':
         return { req: m.req, results: m.sets.map((id) => this.#match(id, m.blocks)) };
@@ -99,7 +111,7 @@ export class FilterThread {
     for (const b of blocks) {
       const start = performance.now();
       try {
-        selections.push(select(b, c.subs, { deadline: start + MATCH_BUDGET_MS }));
+        selections.push(select(b, c.subs, { deadline: start + this.#budgetMs }));
       } catch (err) {
         if (!(err instanceof OverBudget)) throw err;
         this.#drop(id);
@@ -112,12 +124,12 @@ export class FilterThread {
   #get(req: number, subs: P.EventSubscriptionMsg[], blocks: MatchBlock[]): FromFilters {
     const c = compileSubscriptions(subs);
     if (typeof c === 'string') return { req, error: c };
-    const budget = { deadline: performance.now() + GET_BUDGET_MS };
+    const budget = { deadline: performance.now() + this.#getBudgetMs };
     try {
       return { req, selections: blocks.map((b) => select(b, c.subs, budget)) };
     } catch (err) {
       if (!(err instanceof OverBudget)) throw err;
-      return { req, error: `Matching took more than ${GET_BUDGET_MS} ms` };
+      return { req, error: `Matching took more than ${this.#getBudgetMs} ms` };
     }
   }
 }

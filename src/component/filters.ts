@@ -75,7 +75,8 @@ const PROGRAM_SLACK = 4;
  * An upper bound on the RE2 program `pattern` compiles to, from its text alone (what RE2's
  * parser computes as the regexp's size, the compiled program being that plus 2): literal
  * characters, classes, escapes and assertions 1; a capturing group its content plus 2;
- * alternatives their sum plus one a bar; `*` +2, `+` and `?` +1; `{n,m}` m copies plus m-n.
+ * alternatives their sum plus one a bar; `*` +2, `+` and `?` +1; `{n,m}` m copies plus m-n;
+ * anything empty 1.
  * What it does not recognise it counts as literal characters, so it only errs upwards (the
  * tests check it against the compiled size over many patterns). Linear in the text.
  */
@@ -94,9 +95,12 @@ export function programBound(pattern: string): number {
     f.last = size;
   };
   const repeat = (size: number): void => {
-    f.cur += size - f.last;
-    f.last = size;
+    const at = Math.max(1, size); // as RE2 counts every node: x{0} is an empty match, 1
+    f.cur += at - f.last;
+    f.last = at;
   };
+  /** A group's or the pattern's size: every alternative at least 1 (an empty one is an empty match), one more a bar. */
+  const closed = (fr: Frame): number => fr.done + Math.max(1, fr.cur) + fr.bars;
   const n = pattern.length;
   let i = 0;
   /** Index just past a `{…}` at j, or j + 1 when there is no closing brace. */
@@ -163,15 +167,14 @@ export function programBound(pattern: string): number {
       continue;
     }
     if (c === ')' && stack.length > 0) {
-      const size = f.done + f.cur + f.bars + (f.capture ? 2 : 0);
-      const parent = stack.pop() as Frame;
-      f = parent;
-      atom(Math.max(1, size));
+      const size = closed(f) + (f.capture ? 2 : 0);
+      f = stack.pop() as Frame;
+      atom(size);
       i++;
       continue;
     }
     if (c === '|') {
-      f.done += f.cur;
+      f.done += Math.max(1, f.cur);
       f.bars++;
       f.cur = 0;
       f.last = 0;
@@ -205,11 +208,11 @@ export function programBound(pattern: string): number {
   }
   // Groups left open (RE2 refuses them): close them as they stand.
   while (stack.length > 0) {
-    const size = f.done + f.cur + f.bars + 2;
+    const size = closed(f) + 2;
     f = stack.pop() as Frame;
     atom(size);
   }
-  return f.done + f.cur + f.bars + PROGRAM_SLACK;
+  return closed(f) + PROGRAM_SLACK;
 }
 
 /** What a pattern counts for in the caps. */
