@@ -70,6 +70,9 @@ export function toMatchBlock(b: BlockEvents): MatchBlock {
   };
 }
 
+/** State-delta events already built, per block and per set of changes (subscribers with the same filters get the same one). */
+const deltas = new WeakMap<BlockEvents, Map<string, EventMsg>>();
+
 /**
  * The events of one block a subscriber gets, from what the filter thread selected
  * (filters.ts `select`): block-commit and the processors' events it matched, in order, then
@@ -78,13 +81,21 @@ export function toMatchBlock(b: BlockEvents): MatchBlock {
 export function assemble(b: BlockEvents, s: Selection): EventMsg[] {
   const all = [b.commit, ...b.added];
   const out = s.events.map((i) => all[i]).filter((e): e is EventMsg => e !== undefined);
+  let built = deltas.get(b);
+  if (!built) deltas.set(b, (built = new Map()));
   for (const picked of s.deltas) {
-    const changes = picked.map((i) => b.changes[i]).filter((c): c is BlockEvents['changes'][number] => c !== undefined);
-    out.push({
-      eventType: STATE_DELTA,
-      attributes: changes.map((c) => ({ key: 'address', value: c.address })),
-      data: encode(StateChangeList, { stateChanges: changes }),
-    });
+    const key = picked.join(',');
+    let event = built.get(key);
+    if (!event) {
+      const changes = picked.map((i) => b.changes[i]).filter((c): c is BlockEvents['changes'][number] => c !== undefined);
+      event = {
+        eventType: STATE_DELTA,
+        attributes: changes.map((c) => ({ key: 'address', value: c.address })),
+        data: encode(StateChangeList, { stateChanges: changes }),
+      };
+      built.set(key, event);
+    }
+    out.push(event);
   }
   return out;
 }
