@@ -6,9 +6,10 @@
  * the replacement and the dropping of subscriptions; a block or a GET past its budget.
  */
 import t from 'tap';
+import { randomBytes } from 'node:crypto';
 import { RE2Set } from 're2js';
-import { programBound, precheck, LIMITS, type MatchBlock } from '../src/component/filters.js';
-import { compileSubscriptions, select, OverBudget, type Subscription } from '../src/component/filter-engine.js';
+import { programBound, precheck, LIMITS, DFA_MEMORY, type MatchBlock } from '../src/component/filters.js';
+import { compileSubscriptions, compilePattern, select, OverBudget, type Subscription } from '../src/component/filter-engine.js';
 import { FilterThread } from '../src/component/filter-thread.js';
 import * as P from '../src/component/proto.js';
 
@@ -258,4 +259,19 @@ t.test('the filter thread: the node cap, replacing, dropping, budgets', async (t
       error: /lookahead/,
     },
   );
+});
+
+t.test("a pattern's DFA stays within DFA_MEMORY (re2js's own is 8 MiB)", async (t) => {
+  // Exponentially many DFA states: the budget runs out, RE2 resets its cache or falls back to its NFA.
+  const re = compilePattern('[0-9a-f]*[0-9][0-9a-f]{20}[g-z]');
+  const dfa = re.re2Input.lazyDFA;
+  t.equal(dfa.maxMem, DFA_MEMORY, 'the bounded DFA is the one the pattern uses');
+  let lowest = dfa.memBudget;
+  for (let i = 0; i < 40; i++) {
+    t.notOk(re.test(randomBytes(2048).toString('hex')), 'no match (no g-z)');
+    lowest = Math.min(lowest, dfa.memBudget);
+  }
+  t.equal(re.re2Input.lazyDFA, dfa, 'still that DFA');
+  t.ok(lowest >= 0 && lowest < DFA_MEMORY / 2, `its budget was used (${DFA_MEMORY - lowest} bytes at most) and never overdrawn`);
+  t.ok(re.test(`${randomBytes(40).toString('hex')}z`), 'and it still matches');
 });

@@ -3,9 +3,32 @@
  * request's filters with RE2 (the re2js package) within the caps of filters.ts and selects
  * a block's events for a subscription. Every pattern evaluation checks the block's deadline.
  */
-import { RE2Set, RE2JSException } from 're2js';
+import { RE2JS, RE2Set, RE2JSException } from 're2js';
 import * as P from './proto.js';
 import { DFA_MEMORY, LIMITS, STATE_DELTA, charge, precheck, tooLarge, tooMuch, type MatchBlock, type Selection } from './filters.js';
+
+/**
+ * re2js's lazy DFA, as an RE2Set holds one (the package does not export the class). An
+ * RE2JS pattern builds its own on first use with the package's budget of 8 MiB (about 5 MiB
+ * of heap once filled, measured here), which re2js offers no option to change; each pattern
+ * here is given one of DFA_MEMORY instead (test/component-filters.test.ts checks it holds).
+ */
+const Dfa = ((): (new (prog: unknown, maxMem: number) => RE2Set['dfa']) => {
+  const set = new RE2Set();
+  set.add('');
+  set.compile();
+  return set.dfa.constructor as new (
+    prog: unknown,
+    maxMem: number,
+  ) => RE2Set['dfa'];
+})();
+
+/** Compiles a pattern as RE2 does, its DFA bounded to DFA_MEMORY. Throws RE2's error for what RE2 refuses. */
+export function compilePattern(pattern: string): RE2JS {
+  const re = RE2JS.compile(pattern);
+  re.re2Input.lazyDFA = new Dfa(re.re2Input.prog, DFA_MEMORY);
+  return re;
+}
 
 /** Why the pattern text is refused, named for the constructs RE2 does not have (linear time). */
 function hintFor(message: string): string {
@@ -27,12 +50,18 @@ export interface Budget {
 }
 
 type Attr = { key: string; value: string };
-type Test = (attrs: Attr[], budget: Budget) => boolean;
 
-/** A subscription ready to match: its type and one test per filter. */
+/** One filter, ready: the attribute it reads, ANY or ALL, and the test of one value. */
+interface Filter {
+  key: string;
+  all: boolean;
+  test: (value: string, budget: Budget) => boolean;
+}
+
+/** A subscription ready to match: its type and its filters. */
 export interface Subscription {
   eventType: string;
-  tests: Test[];
+  filters: Filter[];
 }
 
 /** A request's subscriptions, compiled, with what they count for in the caps. */
@@ -49,60 +78,73 @@ export function compileSubscriptions(subs: P.EventSubscriptionMsg[]): Compiled |
   const out: Subscription[] = [];
   let total = 0;
   for (const s of subs) {
-    const tests: Test[] = [];
+    const filters: Filter[] = [];
     for (const f of s.filters) {
-      const test = compileFilter(f);
-      if (typeof test === 'string') return test;
-      total += test.charge;
+      const c = compileFilter(f);
+      if (typeof c === 'string') return c;
+      total += c.charge;
       if (total > LIMITS.requestProgram) return tooMuch(total);
-      tests.push(test.test);
+      filters.push(c.filter);
     }
-    out.push({ eventType: s.eventType, tests });
+    out.push({ eventType: s.eventType, filters });
   }
   return { subs: out, charge: total };
 }
 
-function compileFilter(f: P.EventFilterMsg): { test: Test; charge: number } | string {
-  const values = (attrs: Attr[]): string[] => attrs.filter((a) => a.key === f.key).map((a) => a.value);
+function compileFilter(f: P.EventFilterMsg): { filter: Filter; charge: number } | string {
   const T = P.FilterType;
+  const all = f.filterType === T.SIMPLE_ALL || f.filterType === T.REGEX_ALL;
   switch (f.filterType) {
     case T.SIMPLE_ANY:
-      return { test: (attrs) => values(attrs).some((v) => v === f.matchString), charge: 0 };
     case T.SIMPLE_ALL:
-      return { test: (attrs) => values(attrs).every((v) => v === f.matchString), charge: 0 };
+      return { filter: { key: f.key, all, test: (v) => v === f.matchString }, charge: 0 };
     case T.REGEX_ANY:
     case T.REGEX_ALL: {
-      // A set of one pattern: RE2JS.compile's DFA may grow to 8 MiB; a set's is bounded by DFA_MEMORY.
-      const set = new RE2Set(RE2Set.UNANCHORED, 0, DFA_MEMORY);
+      let re: RE2JS;
       try {
-        set.add(f.matchString);
-        set.compile();
+        re = compilePattern(f.matchString);
       } catch (err) {
         const message = err instanceof RE2JSException ? err.message : String(err);
         const hint = hintFor(message);
         return `Invalid regular expression in filter on "${f.key}": ${message}${hint ? `; ${hint} (filters are RE2 syntax, matched in linear time)` : ''}`;
       }
-      const size = set.prog.numInst();
+      const size = re.programSize();
       if (size > LIMITS.program) return tooLarge(f.key, size, false);
-      // Unanchored: a match anywhere in the value, as Python's re.search.
-      const matches = (v: string, budget: Budget): boolean => {
-        const hit = set.match(v).length > 0;
+      // test(): a match anywhere in the value, as Python's re.search.
+      const test = (v: string, budget: Budget): boolean => {
+        const hit = re.test(v);
         if (performance.now() > budget.deadline) throw new OverBudget();
         return hit;
       };
-      const test: Test =
-        f.filterType === T.REGEX_ANY
-          ? (attrs, budget) => values(attrs).some((v) => matches(v, budget))
-          : (attrs, budget) => values(attrs).every((v) => matches(v, budget));
-      return { test, charge: charge(size) };
+      return { filter: { key: f.key, all, test }, charge: charge(size) };
     }
     default:
       return `Invalid filter type ${f.filterType} in filter on "${f.key}"`;
   }
 }
 
-const matches = (s: Subscription, e: MatchBlock['events'][number], budget: Budget): boolean =>
-  s.eventType === e.eventType && s.tests.every((t) => t(e.attributes, budget));
+/** Whether the values of the filter's attribute pass: ANY, some does; ALL, every one does (none: it passes). */
+function passes(f: Filter, attrs: Attr[], budget: Budget): boolean {
+  for (const a of attrs) {
+    if (a.key !== f.key) continue;
+    if (f.test(a.value, budget) !== f.all) return !f.all;
+  }
+  return f.all;
+}
+
+function matches(s: Subscription, e: MatchBlock['events'][number], budget: Budget): boolean {
+  if (s.eventType !== e.eventType) return false;
+  for (const f of s.filters) if (!passes(f, e.attributes, budget)) return false;
+  return true;
+}
+
+/** Whether a change passes a state-delta subscription's filters: its one attribute is `address`. */
+function passesAddress(s: Subscription, address: string, budget: Budget): boolean {
+  for (const f of s.filters) {
+    if (f.key !== 'address' ? !f.all : !f.test(address, budget)) return false;
+  }
+  return true;
+}
 
 /**
  * The events of one block a subscriber gets: block-commit first, then the processors'
@@ -112,16 +154,14 @@ const matches = (s: Subscription, e: MatchBlock['events'][number], budget: Budge
  */
 export function select(b: MatchBlock, subs: Subscription[], budget: Budget): Selection {
   const events: number[] = [];
-  b.events.forEach((e, i) => {
+  for (const [i, e] of b.events.entries()) {
     if (subs.some((s) => matches(s, e, budget))) events.push(i);
-  });
+  }
   const deltas: number[][] = [];
   for (const s of subs) {
     if (s.eventType !== STATE_DELTA) continue;
     const picked: number[] = [];
-    b.addresses.forEach((address, i) => {
-      if (s.tests.every((t) => t([{ key: 'address', value: address }], budget))) picked.push(i);
-    });
+    for (const [i, address] of b.addresses.entries()) if (passesAddress(s, address, budget)) picked.push(i);
     if (picked.length > 0) deltas.push(picked);
   }
   return { events, deltas };
