@@ -1,30 +1,33 @@
 /**
- * The filters of event subscriptions, as a client sends them: checked, compiled and matched
- * on the event filter thread (workers/event-filter.ts), never on the HTTP thread; the HTTP
- * thread only runs `precheck` (a scan of the request, linear in its size) before it hands a
- * request over.
+ * The rules and caps of event subscribers' filters, and what the HTTP thread checks of them:
+ * the filters themselves are compiled and matched on the event filter thread
+ * (filter-engine.ts, filter-thread.ts, workers/event-filter.ts), never on the HTTP thread,
+ * which only runs `precheck` here (a scan of the request, linear in its size) before it hands
+ * a request over.
  *
  * Regular expressions are RE2 (the re2js package, RE2 in plain JavaScript): matching takes
- * time linear in the value whatever the pattern (no backtracking), so a pattern such as
- * `^([0-9a-f]+)+z$` costs what any other pattern of its size costs. A pattern RE2 cannot run
- * (backreferences, lookaround, atomic groups, possessive quantifiers) is refused with the
- * reason. A match is a match anywhere in the value (Python's `re.search`, as upstream).
+ * time linear in the value whatever the pattern (no backtracking), so `^([0-9a-f]+)+z$`
+ * costs what any pattern of its size costs. A pattern RE2 cannot run (backreferences,
+ * lookaround, atomic groups, possessive quantifiers) is refused with the reason. A match is
+ * a match anywhere in the value (Python's `re.search`, as upstream).
  *
  * What one pattern can cost is bounded by its RE2 program size (instructions): matching a
- * value of n characters costs at most program × n steps, and compiling costs about a
- * microsecond and a half per instruction. RE2's own bound on a program is 1.4 million
- * instructions (a 1,008-character pattern compiled to a million in 2.7 s here), so a
- * pattern's size is first bounded from its text (`programBound`, before anything is compiled),
- * then checked on the compiled program. Measured here (re2js 2.10.0, Node 20, this 2-core
- * machine; bench/filter-cost.ts), the worst patterns of at most LIMITS.program (1,024)
- * instructions that defeat RE2's DFA cost up to 3 ms against a 128-character block id,
- * 1.5 ms against a 70-character address and about 250 ms against a 4,096-character
- * processor attribute value (the longest the endpoint accepts, src/component/server.ts); the
- * patterns real subscribers write (`^1cf126`, `^[0-9a-f]{128}$`) cost 1 to 4 µs a value.
- * The caps in LIMITS keep the sum of program sizes bounded per request and over all
- * subscriptions of the node, so the work one value costs all subscribers together is at
- * most LIMITS.nodeProgram × its length steps; the filter thread also stops a subscription
- * whose matching of one block takes more than MATCH_BUDGET_MS (client-service.ts cuts it off).
+ * value of n characters takes at most about program × n steps, compiling grows with the
+ * program. RE2's own bound on a program is 1.4 million instructions (a 1,008-character
+ * pattern compiles to a million, in 2.7 s here), so a pattern's size is first bounded from
+ * its text (`programBound`, before anything is compiled), then checked on the compiled
+ * program against LIMITS.program. Measured with bench/filter-cost.ts (re2js 2.10.0, Node 20,
+ * a loaded 2-core machine; three runs): the worst patterns found of at most 512 instructions,
+ * each evaluated once with an empty DFA, cost 0.3 to 1.3 ms against a 70-character address,
+ * 0.4 to 1.4 ms against a 128-character block id (up to 13 ms once, with the machine busy),
+ * and 20 to 80 ms against a 4,096-character processor attribute value (EVENT_VALUE_LIMIT,
+ * src/component/server.ts, the longest a filter can meet); compiling one takes at most
+ * 4.5 ms. `^([0-9a-f]+)+z$` costs 0.01 ms; the patterns subscribers write (`^1cf126`,
+ * `^[0-9a-f]{128}$`, `^1cf126[0-9a-f]{64}$`) 1.5 to 14 µs a value, their DFA warm.
+ *
+ * The work one value costs all subscribers together is thus at most LIMITS.nodeProgram ×
+ * its length steps; on top of it, the filter thread ends a subscription whose matching of
+ * one block takes more than MATCH_BUDGET_MS (client-service.ts cuts it off and says so).
  */
 import * as P from './proto.js';
 
@@ -37,8 +40,8 @@ export const LIMITS = {
   /**
    * RE2 instructions of one pattern. Room for what subscribers write (`^[0-9a-f]{128}$` is
    * 132, an address prefix about 10, an alternation of six 70-character addresses under 450)
-   * while one evaluation stays in milliseconds against ids and addresses and a quarter of a
-   * second against the longest processor attribute value (see the header).
+   * while one evaluation stays near a millisecond against ids and addresses and under a tenth
+   * of a second against the longest processor attribute value (see the header).
    */
   program: 512,
   /** Instructions of one request's regular expressions together, each counted at least `minCharge`. */
@@ -55,17 +58,19 @@ export const LIMITS = {
 };
 
 /**
- * DFA memory of one pattern (re2js's own accounting; its default is 8 MiB, about 5 MiB of
- * heap when filled). Past it RE2 falls back to its NFA, still linear. 64 KiB holds the DFA
- * of `^[0-9a-f]{128}$` (about 35 KiB) and of the address patterns subscribers write.
+ * DFA memory of one pattern (re2js's own accounting; its default, 8 MiB, is about 5 MiB of
+ * heap when filled). Past it RE2 clears its DFA cache or falls back to its NFA or bounded
+ * backtracker, all linear. 64 KiB holds the DFA of `^[0-9a-f]{128}$` (about 35 KiB) and of
+ * the address patterns subscribers write.
  */
 export const DFA_MEMORY = 64 * 1024;
 
 /**
  * Matching time one subscription may take for one block on the filter thread (checked after
- * each pattern evaluation, so one evaluation more may run past it). The patterns real
- * subscribers write take microseconds a value: a block of 1,000 state changes costs them a
- * few milliseconds, far below this even on a loaded machine; a subscription over it is ended.
+ * each pattern evaluation, so one evaluation more, at most about 80 ms, may run past it).
+ * The patterns subscribers write take microseconds a value: a block of 1,000 state changes
+ * costs a subscription with a few of them some 10 ms, far below this even on a loaded
+ * machine. A subscription over it is ended.
  */
 export const MATCH_BUDGET_MS = 250;
 
