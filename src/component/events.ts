@@ -81,8 +81,8 @@ const deltas = new WeakMap<BlockEvents, Map<string, EventMsg>>();
 export function assemble(b: BlockEvents, s: Selection): EventMsg[] {
   const all = [b.commit, ...b.added];
   const out = s.events.map((i) => all[i]).filter((e): e is EventMsg => e !== undefined);
-  let built = deltas.get(b);
-  if (!built) deltas.set(b, (built = new Map()));
+  const built = deltas.get(b) ?? new Map<string, EventMsg>();
+  deltas.set(b, built);
   for (const picked of s.deltas) {
     const key = picked.join(',');
     let event = built.get(key);
