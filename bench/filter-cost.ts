@@ -29,6 +29,8 @@ const HOSTILE: Record<string, string> = {
   alternatives: '(?:[0-9]|[a-f]|[0-9a-f]){100}[g-z]',
   unicodeClasses: '(?:\\pL|\\pN|\\pP){100}[g-z]',
   backtracking: '^([0-9a-f]+)+z$',
+  /** 1,017 characters (near the 1,024 a match_string may have) of optional classes. */
+  longText: `(?:${'[0-9a-f]?'.repeat(112)})[g-z]`,
 };
 const TYPICAL: Record<string, string> = {
   prefix: '^1cf126',
