@@ -1,14 +1,16 @@
 /**
  * The validator's events, as its client event service delivers them: what a committed block
- * yields (`sawtooth/block-commit`, the events processors added, `sawtooth/state-delta`) and
- * the subscriptions that select among them (event type plus filters on attributes).
+ * yields (`sawtooth/block-commit`, the events processors added, `sawtooth/state-delta`),
+ * what of it the filter thread is given to match (filters.ts), and the events a subscriber
+ * gets from what it selected.
  *
- * Runs on the HTTP thread, reading blocks and receipts through the query service.
+ * Runs on the HTTP thread, reading blocks and receipts through the query service; no
+ * subscriber's filter runs here.
  */
 import type { ChainBlock, ChainReader } from '../ledger-api/chain.js';
 import { decodeReceipt } from '../ledger-api/json.js';
 import { encode, StateChangeList } from '../proto/index.js';
-import * as P from './proto.js';
+import { STATE_DELTA, type MatchBlock, type Selection } from './filters.js';
 
 export interface EventMsg {
   eventType: string;
@@ -17,62 +19,7 @@ export interface EventMsg {
 }
 
 export const BLOCK_COMMIT = 'sawtooth/block-commit';
-export const STATE_DELTA = 'sawtooth/state-delta';
-
-/** Bounds of what one request may ask (a request over them is refused as INVALID_FILTER). */
-export const LIMITS = { subscriptions: 64, filters: 16, matchLength: 1024 };
-
-type Test = (attrs: EventMsg['attributes']) => boolean;
-
-/** A subscription ready to match: its type and one test per filter. */
-export interface Subscription {
-  eventType: string;
-  tests: Test[];
-}
-
-/** The filters of a request, compiled; a string says what is wrong (INVALID_FILTER). */
-export function compileSubscriptions(subs: P.EventSubscriptionMsg[]): Subscription[] | string {
-  if (subs.length > LIMITS.subscriptions) return `At most ${LIMITS.subscriptions} subscriptions in one request`;
-  const out: Subscription[] = [];
-  for (const s of subs) {
-    if (s.filters.length > LIMITS.filters) return `At most ${LIMITS.filters} filters in one subscription`;
-    const tests: Test[] = [];
-    for (const f of s.filters) {
-      const test = compileFilter(f);
-      if (typeof test === 'string') return test;
-      tests.push(test);
-    }
-    out.push({ eventType: s.eventType, tests });
-  }
-  return out;
-}
-
-function compileFilter(f: P.EventFilterMsg): Test | string {
-  if (f.matchString.length > LIMITS.matchLength) return `A filter's match_string is at most ${LIMITS.matchLength} characters`;
-  const T = P.FilterType;
-  const values = (attrs: EventMsg['attributes']): string[] => attrs.filter((a) => a.key === f.key).map((a) => a.value);
-  switch (f.filterType) {
-    case T.SIMPLE_ANY:
-      return (attrs) => values(attrs).some((v) => v === f.matchString);
-    case T.SIMPLE_ALL:
-      return (attrs) => values(attrs).every((v) => v === f.matchString);
-    case T.REGEX_ANY:
-    case T.REGEX_ALL: {
-      let re: RegExp;
-      try {
-        // Python's re.search: a match anywhere in the value.
-        re = new RegExp(f.matchString);
-      } catch {
-        return `Invalid regular expression in filter on "${f.key}"`;
-      }
-      return f.filterType === T.REGEX_ANY ? (attrs) => values(attrs).some((v) => re.test(v)) : (attrs) => values(attrs).every((v) => re.test(v));
-    }
-    default:
-      return `Invalid filter type ${f.filterType} in filter on "${f.key}"`;
-  }
-}
-
-const matches = (s: Subscription, e: EventMsg): boolean => s.eventType === e.eventType && s.tests.every((t) => t(e.attributes));
+export { STATE_DELTA };
 
 /** What a block yields before any filtering: computed once per block for all subscribers. */
 export interface BlockEvents {
@@ -115,25 +62,40 @@ export function blockEvents(chain: ChainReader, block: ChainBlock): BlockEvents 
   return { blockId: block.id, commit, added, changes };
 }
 
+/** What the filter thread needs of a block (filters.ts): types, attributes, addresses. */
+export function toMatchBlock(b: BlockEvents): MatchBlock {
+  return {
+    events: [b.commit, ...b.added].map((e) => ({ eventType: e.eventType, attributes: e.attributes })),
+    addresses: b.changes.map((c) => c.address),
+  };
+}
+
+/** State-delta events already built, per block and per set of changes (subscribers with the same filters get the same one). */
+const deltas = new WeakMap<BlockEvents, Map<string, EventMsg>>();
+
 /**
- * The events of one block a subscriber gets: block-commit first, then the processors'
- * events, then one state-delta per state-delta subscription with the changes whose address
- * passes its filters (none: no event). An event several subscriptions match is sent once.
+ * The events of one block a subscriber gets, from what the filter thread selected
+ * (filters.ts `select`): block-commit and the processors' events it matched, in order, then
+ * one state-delta per state-delta subscription that has changes.
  */
-export function selectEvents(b: BlockEvents, subs: Subscription[]): EventMsg[] {
-  const out: EventMsg[] = [];
-  const any = (e: EventMsg): boolean => subs.some((s) => matches(s, e));
-  if (any(b.commit)) out.push(b.commit);
-  for (const e of b.added) if (any(e)) out.push(e);
-  for (const s of subs) {
-    if (s.eventType !== STATE_DELTA) continue;
-    const changes = b.changes.filter((c) => s.tests.every((t) => t([{ key: 'address', value: c.address }])));
-    if (changes.length === 0) continue;
-    out.push({
-      eventType: STATE_DELTA,
-      attributes: changes.map((c) => ({ key: 'address', value: c.address })),
-      data: encode(StateChangeList, { stateChanges: changes }),
-    });
+export function assemble(b: BlockEvents, s: Selection): EventMsg[] {
+  const all = [b.commit, ...b.added];
+  const out = s.events.map((i) => all[i]).filter((e): e is EventMsg => e !== undefined);
+  const built = deltas.get(b) ?? new Map<string, EventMsg>();
+  deltas.set(b, built);
+  for (const picked of s.deltas) {
+    const key = picked.join(',');
+    let event = built.get(key);
+    if (!event) {
+      const changes = picked.map((i) => b.changes[i]).filter((c): c is BlockEvents['changes'][number] => c !== undefined);
+      event = {
+        eventType: STATE_DELTA,
+        attributes: changes.map((c) => ({ key: 'address', value: c.address })),
+        data: encode(StateChangeList, { stateChanges: changes }),
+      };
+      built.set(key, event);
+    }
+    out.push(event);
   }
   return out;
 }

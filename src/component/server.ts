@@ -60,6 +60,15 @@ export interface ClientLink {
 /** The highest TpRegisterRequest.protocol_version served (RAW header style came with 1). */
 export const MAX_PROCESSOR_PROTOCOL_VERSION = 1;
 
+/**
+ * Longest attribute value of an event a processor adds (characters); an event with a longer
+ * one is refused (TpEventAddResponse ERROR). Attribute values are what subscribers' filters
+ * match (src/component/filters.ts): one regular expression evaluation costs up to its
+ * program size times the value's length, so this bounds what one value costs. Upstream has
+ * no bound but the message size; ids, keys and addresses are far shorter.
+ */
+export const EVENT_VALUE_LIMIT = 4096;
+
 /** Client message types: requests 100-130 and the event service 500-506. */
 export const isClientType = (t: number): boolean => (t >= 100 && t <= 130) || (t >= 500 && t <= 506);
 
@@ -535,7 +544,13 @@ export class ComponentServer implements ExternalFamilies {
         const m = P.EventAddRequest.decode(env.content) as unknown as P.EventAddRequestMsg;
         const ctx = this.#context(processor, m.contextId);
         const event = m.event;
-        const ok = ctx !== undefined && event !== null && event !== undefined && event.eventType !== '';
+        const long = event?.attributes.find((a) => a.value.length > EVENT_VALUE_LIMIT);
+        if (event && long) {
+          log.warn(
+            `transaction processor ${processor.key}: event ${event.eventType.slice(0, 64)} refused, its attribute "${long.key.slice(0, 64)}" is ${long.value.length} characters long (at most ${EVENT_VALUE_LIMIT})`,
+          );
+        }
+        const ok = ctx !== undefined && event !== null && event !== undefined && event.eventType !== '' && long === undefined;
         if (ok) {
           ctx.addEvent(
             event.eventType,
