@@ -111,8 +111,9 @@ export class ClientService {
   /** The last block's events (every subscriber reads the same block as it commits). */
   #cached: BlockEvents | undefined;
   #closed = false;
-  /** Client messages relayed and not handled yet (see #take). */
-  readonly #intake: ClientTraffic[] = [];
+  /** Client messages relayed and not handled yet, by peer in the order peers first sent (see #take). */
+  readonly #intake = new Map<string, ClientTraffic[]>();
+  #intakeCount = 0;
 
   constructor(ledger: Ledger, opts: ClientServiceOptions) {
     this.#ledger = ledger;
@@ -153,19 +154,36 @@ export class ClientService {
   }
 
   /**
-   * Client messages are handled INTAKE_SLICE per turn of the event loop, in order: the
-   * committer thread relays a flood from one socket (20,000 status requests) as fast as it
-   * reads it, and handled in one go it held this thread, and GET /status, for seconds.
+   * Client messages are handled INTAKE_SLICE per turn of the event loop: the committer
+   * thread relays a flood from one socket (20,000 status requests) as fast as it reads it,
+   * and handled in one go it held this thread, and GET /status, for seconds. Peers take
+   * turns, one message each per pass, each peer's in the order it sent them: a flood from
+   * one socket delays another client's request by one pass, not by the flood (first in,
+   * first out, the last of 20,000 waited 17 s, and so did anyone who came after it).
    */
   #take(m: ClientTraffic): void {
-    this.#intake.push(m);
-    if (this.#intake.length === 1) setImmediate(() => this.#drainIntake());
+    const q = this.#intake.get(m.peer);
+    if (q) q.push(m);
+    else this.#intake.set(m.peer, [m]);
+    if (++this.#intakeCount === 1) setImmediate(() => this.#drainIntake());
   }
 
   #drainIntake(): void {
-    for (const m of this.#intake.splice(0, INTAKE_SLICE)) this.#onTraffic(m);
-    if (this.#intake.length > 0 && !this.#closed) setImmediate(() => this.#drainIntake());
-    else this.#intake.length = 0;
+    let budget = INTAKE_SLICE;
+    while (budget > 0 && this.#intake.size > 0 && !this.#closed) {
+      for (const [peer, q] of this.#intake) {
+        const m = q.shift();
+        if (q.length === 0) this.#intake.delete(peer);
+        if (m === undefined) continue;
+        this.#intakeCount--;
+        this.#onTraffic(m);
+        if (--budget === 0) break;
+      }
+    }
+    if (this.#closed) {
+      this.#intake.clear();
+      this.#intakeCount = 0;
+    } else if (this.#intakeCount > 0) setImmediate(() => this.#drainIntake());
   }
 
   #onTraffic(m: ClientTraffic): void {
