@@ -21,7 +21,9 @@ import { Signer } from '../src/crypto/secp256k1.js';
 import { startTestNode } from './helpers/node.js';
 import { TS_ARGS } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, getJson } from './helpers/batches.js';
+import { TestProcessor, tallyAddress } from './helpers/processor.js';
 import { COMMAND_NAMES, run, runCommand, USAGE, wantsJson } from '../src/cli/cairn.js';
+import { defaultNodeId } from '../src/node-api/status.js';
 
 const exec = promisify(execFile);
 
@@ -77,7 +79,8 @@ async function listener(): Promise<{ url: string; port: number; connections: () 
   };
 }
 
-const tn = await startTestNode();
+// With a transaction processor endpoint: `cairn check` must know the families a processor ran.
+const tn = await startTestNode({ CAIRN_COMPONENT_BIND: '127.0.0.1:0' });
 const tmp = mkdtempSync(join(tmpdir(), 'cairn-cli-'));
 const untouched = await listener();
 const silent = await listener();
@@ -492,6 +495,9 @@ t.test('cairn token, keygen, circuit and alarm: --json and --quiet', async (t) =
   t.match(token, /^Cylinder:[\w+/=-]+\.[\w+/=-]+\.[\w+/=-]+$/);
   const circuits = await fetch(`${tn.nodeUrl}/admin/circuits`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(circuits.status, 200, 'the token is accepted by the node');
+  // No --node-id: the id is made from the node key, as `cairn cluster join` names a node it registers.
+  const status = (await (await fetch(`${tn.nodeUrl}/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { node_id: string };
+  t.equal(status.node_id, defaultNodeId(tn.node.nodeSigner.publicKey), "the node's id, from its key");
   const quietToken = await inProcess(['token', '--quiet', '--data-dir', tn.dataDir]);
   t.match(quietToken.stdout, /^Cylinder:\S+\n$/);
   t.equal(quietToken.stderr, '');
@@ -584,6 +590,26 @@ t.test('cairn cluster: etcd that cannot be reached is an error in our words, --j
   t.notMatch(String(doc.error), /Resolution note|14 UNAVAILABLE/);
 });
 
+t.test('batches of families run by a transaction processor, and of one no processor serves (exit 3: still pending)', async (t) => {
+  const tp = new TestProcessor(tn.node.ledger.componentEndpoint as string);
+  t.teardown(() => tp.close());
+  t.equal(await tp.start(), 1, 'the processor registered');
+  const address = tallyAddress('k');
+  const tally = join(tmp, 'tally.batches');
+  const build = ['batch', 'build', 'raw', '--family', 'tally', '--version', '1.0', '--input', address, '--output', address];
+  const payload = Buffer.from(JSON.stringify({ op: 'add', key: 'k', n: 2 })).toString('hex');
+  t.equal((await inProcess([...build, '--payload', payload, '--repeat', '2', '--key', join(tmp, 'builder.priv'), '--out', tally])).code, 0);
+  const done = await inProcess(['batch', 'submit', tally, '--quiet', ...url]);
+  t.equal(done.code, 0, done.stdout + done.stderr);
+  t.match(done.stdout, /^[0-9a-f]{128} COMMITTED\n[0-9a-f]{128} COMMITTED\n$/);
+  const nobody = join(tmp, 'nobody.batches');
+  const other = ['batch', 'build', 'raw', '--family', 'nobody', '--version', '2.0', '--input', address.slice(0, 6), '--output', address.slice(0, 6)];
+  t.equal((await inProcess([...other, '--payload', 'aa', '--key', join(tmp, 'builder.priv'), '--out', nobody])).code, 0);
+  const waiting = await inProcess(['batch', 'submit', nobody, '--wait', '0', ...url]);
+  t.equal(waiting.code, 3, 'still pending: exit 3');
+  t.match(waiting.stdout, /^[0-9a-f]{128} PENDING\n$/);
+});
+
 t.test('the bin (scripts/cairn.mjs) runs without a build, and the npm scripts call it', async (t) => {
   const r = await runProcess(['scripts/cairn.mjs', 'intkey', 'show', 'cli-a', '--json', ...url], {}, true);
   t.equal(r.code, 0, r.stderr);
@@ -604,12 +630,26 @@ t.test('the node stopped: cairn check finds everything this file did clean; --js
   await tn.node.close();
   const text = await cairn(['check', '--data-dir', tn.dataDir]);
   t.equal(text.code, 0, text.stdout + text.stderr);
-  t.match(text.stdout, /^families on the chain: intkey 1\.0/m);
+  t.match(
+    text.stdout,
+    /^families on the chain: intkey 1\.0, sawtooth_settings 1\.0, tally 1\.0 \(transaction processor\)$/m,
+    'the processor family is known',
+  );
+  t.match(
+    text.stdout,
+    /^note: .*pending record .*family "nobody" version "2\.0" is neither built in nor on the chain: the batch waits for a transaction processor/m,
+  );
+  t.notMatch(text.stdout, /^PROBLEM/m);
   t.match(text.stdout, /: clean \(0 problems\)\n$/);
   t.equal(text.stderr, '');
   const json = await inProcess(['check', '--data-dir', tn.dataDir, '--json']);
   t.equal(json.code, 0);
-  t.match(oneDocument(t, json, 'check --json'), { clean: true, problems: [], families: [{ name: 'intkey', version: '1.0', built_in: true }] });
+  t.match(oneDocument(t, json, 'check --json'), {
+    clean: true,
+    problems: [],
+    notes: [/nobody/],
+    families: [{ name: 'intkey', version: '1.0', built_in: true }, { name: 'sawtooth_settings' }, { name: 'tally', version: '1.0', built_in: false }],
+  });
   const quiet = await inProcess(['check', '--data-dir', tn.dataDir, '--quiet']);
   t.match(quiet.stdout, /^checked .*: clean \(0 problems\)\n$/, '--quiet: the summary alone');
   t.equal(quiet.stderr, '');

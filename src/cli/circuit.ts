@@ -152,7 +152,7 @@ export async function run(argv: string[]): Promise<number> {
       await ask('/admin/submit', { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(payload) }),
       what,
     );
-    out.result({ status: a.status, body: bodyOf(a), ...extra }, `${what}: accepted (${a.status})`);
+    out.result({ status: a.status, body: bodyOf(a), ...extra }, `${what}: the node accepted it (${a.status})`);
     return 0;
   };
 
@@ -175,7 +175,7 @@ export async function run(argv: string[]): Promise<number> {
       if (typeof hash !== 'string') throw new CliError(`proposal ${id}: the node API's answer has no circuit_hash`);
       return submit(
         votePayload(signer, voter, id, hash, flags.has('accept')),
-        `${flags.has('accept') ? 'accepted' : 'rejected'} circuit ${id} as ${voter}`,
+        `vote to ${flags.has('accept') ? 'accept' : 'reject'} circuit ${id} as ${voter}`,
       );
     }
     case 'disband':
