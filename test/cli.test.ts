@@ -24,6 +24,8 @@ import { newSigner, intkeyBatch, batchList, getJson } from './helpers/batches.js
 import { TestProcessor, tallyAddress } from './helpers/processor.js';
 import { COMMAND_NAMES, run, runCommand, USAGE, wantsJson } from '../src/cli/cairn.js';
 import { defaultNodeId } from '../src/node-api/status.js';
+import { etcdReason } from '../src/cluster/etcd.js';
+import { BrokenCircuitError } from 'cockatiel';
 
 const exec = promisify(execFile);
 
@@ -608,6 +610,24 @@ t.test('batches of families run by a transaction processor, and of one no proces
   const waiting = await inProcess(['batch', 'submit', nobody, '--wait', '0', ...url]);
   t.equal(waiting.code, 3, 'still pending: exit 3');
   t.match(waiting.stdout, /^[0-9a-f]{128} PENDING\n$/);
+});
+
+t.test("etcd's and its client's failures, in our words (what a member's 503 and start, and cairn cluster, say)", async (t) => {
+  const cases: Array<[unknown, RegExp]> = [
+    [new BrokenCircuitError(), /^no etcd endpoint is answering .*is etcd running, with a quorum of its members\?$/],
+    [
+      new Error('14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:59999. Resolution note: '),
+      /^connection refused at 127\.0\.0\.1:59999: is etcd running there\?$/,
+    ],
+    [new Error('14 UNAVAILABLE: Name resolution failed for target dns:etcd.invalid:2379'), /^no such host: etcd\.invalid:2379$/],
+    [new Error('4 DEADLINE_EXCEEDED: Deadline exceeded'), /^no answer within 2 s: etcd is unreachable, overloaded, or without a quorum$/],
+    [new Error('etcdserver: no leader'), /^etcd has no leader: a quorum of its members is down$/],
+    [new Error('12 UNIMPLEMENTED: Received HTTP status code 404'), /^the URL answers, but not as etcd's client API \(HTTP 404\)/],
+    [new Error('14 UNAVAILABLE: something else. Resolution note: '), /^etcd is unreachable: is it running, and is this its client URL\?$/],
+    // etcd's own words stay (the follower matches "compacted").
+    [new Error('etcdserver: mvcc: required revision has been compacted'), /^etcdserver: mvcc: required revision has been compacted$/],
+  ];
+  for (const [err, want] of cases) t.match(etcdReason(err), want, String((err as Error).message));
 });
 
 t.test('the bin (scripts/cairn.mjs) runs without a build, and the npm scripts call it', async (t) => {

@@ -130,11 +130,6 @@ export class Output {
   }
 }
 
-/** Prints `value` as one JSON line with --json, else the readable `text`. */
-export function print(json: boolean, value: unknown, text: string): void {
-  new Output({ json, quiet: false }).result(value, text);
-}
-
 /**
  * Runs a command and sets the exit status: its return value; 2 for a UsageError, an error's
  * own `exitCode` (a data directory in use: 2), else 1. An error is one line on stderr,
