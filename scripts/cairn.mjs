@@ -28,6 +28,6 @@ if (process.argv[2] === 'start') {
       process.exit(1);
     }
   }
-  const { run, runCommand, USAGE } = await import(pathToFileURL(entry).href);
-  await runCommand('cairn', USAGE, () => run(process.argv.slice(2)));
+  const { run, runCommand, USAGE, wantsJson } = await import(pathToFileURL(entry).href);
+  await runCommand('cairn', USAGE, () => run(process.argv.slice(2)), wantsJson(process.argv.slice(2)));
 }

@@ -83,7 +83,7 @@ export interface Config {
   wsMaxSockets: number;
   /** Bytes the node buffers for one websocket that does not read; over it the socket is closed. */
   wsMaxBufferedBytes: number;
-  /** Node identity shown by the node API; generated once and kept when unset. */
+  /** Node identity shown by the node API and registered by a cluster member; made from the node key and kept when unset. */
   nodeId: string | undefined;
   displayName: string | undefined;
   /** Peer endpoints reported by GET /peers and GET /status. */
@@ -229,7 +229,7 @@ export const OPTIONS: Record<string, OptionSpec> = {
     env: 'CAIRN_WS_MAX_BUFFERED_BYTES',
     help: 'bytes buffered per websocket before it is closed (default 1048576)',
   },
-  nodeId: { flag: 'node-id', env: 'CAIRN_NODE_ID', help: 'node id (default generated once)' },
+  nodeId: { flag: 'node-id', env: 'CAIRN_NODE_ID', help: 'node id (default made once from the node key: cairn-<hex>)' },
   displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
   peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
   endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },

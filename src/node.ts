@@ -3,13 +3,14 @@
  * node's keys, starts the ledger engine (pool + committer thread) and the three HTTP
  * interfaces, and shuts them down in reverse order.
  */
-import { mkdirSync, existsSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { createRequire } from 'node:module';
 import type { RootDatabase } from 'lmdb';
 import type { Config } from './config.js';
 import { openEnv } from './store/db.js';
-import { lockDataDir } from './store/lock.js';
+import { lockDataDir, StartupError } from './store/lock.js';
+import { fsReason, makeDirs } from './store/dirs.js';
 import { preflight } from './store/preflight.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
@@ -27,13 +28,14 @@ import { registerNodeApi, type NodeApi } from './node-api/index.js';
 import { registerDataApi, type DataApi } from './data-api/index.js';
 import { startCircuits, type Circuits } from './circuits/index.js';
 import { NodeMetrics } from './metrics.js';
-import { checkPorts } from './startup.js';
+import { checkPorts, footprint } from './startup.js';
 import { AlarmBoard, withinTime } from './store/alarms.js';
 import { nodeDbName } from './store/names.js';
 import { writeGate } from './http/write-gate.js';
 import { registerAlarmRoutes } from './node-api/alarm-routes.js';
 import { openStore } from './store/checksum.js';
 import type { ClusterMember } from './cluster/member.js';
+import { nodeIdOf } from './node-api/status.js';
 
 const require = createRequire(import.meta.url);
 /** The package version; src/ and dist/src/ sit at different depths below package.json. */
@@ -65,18 +67,34 @@ export interface RunningNode {
 /** Writes the admin key's public key into the admin keys file on first start. */
 function ensureAdminKeysFile(file: string, adminPublicKey: string): void {
   if (existsSync(file)) return;
-  mkdirSync(dirname(file), { recursive: true });
+  makeDirs(dirname(file));
   writeFileSync(file, `${adminPublicKey}\n`, { mode: 0o644 });
 }
 
 export async function startNode(config: Config): Promise<RunningNode> {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const before = footprint(config);
+  let made: string[];
+  try {
+    made = makeDirs(config.dataDir, 0o700);
+  } catch (err) {
+    throw new StartupError(`--data-dir: cannot make the data directory ${config.dataDir}: ${fsReason(err)}`);
+  }
   // First of all: no other process may use this directory while we do.
-  const lock = await lockDataDir(config.dataDir);
+  let lock: Awaited<ReturnType<typeof lockDataDir>>;
+  try {
+    lock = await lockDataDir(config.dataDir);
+  } catch (err) {
+    // In use by another node: nothing of its is touched; only a directory made here goes.
+    if (made.length > 0) before.undo(made.slice(0, -1));
+    if (err instanceof StartupError) throw err;
+    throw new StartupError(`--data-dir: cannot use the data directory ${config.dataDir}: ${fsReason(err)}`);
+  }
   try {
     return await startLocked(config, lock);
   } catch (err) {
     await lock.release();
+    // A failed start leaves the directory as it found it (src/startup.ts).
+    before.undo(made.slice(0, -1));
     throw err;
   }
 }
@@ -106,7 +124,8 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
         {
           etcd: { endpoints: config.cluster.etcd, ca: config.cluster.ca, cert: config.cluster.cert, key: config.cluster.key },
           chainKeyFile: config.cluster.chainKeyFile,
-          nodeId: config.nodeId ?? `node-${nodeSigner.publicKey.slice(0, 12)}`,
+          // The id the node API stores and shows (src/node-api/status.ts): one id in the log, /status and the cluster view.
+          nodeId: nodeIdOf(config, db, nodeSigner.publicKey),
           // Test hooks: a member whose state diverges; etcd defragmented every few seconds; a short
           // read-ahead; a first watch of the log that falls silent after some entries.
           diverge: process.env.CAIRN_TEST_CLUSTER_DIVERGE === '1',

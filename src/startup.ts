@@ -3,8 +3,15 @@
  * fixed port it is configured to take is tried with a socket of its own and let go: a port
  * in use stops the start while the directory is still as it was, so the next start is the
  * documented first one. Port 0 (any free port) is not tried.
+ *
+ * A check that needs the node's own files (a cluster member asks etcd with its node key,
+ * compares its genesis block with the cluster's) comes after they are made: a start that
+ * fails anywhere removes what it added (`footprint`), so every failed start, of any kind,
+ * leaves the data directory as it found it.
  */
 import { createServer } from 'node:net';
+import { existsSync, readdirSync, rmdirSync, rmSync } from 'node:fs';
+import { join, sep } from 'node:path';
 import type { Bind, Config } from './config.js';
 
 /** The listeners a node takes, named as the start-failure messages name them. */
@@ -61,4 +68,43 @@ export function reasons(err: unknown): string {
     e = e instanceof Error ? e.cause : undefined;
   }
   return parts.join(': ');
+}
+
+/** What the data directory held before a start; `undo` removes what the start added. */
+export interface Footprint {
+  /** Removes every entry the start added (the data directory itself, and `madeParents`, when it made them). */
+  undo(madeParents?: readonly string[]): void;
+}
+
+/**
+ * Notes what is in the data directory and its `keys/`, and whether the node's files outside
+ * it exist (an admin keys file or peering key named elsewhere). Only what was absent is ever
+ * removed: an existing file is never touched, so a failed start cannot lose data.
+ */
+export function footprint(config: Config): Footprint {
+  const dir = config.dataDir;
+  const keys = join(dir, 'keys');
+  const list = (d: string): Set<string> | null => (existsSync(d) ? new Set(readdirSync(d)) : null);
+  const top = list(dir);
+  const inKeys = list(keys);
+  const outside = [config.adminKeysFile, config.peeringKeyFile].filter((f) => !f.startsWith(dir + sep) && !existsSync(f));
+  const added = (d: string, before: Set<string>): string[] => (existsSync(d) ? readdirSync(d).filter((n) => !before.has(n)) : []);
+  return {
+    undo(madeParents = []): void {
+      if (top === null) rmSync(dir, { recursive: true, force: true });
+      else {
+        for (const name of added(dir, top)) rmSync(join(dir, name), { recursive: true, force: true });
+        if (inKeys !== null) for (const name of added(keys, inKeys)) rmSync(join(keys, name), { recursive: true, force: true });
+      }
+      for (const f of outside) rmSync(f, { force: true });
+      // The parents made for the directory, innermost first, while empty.
+      for (const d of [...madeParents].reverse()) {
+        try {
+          rmdirSync(d);
+        } catch {
+          break;
+        }
+      }
+    },
+  };
 }

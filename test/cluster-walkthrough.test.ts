@@ -16,8 +16,9 @@
  * The assertions read the output: etcd healthy three times, the chain created, four batches
  * committed, three equal head ids at the same height, the values on a member that took only
  * one of them, the other two members in /peers, three live members in /status and in
- * `cluster status`. Whatever the session left running (its process group: etcd, npm, the
- * nodes) is stopped afterwards, and killed if the test process itself dies.
+ * `cluster status`, and `cairn check` clean on each member's data directory once it stopped.
+ * Whatever the session left running (its process group: etcd, npm, the nodes) is stopped
+ * afterwards, and killed if the test process itself dies.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -230,6 +231,15 @@ t.test(`${DOC}: the marked shell blocks run as written, on free ports`, async (t
     up,
     MEMBERS.map((id, i) => [id, moved(PORTS.ledger[i] as number)]),
     'cluster status lists the three members up',
+  );
+
+  // Each member's data, checked by the walk-through once the members stopped: clean.
+  const checked = [...out.matchAll(/^checked \S+\/(m\d): (\d+) blocks, .*: (clean \(0 problems\)|\d+ problems?)$/gm)].map((m) => [m[1], m[3]]);
+  t.same(
+    checked,
+    MEMBERS.map((m) => [m, 'clean (0 problems)']),
+    'cairn check: every member clean',
+    { problems: out.split('\n').filter((l) => l.startsWith('PROBLEM')) },
   );
 
   // Everything stopped and removed.

@@ -13,6 +13,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { Etcd3 } from 'etcd3';
 import WebSocket from 'ws';
 import { intkeyAddress } from '../src/families/intkey.js';
+import { defaultNodeId } from '../src/node-api/status.js';
 import {
   batchList,
   buildBatch,
@@ -52,6 +53,8 @@ t.test('a three-node cluster', async (t) => {
   t.teardown(() => c.stop());
   const urls = c.nodes.map((n) => n?.ledgerUrl ?? '');
   const endpoints = c.etcd.endpoints.join(',');
+  /** The node registered by `cairn cluster join` without --node-id: under the id it will give itself. */
+  let joinedByKey = '';
 
   await t.test('cairn cluster init made the chain key (0600) and runs again as a no-op; another key is refused', async (t) => {
     t.equal(statSync(c.chainKey).mode & 0o777, 0o600);
@@ -98,6 +101,23 @@ t.test('a three-node cluster', async (t) => {
     t.match(refused.log, /not this cluster's chain key/);
     const usage = await cairnCluster(['join', '--chain-key', wrong]);
     t.equal(usage.code, 2, 'no etcd: a usage error');
+    // Without --node-id: the id the node will give itself at its start (made from its key), not another.
+    const plain = await cairnCluster(['join', '--etcd', endpoints, '--chain-key', c.chainKey, '--data-dir', join(c.dir, 'joiner3'), '--json']);
+    t.equal(plain.code, 0, plain.log);
+    const p = JSON.parse(plain.log.trim().split('\n').pop() ?? '{}') as { node_id: string; public_key: string };
+    t.equal(p.node_id, defaultNodeId(p.public_key), "the node's own default id");
+    joinedByKey = p.node_id;
+    const missing = await cairnCluster([
+      'join',
+      '--etcd',
+      endpoints,
+      '--chain-key',
+      join(c.dir, 'no-such.key'),
+      '--data-dir',
+      join(c.dir, 'joiner4'),
+    ]);
+    t.equal(missing.code, 2, 'a chain key file that does not exist: an input error, before etcd is asked');
+    t.notOk(existsSync(join(c.dir, 'joiner4')), 'nothing made');
   });
 
   await t.test('an envelope that closes the open block ends it there, on every member; a stale mark changes nothing', async (t) => {
@@ -271,12 +291,13 @@ t.test('a three-node cluster', async (t) => {
     t.same(
       st.cluster.members.map((m: { node_id: string; live: boolean }) => [m.node_id, m.live]),
       [
+        [joinedByKey, false],
         ['j1', false],
         ['n0', true],
         ['n1', true],
         ['n2', true],
       ],
-      'the members, the registered one that never started down',
+      'the members, the registered ones that never started down',
     );
     t.ok(st.cluster.log.applied > 0);
     t.equal(st.cluster.log.append_spacing_ms, 8, 'the default append spacing');
@@ -379,6 +400,7 @@ t.test('a three-node cluster', async (t) => {
     const nokey = await startRefused(join(c.dir, 'n8'), { ...c.env(8), CAIRN_CHAIN_KEY: join(c.dir, 'missing.key') });
     t.equal(nokey.code, 1);
     t.match(nokey.log, /chain key file .* does not exist/);
+    t.notOk(existsSync(join(c.dir, 'n8')), 'a failed start leaves no data directory behind (there was none)');
     writeFileSync(join(c.dir, 'wrong.key'), `${randomPrivateKey()}\n`, { mode: 0o600 });
     const wrongKey = await startRefused(join(c.dir, 'n9'), { ...c.env(9), CAIRN_CHAIN_KEY: join(c.dir, 'wrong.key') });
     t.equal(wrongKey.code, 1);

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -56,7 +56,7 @@ t.test('intkey: --help, CAIRN_LEDGER_BIND, unreachable URL, exit codes', async (
   t.match(set.stdout, /COMMITTED/);
   const invalid = await tsx('src/cli/intkey.ts', ['dec', 'nc', '9'], env);
   t.equal(invalid.code, 1, 'an INVALID batch exits non-zero');
-  t.match(invalid.stderr, /INVALID/);
+  t.match(invalid.stdout, /INVALID/, 'the status, and why, is the result');
   const get = await tsx('src/cli/intkey.ts', ['get', 'nc'], env);
   t.equal(get.stdout, 'nc: 5\n');
   const closed = await freePort();
@@ -76,7 +76,7 @@ t.test('token: --help prints usage, --wait waits for the key', async (t) => {
   t.match(help.stdout, /usage: cairn token/);
   t.notMatch(help.stdout, /Cylinder:/, 'no token');
   const missing = await tsx('src/cli/token.ts', ['--data-dir', join(tmp, 'none'), '--wait', '1']);
-  t.equal(missing.code, 1);
+  t.equal(missing.code, 2, 'a missing key file is an input error');
   t.match(missing.stderr, /admin\.priv does not exist.*waited 1 s/);
 });
 
@@ -89,7 +89,7 @@ t.test('keygen writes a 0600 key and prints only its public key', async (t) => {
   t.notMatch(r.stdout + r.stderr, hex, 'the private key is not printed');
   t.equal(statSync(out).mode & 0o777, 0o600);
   const again = await tsx('src/cli/keygen.ts', ['--out', out]);
-  t.equal(again.code, 1, 'never overwrites');
+  t.equal(again.code, 2, 'never overwrites: an existing --out is an input error');
   t.equal(readFileSync(out, 'utf8').trim(), hex);
   t.equal((await tsx('src/cli/keygen.ts', [])).code, 2, '--out is required');
 });
@@ -137,6 +137,56 @@ t.test('node: --help lists the log level; a port in use names the flag; the log 
   const next = await startChild(dir);
   await next.stop();
   t.match(next.log(), /data directory \S+: new; genesis block written, keys created/);
+});
+
+t.test('a data directory that cannot be made: one line naming --data-dir, at once', async (t) => {
+  // Node's recursive mkdirSync never returns on procfs: the start spun at 100% CPU, silent.
+  const r = await tsx('src/main.ts', ['--data-dir', '/proc/cairn-data'], { CAIRN_LOG_FORMAT: 'pretty' });
+  t.equal(r.code, 1);
+  t.match(r.stderr, /--data-dir: cannot make the data directory \/proc\/cairn-data: no such file or directory \(ENOENT\)/);
+  const file = join(tmp, 'a-file');
+  writeFileSync(file, 'x');
+  const under = await tsx('src/main.ts', ['--data-dir', join(file, 'data')], { CAIRN_LOG_FORMAT: 'pretty' });
+  t.equal(under.code, 1);
+  t.match(under.stderr, /--data-dir: cannot make the data directory .*a-file\/data: a part of the path is not a directory \(ENOTDIR\)/);
+});
+
+t.test('a failed cluster start (no chain key, etcd down) leaves the data directory as it found it', async (t) => {
+  const closed = await freePort();
+  const env = {
+    CAIRN_LEDGER_BIND: '127.0.0.1:0',
+    CAIRN_NODE_BIND: '127.0.0.1:0',
+    CAIRN_DATA_BIND: '127.0.0.1:0',
+    CAIRN_NETWORK_BIND: '127.0.0.1:0',
+    CAIRN_POOL_THREADS: '1',
+    CAIRN_LOG_FORMAT: 'pretty',
+    CAIRN_CLUSTER_ETCD: `http://127.0.0.1:${closed}`,
+  };
+  const fresh = join(tmp, 'member-new');
+  const nokey = await tsx('src/main.ts', [], { ...env, CAIRN_DATA_DIR: fresh, CAIRN_CHAIN_KEY: join(tmp, 'no-chain.priv') });
+  t.equal(nokey.code, 1);
+  t.match(nokey.stderr, /--chain-key: the chain key file .*no-chain\.priv does not exist/);
+  t.notOk(existsSync(fresh), 'a data directory that was not there is not there afterwards');
+  const chainKey = join(tmp, 'chain.priv');
+  writeFileSync(chainKey, `${'22'.repeat(32)}\n`);
+  const down = await tsx('src/main.ts', [], { ...env, CAIRN_DATA_DIR: fresh, CAIRN_CHAIN_KEY: chainKey });
+  t.equal(down.code, 1);
+  t.match(
+    down.stderr,
+    new RegExp(
+      `--cluster-etcd: the cluster's etcd at http://127\\.0\\.0\\.1:${closed} did not answer: connection refused at 127\\.0\\.0\\.1:${closed}: is etcd running there\\?`,
+    ),
+  );
+  t.notMatch(down.stderr, /Resolution note|UNAVAILABLE/, 'no library text');
+  t.notOk(existsSync(fresh), 'no ledger.mdb, pending.mdb or keys left behind');
+  // A directory that was there, with a file of the operator's: kept as it was, nothing added.
+  const kept = join(tmp, 'member-kept');
+  mkdirSync(join(kept, 'keys'), { recursive: true });
+  writeFileSync(join(kept, 'keys', 'mine.txt'), 'mine');
+  const again = await tsx('src/main.ts', [], { ...env, CAIRN_DATA_DIR: kept, CAIRN_CHAIN_KEY: chainKey });
+  t.equal(again.code, 1);
+  t.same(readdirSync(kept), ['keys'], 'nothing added to the directory');
+  t.same(readdirSync(join(kept, 'keys')), ['mine.txt'], 'nothing added to keys/, the file kept');
 });
 
 t.test('a wrapped start failure reads as one sentence', async (t) => {

@@ -1,6 +1,7 @@
 /**
  * Durability: kill -9 the node while batches are being submitted, restart it, and every
- * batch that got a 202 ends COMMITTED or INVALID; none is UNKNOWN.
+ * batch that got a 202 ends COMMITTED or INVALID; none is UNKNOWN. `cairn check` finds the
+ * data directory clean as the kill left it, and again after the restart.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -8,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestNode } from './helpers/node.js';
-import { TS_ARGS, startLine } from './helpers/child.js';
+import { TS_ARGS, runToExit, startLine } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, postBatches } from './helpers/batches.js';
 
 function startChild(dir: string): Promise<{ url: string; kill(): Promise<void> }> {
@@ -77,6 +78,12 @@ t.test('kill -9 during submission loses no acknowledged batch', async (t) => {
   stop = true;
   await Promise.all(loops);
   t.ok(acked.length >= 50, `${acked.length} batches acknowledged before the kill`);
+  const check = async (when: string): Promise<void> => {
+    const c = await runToExit(['src/cli/cairn.ts', 'check', '--data-dir', dir, '--quiet'], { ...process.env });
+    t.equal(c.code, 0, `cairn check ${when}: exit 0`, { log: c.log });
+    t.match(c.log, /: clean \(0 problems\)$/m, `cairn check ${when}: clean`);
+  };
+  await check('as the kill left the directory');
 
   const n = await startTestNode({}, dir);
   t.teardown(() => n.stop({ keepData: true }));
@@ -96,4 +103,6 @@ t.test('kill -9 during submission loses no acknowledged batch', async (t) => {
   t.equal(counts.UNKNOWN ?? 0, 0, 'no acknowledged batch is unknown');
   t.equal(counts.PENDING ?? 0, 0, 'all were processed after restart');
   t.ok((counts.COMMITTED ?? 0) > 0 && (counts.INVALID ?? 0) > 0, JSON.stringify(counts));
+  await n.node.close();
+  await check('after the restart');
 });

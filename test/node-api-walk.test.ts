@@ -37,7 +37,7 @@ t.test('the token CLI prints a Cylinder token for the admin key', async (t) => {
     () => null,
     (e: { code: number; stderr: string }) => e,
   );
-  t.equal(err?.code, 1, 'fails without a data directory');
+  t.equal(err?.code, 2, 'fails without a data directory: an input error');
   t.match(err?.stderr, /admin\.priv does not exist/);
 });
 

@@ -10,6 +10,10 @@
  * docs derive their URLs from those variables, defaulting to the standard ports). The first
  * command that fails ends the run, and the test names it. Whatever is still running
  * afterwards (the session's process group) is killed.
+ *
+ * At its end every walk-through leaves data that `cairn check` finds clean: the test checks
+ * ./data where a document keeps its node's data, and a document that removes its nodes' data
+ * itself checks it first (its `clean` lines are counted).
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
@@ -17,6 +21,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePorts } from './helpers/ports.js';
+import { runToExit } from './helpers/child.js';
 import { LINKED, ROOT, portOpen, walkthroughBlocks } from './helpers/walkthrough.js';
 
 interface Sandbox {
@@ -83,19 +88,25 @@ trap 'echo "WALKTHROUGH FAILED (exit $?) at: $BASH_COMMAND" >&2' ERR
  * The documents whose marked blocks run. `fixedPorts`: ports a document names literally (it
  * starts nodes of its own on them); the test gives each a free port instead, everywhere in
  * the blocks, so it does not depend on them being free. `dataDir`: the walk-through keeps a
- * node's data in ./data.
+ * node's data in ./data. `checks`: the `cairn check` runs the document's own blocks make
+ * (each must print `clean`).
  */
-const DOCS: { doc: string; fixedPorts?: number[]; dataDir: boolean }[] = [
-  { doc: 'README.md', dataDir: true },
-  { doc: 'docs/node-api.md', dataDir: true },
-  { doc: 'docs/data-api.md', dataDir: true },
-  { doc: 'docs/transaction-processors.md', fixedPorts: [4004], dataDir: true },
+const DOCS: { doc: string; fixedPorts?: number[]; dataDir: boolean; checks: number }[] = [
+  { doc: 'README.md', dataDir: true, checks: 0 },
+  { doc: 'docs/node-api.md', dataDir: true, checks: 0 },
+  { doc: 'docs/data-api.md', dataDir: true, checks: 0 },
+  // Its node ran the processor's family: the check knows it (it called the batches damage).
+  { doc: 'docs/transaction-processors.md', fixedPorts: [4004], dataDir: true, checks: 1 },
   {
     doc: 'docs/circuits.md',
     fixedPorts: [8108, 8109, 8110, 8185, 8186, 8187, 8180, 8181, 8182, 8144, 8145, 8146, 4104, 4105, 4106],
     dataDir: false,
+    checks: 3,
   },
 ];
+
+/** A `cairn check` summary that found nothing. */
+const CLEAN = /^checked \S+: \d+ blocks, .*: clean \(0 problems\)$/gm;
 
 /** `script` with each of `ports` (as a whole number) replaced by a free port, none of `avoid`; the ports given. */
 export async function substitutePorts(
@@ -110,7 +121,7 @@ export async function substitutePorts(
   return { script: script.replace(re, (m) => map.get(m)!), ports: free };
 }
 
-for (const { doc, fixedPorts = [], dataDir } of DOCS) {
+for (const { doc, fixedPorts = [], dataDir, checks } of DOCS) {
   t.test(`${doc}: the marked shell blocks run as written`, async (t) => {
     const blocks = walkthroughBlocks(readFileSync(join(ROOT, doc), 'utf8'));
     t.ok(blocks.length > 0, 'the document has marked blocks');
@@ -121,8 +132,17 @@ for (const { doc, fixedPorts = [], dataDir } of DOCS) {
     const r = await runBash(HEADER + own.script, sb.dir, sb.env, 150_000);
     const failed = /WALKTHROUGH FAILED[^\n]*/.exec(r.err)?.[0];
     t.equal(r.code, 0, failed ?? `exit ${r.code}`, { stderr: r.err.split('\n').slice(-25).join('\n') });
-    if (dataDir) t.ok(existsSync(join(sb.dir, 'data', 'ledger.mdb')), 'the node kept its data in ./data');
-    else t.notOk(existsSync(join(sb.dir, 'data')), 'nothing was written to ./data');
+    t.equal(r.out.match(CLEAN)?.length ?? 0, checks, `the document's own cairn check runs: clean (${checks})`, {
+      problems: r.out.split('\n').filter((l) => /^(PROBLEM|checked )/.test(l)),
+    });
+    if (dataDir) {
+      t.ok(existsSync(join(sb.dir, 'data', 'ledger.mdb')), 'the node kept its data in ./data');
+      // The node stopped: its data directory, as the walk-through left it, is clean.
+      const check = await runToExit(['src/cli/cairn.ts', 'check', '--data-dir', join(sb.dir, 'data')], sb.env);
+      t.equal(check.code, 0, 'cairn check exits 0', { log: check.log });
+      t.match(check.log, CLEAN, 'cairn check: clean');
+      t.notMatch(check.log, /^PROBLEM/m);
+    } else t.notOk(existsSync(join(sb.dir, 'data')), 'nothing was written to ./data');
     for (const port of [...Object.values(sb.ports), ...own.ports])
       t.notOk(await portOpen(port), `port ${port} is free afterwards (the walk-through stopped its nodes)`);
   });

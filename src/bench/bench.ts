@@ -12,7 +12,7 @@ import { loadPayloads } from './payloads.js';
 import { checkSawtooth, spawnNode, Target, type Spawned } from './target.js';
 import { runLoad, type RunStats } from './run.js';
 import { html, markdown, progressLine, summary } from './report.js';
-import { compareRuns, describe, runsOf } from './compare.js';
+import { compareRuns, describe, runsOf, type Comparison } from './compare.js';
 
 export interface BenchResult extends RunStats {
   tool: 'cairn bench';
@@ -24,7 +24,9 @@ export interface BenchResult extends RunStats {
 }
 
 export interface Io {
+  /** The result: the text summary, or the JSON report with `--json -`. */
   out(s: string): void;
+  /** Progress and notes: nothing is written here with --quiet or with the report on stdout. */
   err(s: string): void;
   /** A terminal: one progress line rewritten in place; else a plain line every 5 s. */
   tty: boolean;
@@ -43,6 +45,7 @@ async function oneRun(
   io: Io,
   index: number,
 ): Promise<BenchResult> {
+  const quiet = o.quiet || o.json === '-';
   const startedAt = new Date().toISOString();
   let source: BatchSource;
   let capacity: number;
@@ -73,9 +76,10 @@ async function oneRun(
       // Everything is signed before the clock starts, up to AHEAD_MAX; a longer closed-loop run
       // starts with 5 s of the generator's output and is topped up while it runs.
       const ahead = Math.min(AHEAD_MAX, Number.isFinite(total) ? total : Math.max(2000, Math.ceil(capacity * 5)));
-      io.err(
-        `generator: ${Math.round(capacity).toLocaleString('en-US')} batches/s of ${o.txns} txn${o.txns === 1 ? '' : 's'} with ${workers} worker threads; signing ${ahead.toLocaleString('en-US')} batches ahead of the clock\n`,
-      );
+      if (!quiet)
+        io.err(
+          `generator: ${Math.round(capacity).toLocaleString('en-US')} batches/s of ${o.txns} txn${o.txns === 1 ? '' : 's'} with ${workers} worker threads; signing ${ahead.toLocaleString('en-US')} batches ahead of the clock\n`,
+        );
       await gen.fill(ahead);
     } catch (err) {
       await gen.close();
@@ -84,7 +88,7 @@ async function oneRun(
     source = gen;
   }
   let lastPlain = Number.NEGATIVE_INFINITY;
-  const progress = o.quiet
+  const progress = quiet
     ? undefined
     : {
         tick: (t: Parameters<typeof progressLine>[0]): void => {
@@ -111,7 +115,7 @@ async function oneRun(
     );
   } finally {
     await source.close();
-    if (io.tty && !o.quiet) io.err('\n');
+    if (io.tty && !quiet) io.err('\n');
   }
   if (stats.committed === 0) {
     const why = stats.errorSamples[0] ? `; first error: ${stats.errorSamples[0]}` : '';
@@ -140,15 +144,19 @@ function write(file: string, text: string): void {
 }
 
 export async function runBench(o: BenchOptions, io: Io): Promise<number> {
-  // Inputs that can be checked without the ledger are checked first.
+  // Inputs that can be checked without the ledger are checked first (usage errors: exit 2).
   const payloads = o.payloads !== undefined ? loadPayloads(o.payloads) : undefined;
-  const baseline = o.baseline !== undefined ? runsOf(o.baseline) : undefined;
+  const baseline = o.baseline !== undefined ? runsOf(o.baseline, '--baseline') : undefined;
+  const toStdout = o.json === '-';
+  const note = (s: string): void => {
+    if (!o.quiet && !toStdout) io.err(s);
+  };
   let spawned: Spawned | undefined;
   let pool: SignerPool | undefined;
   const targets: Target[] = [];
   try {
     if (o.spawn) {
-      io.err('starting a Cairn node on a temp directory…\n');
+      note('starting a Cairn node on a temp directory…\n');
       spawned = await spawnNode();
     }
     for (const u of spawned ? [spawned.url] : o.urls) targets.push(new Target(u, o.connections));
@@ -156,27 +164,31 @@ export async function runBench(o: BenchOptions, io: Io): Promise<number> {
     if (!payloads) pool = new SignerPool(o.workers);
     const runs: BenchResult[] = [];
     for (let i = 0; i < o.repeat; i++) {
-      if (o.repeat > 1) io.err(`run ${i + 1} of ${o.repeat}\n`);
+      if (o.repeat > 1) note(`run ${i + 1} of ${o.repeat}\n`);
       runs.push(await oneRun(o, targets, payloads, pool, io, i));
     }
     // With --repeat, the top-level figures are the median run's (by committed rate); every run is in `runs`.
     const median = [...runs].sort((a, b) => a.committedBatchesPerSec - b.committedBatchesPerSec)[Math.floor((runs.length - 1) / 2)] as BenchResult;
-    const result = o.repeat > 1 ? { ...median, repeat: o.repeat, runs } : median;
-    io.out(summary(median));
-    if (o.repeat > 1) io.out(`  runs (committed batches/s): ${runs.map((r) => r.committedBatchesPerSec).join(', ')}\n`);
-    if (o.json) write(o.json, `${JSON.stringify(result, null, 1)}\n`);
+    const result: BenchResult & { repeat?: number; runs?: BenchResult[]; baseline?: Comparison } =
+      o.repeat > 1 ? { ...median, repeat: o.repeat, runs } : median;
+    const c = baseline
+      ? compareRuns(
+          baseline,
+          runs.map((r) => r.committedBatchesPerSec),
+          o.minEffect,
+          o.alpha,
+        )
+      : undefined;
+    if (toStdout) io.out(`${JSON.stringify(c ? { ...result, baseline: c } : result)}\n`);
+    else {
+      io.out(summary(median));
+      if (o.repeat > 1) io.out(`  runs (committed batches/s): ${runs.map((r) => r.committedBatchesPerSec).join(', ')}\n`);
+      if (c) io.out(`${describe(c, 'baseline', 'this run')}\n`);
+    }
+    if (o.json && !toStdout) write(o.json, `${JSON.stringify(result, null, 1)}\n`);
     if (o.markdown) write(o.markdown, markdown(result));
     if (o.html) write(o.html, html(median));
-    if (baseline) {
-      const c = compareRuns(
-        baseline,
-        runs.map((r) => r.committedBatchesPerSec),
-        o.minEffect,
-        o.alpha,
-      );
-      io.out(`${describe(c, 'baseline', 'this run')}\n`);
-      return c.verdict === 'slower' ? 1 : 0;
-    }
+    if (c) return c.verdict === 'slower' ? 1 : 0;
     return 0;
   } finally {
     for (const t of targets) t.close();

@@ -6,6 +6,7 @@
  * rule), so noise on a busy machine reads as "no difference".
  */
 import { readFileSync } from 'node:fs';
+import { fsReason, InputError } from '../cli/args.js';
 
 export interface Comparison {
   metric: 'committedBatchesPerSec';
@@ -90,19 +91,28 @@ export function welch(a: number[], b: number[]): { t: number; df: number; p: num
   return { t, df, p: incompleteBeta(df / (df + t * t), df / 2, 0.5) };
 }
 
-/** The per-run committed rates of a `cairn bench --json` report (a `runs` array, or one run). */
-export function runsOf(file: string): number[] {
+/**
+ * The per-run committed rates of a `cairn bench --json` report (a `runs` array, or one run).
+ * A report that is missing, unreadable, not a report or of one run is an input error (exit
+ * 2), never a verdict: CI tells a broken input from a slower build by the exit status.
+ */
+export function runsOf(file: string, from = 'compare'): number[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new InputError(`${from}: cannot read the report ${file}: ${fsReason(err)}`);
+  }
   let j: { runs?: Array<{ committedBatchesPerSec?: unknown }>; committedBatchesPerSec?: unknown };
   try {
-    j = JSON.parse(readFileSync(file, 'utf8')) as typeof j;
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new Error(`cannot read the report ${file}: ${e.code ?? e.message}`);
+    j = JSON.parse(text) as typeof j;
+  } catch {
+    throw new InputError(`${from}: cannot read the report ${file}: not JSON (a cairn bench --json report)`);
   }
-  const runs = Array.isArray(j.runs) ? j.runs.map((r) => r.committedBatchesPerSec) : [j.committedBatchesPerSec];
+  const runs = Array.isArray(j?.runs) ? j.runs.map((r) => r?.committedBatchesPerSec) : [j?.committedBatchesPerSec];
   if (runs.some((r) => typeof r !== 'number' || !Number.isFinite(r) || r <= 0))
-    throw new Error(`${file} is not a cairn bench report (no committedBatchesPerSec in its runs)`);
-  if (runs.length < 2) throw new Error(`${file} holds ${runs.length} run: a comparison needs repeated runs (cairn bench --repeat 5)`);
+    throw new InputError(`${from}: ${file} is not a cairn bench report (no committedBatchesPerSec in its runs)`);
+  if (runs.length < 2) throw new InputError(`${from}: ${file} holds ${runs.length} run: a comparison needs repeated runs (cairn bench --repeat 5)`);
   return runs as number[];
 }
 

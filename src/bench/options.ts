@@ -2,7 +2,7 @@
  * `cairn bench` settings: parsed from the command line and checked against their ranges, so
  * that a wrong setting is a one-line usage error, never a run with a bogus figure.
  */
-import { parseOrUsage, UsageError } from '../cli/args.js';
+import { checkWritable, parseOrUsage, UsageError } from '../cli/args.js';
 
 export interface BenchOptions {
   urls: string[];
@@ -21,6 +21,7 @@ export interface BenchOptions {
   /** Fraction of batches made invalid on purpose (an inc of a name never set). */
   invalid: number;
   payloads: string | undefined;
+  /** The JSON report's file; `-`: stdout, instead of the text summary (a bare `--json` as the last argument too). */
   json: string | undefined;
   markdown: string | undefined;
   html: string | undefined;
@@ -95,10 +96,20 @@ function urlOption(v: string): string {
   return v.replace(/\/+$/, '');
 }
 
+/**
+ * `--json` takes the report's file (outside checks read it there); `--json -`, or a bare
+ * `--json` as the last argument or before another option, prints the report on stdout instead
+ * of the text summary, as `--json` does on every other command.
+ */
+function bareJson(argv: readonly string[]): string[] {
+  return argv.map((a, i) => (a === '--json' && (i === argv.length - 1 || argv[i + 1]?.startsWith('--')) ? '--json=-' : a));
+}
+
 export function parseBenchArgs(argv: string[]): { options: BenchOptions; help: boolean } {
   // --url may be given several times (a cluster, spread round-robin): taken out before the common parser.
   const urls: string[] = [];
   const rest: string[] = [];
+  argv = bareJson(argv);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
     if (a === '--url') {
@@ -108,7 +119,7 @@ export function parseBenchArgs(argv: string[]): { options: BenchOptions; help: b
     } else if (a.startsWith('--url=')) urls.push(...a.slice(6).split(',').filter(Boolean).map(urlOption));
     else rest.push(a);
   }
-  const args = parseOrUsage(rest, VALUED, ['spawn', 'quiet']);
+  const args = parseOrUsage(rest, VALUED, ['spawn']);
   const o = args.options;
   if (args.positional.length > 0) throw new UsageError(`unexpected argument ${args.positional[0]}`);
   const spawn = args.flags.has('spawn');
@@ -126,6 +137,7 @@ export function parseBenchArgs(argv: string[]): { options: BenchOptions; help: b
   if (rates.length > 1 && stepMs === 0) throw new UsageError('several rates are steps: give each one its length with --step, e.g. --step 30s');
   if (stepMs > 0 && rates.length === 0) throw new UsageError('--step needs --rate R1,R2,… (one step per rate)');
   if (o.has('batches') && (durationMs > 0 || stepMs > 0)) throw new UsageError('give --batches or --duration/--step, not both');
+  if ((args.lists.get('json')?.length ?? 0) > 1) throw new UsageError('--json is given twice: one report file, or - for stdout');
   const payloads = o.get('payloads');
   if (payloads !== undefined && (o.has('txns') || o.has('keyspace') || o.has('invalid') || o.has('signers')))
     throw new UsageError('--payloads sends the file as it is: --txns, --signers, --keyspace and --invalid do not apply');
@@ -155,5 +167,11 @@ export function parseBenchArgs(argv: string[]): { options: BenchOptions; help: b
     quiet: args.flags.has('quiet'),
   };
   if (options.baseline !== undefined && options.repeat < 2) throw new UsageError('--baseline compares repeated runs: give --repeat 2 or more');
+  // Every report can be written: known before the load, not after it.
+  if (!args.help) {
+    if (options.json !== undefined && options.json !== '-') checkWritable(options.json, '--json');
+    if (options.markdown !== undefined) checkWritable(options.markdown, '--markdown');
+    if (options.html !== undefined) checkWritable(options.html, '--html');
+  }
   return { options, help: args.help };
 }

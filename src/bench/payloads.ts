@@ -7,13 +7,15 @@ import { readFileSync } from 'node:fs';
 import { BatchList } from '../proto/index.js';
 import { isHexId } from '../codec/hex.js';
 import type { Batch } from './generator.js';
+import { fsReason, InputError } from '../cli/args.js';
 
+/** The batch lists of `file`; an unreadable file or line is a usage error (exit 2, before any load). */
 export function loadPayloads(file: string): Batch[] {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new Error(`cannot read the payload file ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new InputError(`--payloads: cannot read the payload file ${file}: ${fsReason(err)}`);
   }
   const out: Batch[] = [];
   const lines = text.split('\n');
@@ -22,18 +24,19 @@ export function loadPayloads(file: string): Batch[] {
     if (line === '' || line.startsWith('#')) continue;
     const where = `${file} line ${n + 1}`;
     const hex = /^[0-9a-fA-F]+$/.test(line) && line.length % 2 === 0;
-    if (!hex && !/^[A-Za-z0-9+/]+={0,2}$/.test(line)) throw new Error(`${where}: not a base64 or hex BatchList`);
+    if (!hex && !/^[A-Za-z0-9+/]+={0,2}$/.test(line)) throw new InputError(`--payloads: ${where}: not a base64 or hex BatchList`);
     const body = Buffer.from(line, hex ? 'hex' : 'base64');
     let ids: string[];
     try {
       const list = BatchList.decode(body) as unknown as { batches?: Array<{ headerSignature?: string }> };
       ids = (list.batches ?? []).map((b) => b.headerSignature ?? '');
     } catch (err) {
-      throw new Error(`${where}: not a BatchList (${(err as Error).message})`);
+      throw new InputError(`--payloads: ${where}: not a BatchList (${(err as Error).message})`);
     }
-    if (ids.length === 0 || ids.some((id) => !isHexId(id))) throw new Error(`${where}: a BatchList needs batches with 128-hex header signatures`);
+    if (ids.length === 0 || ids.some((id) => !isHexId(id)))
+      throw new InputError(`--payloads: ${where}: a BatchList needs batches with 128-hex header signatures`);
     out.push({ ids, body });
   }
-  if (out.length === 0) throw new Error(`${file} holds no batch list`);
+  if (out.length === 0) throw new InputError(`--payloads: ${file} holds no batch list`);
   return out;
 }

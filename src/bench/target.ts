@@ -82,7 +82,7 @@ export async function checkSawtooth(t: Target): Promise<void> {
   try {
     r = await t.request('GET', '/blocks?limit=1', undefined, undefined, 15_000);
   } catch (err) {
-    throw new Error(`cannot reach ${t.url} (${why(err)}): is the ledger's REST API there?`);
+    throw new Error(`cannot reach ${t.url} (${why(err)}): is the ledger's REST API there? (--url URL, or --spawn for a node of its own)`);
   }
   let body: { data?: unknown; head?: unknown } | undefined;
   try {

@@ -10,12 +10,11 @@
  * a file holds many batches); --repeat N writes the transactions N times (each with its own
  * nonce). Signed by --key FILE (default <data dir>/keys/client.priv, created when missing).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadOrCreateKey } from '../store/keys.js';
 import { buildBatch, buildBatchList, buildTransaction, type BuiltBatch, type TxnSpec } from '../ledger/build.js';
 import { intkeyAddress, intkeyPayload } from '../families/intkey.js';
-import { print, UsageError, type Args } from './args.js';
+import { checkWritable, CliError, fsReason, keyFileOrNew, readInput, UsageError, type Args, type Output } from './args.js';
 
 const MAX_TXNS = 100_000;
 
@@ -71,20 +70,15 @@ function rawSpecs(args: Args): TxnSpec[] {
     if (!/^([0-9a-fA-F]{2})*$/.test(hex)) throw new UsageError(`--payload takes hex bytes, got "${hex.length > 40 ? `${hex.slice(0, 40)}…` : hex}"`);
     payloads.push(Buffer.from(hex, 'hex'));
   }
-  for (const file of args.lists.get('payload-file') ?? []) {
-    try {
-      payloads.push(readFileSync(file));
-    } catch (err) {
-      throw new Error(`--payload-file: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-    }
-  }
+  for (const file of args.lists.get('payload-file') ?? []) payloads.push(readInput(file, '--payload-file'));
   if (payloads.length === 0) throw new UsageError('build raw needs at least one --payload HEX or --payload-file FILE');
   return payloads.map((payload) => ({ familyName, familyVersion, inputs, outputs, payload }));
 }
 
-export function build(args: Args & { flags: Set<string> }, kind: string | undefined, words: string[]): number {
+export function build(args: Args, output: Output, kind: string | undefined, words: string[]): number {
   const out = args.options.get('out');
   if (!out) throw new UsageError('build needs --out FILE (the BatchList file to write)');
+  checkWritable(out, '--out');
   let specs: TxnSpec[];
   if (kind === 'intkey') specs = intkeySpecs(words);
   else if (kind === 'raw') {
@@ -95,13 +89,8 @@ export function build(args: Args & { flags: Set<string> }, kind: string | undefi
   const repeat = count(args.options.get('repeat'), 'repeat', 1, MAX_TXNS);
   if (specs.length * repeat > MAX_TXNS) throw new UsageError(`at most ${MAX_TXNS} transactions per file, asked for ${specs.length * repeat}`);
   const dataDir = args.options.get('data-dir') ?? (process.env.CAIRN_DATA_DIR || './data');
-  const keyFile = args.options.get('key') ?? join(dataDir, 'keys', 'client.priv');
-  let signer: ReturnType<typeof loadOrCreateKey>;
-  try {
-    signer = loadOrCreateKey(keyFile);
-  } catch (err) {
-    throw new Error(`cannot use the key file ${keyFile} (--key FILE): ${err instanceof Error ? err.message : String(err)}`);
-  }
+  const keyOpt = args.options.get('key');
+  const signer = keyOpt ? keyFileOrNew(keyOpt, '--key') : keyFileOrNew(join(dataDir, 'keys', 'client.priv'), '--data-dir (its keys/client.priv)');
   const batches: BuiltBatch[] = [];
   let txns = [];
   for (let r = 0; r < repeat; r++) {
@@ -117,11 +106,10 @@ export function build(args: Args & { flags: Set<string> }, kind: string | undefi
   try {
     writeFileSync(out, buildBatchList(batches));
   } catch (err) {
-    throw new Error(`cannot write ${out}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+    throw new CliError(`--out: cannot write ${out}: ${fsReason(err)}`);
   }
   const total = specs.length * repeat;
-  print(
-    args.flags.has('json'),
+  output.result(
     { file: out, signer: signer.publicKey, transactions: total, batches: batches.map((b) => b.id) },
     `wrote ${out}: ${batches.length} batch${batches.length === 1 ? '' : 'es'}, ${total} transaction${total === 1 ? '' : 's'}, signed by ${signer.publicKey}`,
   );

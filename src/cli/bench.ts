@@ -2,15 +2,13 @@
  * `cairn bench`: load-tests any Sawtooth 1.x REST API (src/bench/), and
  * `cairn bench compare A.json B.json` tells whether B's runs are slower than A's.
  */
-import { isMain, parseOrUsage, runCommand } from './args.js';
-import { parseBenchArgs } from '../bench/options.js';
+import { isMain, jsonRequested, Output, parseOrUsage, runCommand, UsageError } from './args.js';
+import { numOption, parseBenchArgs } from '../bench/options.js';
 import { runBench } from '../bench/bench.js';
 import { compareRuns, describe, runsOf } from '../bench/compare.js';
-import { numOption } from '../bench/options.js';
-import { UsageError } from './args.js';
 
 export const USAGE = `usage: cairn bench (--url URL… | --spawn) [options]
-       cairn bench compare A.json B.json [--min-effect PCT] [--alpha P] [--json]
+       cairn bench compare A.json B.json [--min-effect PCT] [--alpha P] [--json] [--quiet]
 Loads a Sawtooth 1.x REST API with signed batches and reports the committed rate and the
 submit and commit latencies; compare says whether a run got slower than another.
 target:
@@ -30,16 +28,19 @@ workload (intkey):
   --invalid F        fraction of batches made invalid on purpose (0..1)
   --payloads FILE    send pre-built batch lists instead: one base64 or hex BatchList per line
   --workers W        generator worker threads (default: one per core)
-reports:
-  --json FILE        every figure, the HDR histograms, the timeline, the settings
+reports (each file checked writable before the load starts):
+  --json FILE        every figure, the HDR histograms, the timeline, the settings;
+                     --json - (or a bare --json last) prints it on stdout instead of the summary
   --markdown FILE    a table for a CI comment
   --html FILE        a self-contained page with throughput and latency over time
   --baseline FILE    compare with an earlier --repeat report; exit 1 when slower
   --min-effect PCT   smallest change that counts (default 5)
   --alpha P          significance level of Welch's t-test (default 0.05)
   --commit-timeout S a batch not committed S seconds after it was sent counts as an error (default 60)
-  --quiet            no progress lines
-exit status: 0 done (compare: no difference or faster), 1 failed (compare: slower), 2 usage
+  --quiet            the summary only: no progress lines or notes
+exit status: 0 done (compare, --baseline: no difference or faster), 1 failed (compare, --baseline: B is slower),
+             2 usage or input error (a bad value, a report or payload file that is missing, unreadable,
+             not a report or of a single run, a report file that cannot be written), before any load
 `;
 
 function compare(argv: string[]): number {
@@ -54,7 +55,7 @@ function compare(argv: string[]): number {
   const minEffect = numOption(args.options.get('min-effect'), 'min-effect', 5, 0, 100);
   const alpha = numOption(args.options.get('alpha'), 'alpha', 0.05, 0.0001, 0.5);
   const c = compareRuns(runsOf(a), runsOf(b), minEffect, alpha);
-  process.stdout.write(args.flags.has('json') ? `${JSON.stringify(c)}\n` : `${describe(c, a, b)}\n`);
+  new Output(args).result(c, describe(c, a, b));
   return c.verdict === 'slower' ? 1 : 0;
 }
 
@@ -72,4 +73,4 @@ export async function run(argv: string[]): Promise<number> {
   });
 }
 
-if (isMain(import.meta.url)) void runCommand('bench', USAGE, () => run(process.argv.slice(2)));
+if (isMain(import.meta.url)) void runCommand('cairn bench', USAGE, () => run(process.argv.slice(2)), jsonRequested(process.argv.slice(2), true));

@@ -5,7 +5,7 @@
  * command from the sources.
  */
 import { usage } from '../config.js';
-import { isMain, runCommand, UsageError } from './args.js';
+import { isMain, jsonRequested, runCommand, UsageError } from './args.js';
 
 export { runCommand };
 
@@ -14,7 +14,7 @@ commands:
   start      run the node (its flags: cairn start --help)
   keygen     make a key pair: --out FILE
   intkey     set|inc|dec <name> <value>, show <name>, list: the intkey family on the ledger
-  batch      submit <file>…, status <id>…, list: batches on the ledger gateway
+  batch      build, submit <file>…, status <id>…, list: signed BatchList files and batches on the ledger gateway
   token      print a Cylinder admin token for the node API
   circuit    propose, vote, list, show, disband…: circuits between nodes
   check      verify a stopped node's data directory: --data-dir DIR
@@ -22,8 +22,14 @@ commands:
   alarm      list|clear: the node's storage alarms (a read-only node and why)
   bench      load-test a Sawtooth-compatible ledger: --url URL | --spawn; bench compare A.json B.json
   cluster    init|status|join|remove: nodes that share one chain through etcd
-common options: --url URL (the node to talk to), --json (JSON output and errors), --help
-exit status: 0 done, 1 failed (refused, invalid, unreachable), 2 usage error, 3 still pending
+common options (docs/cli.md):
+  --json           one JSON document on stdout (the result, or {"error", "exit"}), nothing on stderr
+  --quiet          nothing but the result: no progress or notes
+  --url URL        the node to talk to; --timeout SECONDS, how long one call to it may take (default 30)
+  --help           the command's usage
+exit status: 0 done, 1 the operation failed (refused, invalid, unreachable; bench compare: B is slower),
+             2 usage or input error (bad flag or value, missing or unreadable file), found before any work;
+             3 (intkey, batch) a batch still pending after --wait
 `;
 
 type Run = (argv: string[]) => Promise<number> | number;
@@ -64,9 +70,14 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (command === undefined) throw new UsageError('missing command');
   const load = COMMANDS[command];
-  if (!load) throw new UsageError(`unknown command ${command}`);
+  if (!load) throw new UsageError(`unknown command ${command} (${COMMAND_NAMES.join(', ')})`);
   const c = await load();
-  return runCommand(`cairn ${command}`, '', () => c(rest), rest.includes('--json'));
+  return runCommand(`cairn ${command}`, '', () => c(rest), jsonRequested(rest, command === 'bench'));
 }
 
-if (isMain(import.meta.url)) void runCommand('cairn', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));
+/** Whether a whole `cairn …` command line asks for JSON (for the errors of the command line itself). */
+export function wantsJson(argv: readonly string[]): boolean {
+  return jsonRequested(argv.slice(1), argv[0] === 'bench');
+}
+
+if (isMain(import.meta.url)) void runCommand('cairn', USAGE, () => run(process.argv.slice(2)), wantsJson(process.argv.slice(2)));

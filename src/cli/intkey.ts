@@ -9,11 +9,26 @@
  * 2 usage error, 3 still pending after the wait.
  */
 import { join } from 'node:path';
-import { loadOrCreateKey } from '../store/keys.js';
 import { buildBatch, buildBatchList, buildTransaction } from '../ledger/build.js';
 import { INTKEY_PREFIX, intkeyAddress, intkeyPayload } from '../families/intkey.js';
 import { decode } from '../codec/cbor.js';
-import { fetchOrExplain, getJson, isMain, ledgerUrl, parseOrUsage, print, runCommand, seconds, UsageError } from './args.js';
+import {
+  answerMessage,
+  call,
+  CliError,
+  getJson,
+  isMain,
+  jsonRequested,
+  keyFileOrNew,
+  LEDGER,
+  ledgerUrl,
+  Output,
+  parseOrUsage,
+  runCommand,
+  seconds,
+  timeoutOption,
+  UsageError,
+} from './args.js';
 
 export const USAGE = `usage: cairn intkey set|inc|dec <name> <value> [options]
        cairn intkey show <name> [options]      (also: get)
@@ -21,12 +36,13 @@ export const USAGE = `usage: cairn intkey set|inc|dec <name> <value> [options]
 Signs an intkey transaction, submits it to the ledger gateway and waits for its commit, or
 reads intkey values from state. A name has at most 20 characters; a value is 0 to 4294967295.
 options:
-  --url URL        ledger gateway (default: CAIRN_LEDGER_URL, else http://<CAIRN_LEDGER_BIND>, else http://127.0.0.1:8008)
-  --key FILE       client private key, created when missing (default <data dir>/keys/client.priv)
-  --data-dir DIR   data directory for the default key (default CAIRN_DATA_DIR or ./data)
-  --wait SECONDS   how long to wait for the commit (default 10)
-  --json           print JSON instead of text
-exit status: 0 committed, 1 invalid or failed, 2 usage, 3 still pending
+  --url URL          ledger gateway (default: CAIRN_LEDGER_URL, else http://<CAIRN_LEDGER_BIND>, else http://127.0.0.1:8008)
+  --key FILE         client private key, created when missing (default <data dir>/keys/client.priv)
+  --data-dir DIR     data directory for the default key (default CAIRN_DATA_DIR or ./data)
+  --wait SECONDS     how long to wait for the commit (default 10)
+  --timeout SECONDS  how long one call to the gateway may take, beyond --wait (default 30)
+  --json             print JSON instead of text; --quiet: nothing but the result
+exit status: 0 committed (show, list: read), 1 invalid, refused or failed, 2 usage or input error, 3 still pending
 `;
 
 interface StatusBody {
@@ -39,50 +55,54 @@ function entries(data: string): Array<[string, number]> {
   return m instanceof Map ? [...(m as Map<string, number>).entries()] : [];
 }
 
+const VERBS = ['set', 'inc', 'dec', 'get', 'show', 'list'];
+
 export async function run(argv: string[]): Promise<number> {
-  const args = parseOrUsage(argv, ['url', 'key', 'data-dir', 'wait'], ['json']);
+  const args = parseOrUsage(argv, ['url', 'key', 'data-dir', 'wait', 'timeout']);
   if (args.help) {
     process.stdout.write(USAGE);
     return 0;
   }
-  const json = args.flags.has('json');
+  const out = new Output(args);
   const [verb, name, value, extra] = args.positional;
   if (!verb) throw new UsageError('missing verb (set, inc, dec, show, list)');
-  if (!['set', 'inc', 'dec', 'get', 'show', 'list'].includes(verb)) throw new UsageError(`unknown verb ${verb}`);
+  if (!VERBS.includes(verb)) throw new UsageError(`unknown verb ${verb} (set, inc, dec, show, list)`);
   const url = ledgerUrl(args.options.get('url'));
   const wait = seconds(args.options.get('wait'), 'wait', 10);
+  const timeoutMs = timeoutOption(args);
 
   if (verb === 'list') {
     if (name !== undefined) throw new UsageError(`unexpected argument ${name}`);
-    const out: Array<{ name: string; value: number }> = [];
+    const found: Array<{ name: string; value: number }> = [];
     let next: string | undefined = `${url}/state?address=${INTKEY_PREFIX}&limit=1000`;
     while (next) {
-      const page: { data: Array<{ data: string }>; paging?: { next_position?: string } } = await getJson(next);
-      for (const e of page.data) for (const [n, v] of entries(e.data)) out.push({ name: n, value: v });
+      const page: { data: Array<{ data: string }>; paging?: { next_position?: string } } = await getJson(next, LEDGER, timeoutMs);
+      for (const e of page.data) for (const [n, v] of entries(e.data)) found.push({ name: n, value: v });
       const pos = page.paging?.next_position;
       next = pos ? `${url}/state?address=${INTKEY_PREFIX}&limit=1000&start=${encodeURIComponent(pos)}` : undefined;
     }
-    out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    print(json, out, out.map((e) => `${e.name}: ${e.value}`).join('\n'));
+    found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    out.result(found, found.map((e) => `${e.name}: ${e.value}`).join('\n'));
     return 0;
   }
   if (!name) throw new UsageError('missing name');
+  if (name.length > 20) throw new UsageError(`name "${name}" has ${name.length} characters; intkey takes at most 20`);
   if (verb === 'get' || verb === 'show') {
     if (value !== undefined) throw new UsageError(`unexpected argument ${value}`);
-    const r = await fetchOrExplain(`${url}/state/${intkeyAddress(name)}`);
-    const body = (await r.json()) as { data?: string; error?: { message: string } };
-    const found = body.data ? entries(body.data).find(([n]) => n === name) : undefined;
-    if (!found) throw new Error(`${name}: ${body.error?.message ?? (r.ok ? 'not set' : `HTTP ${r.status}`)}`);
-    print(json, { name, value: found[1] }, `${name}: ${found[1]}`);
+    const a = await call(`${url}/state/${intkeyAddress(name)}`, {}, LEDGER, timeoutMs);
+    const data = (a.json as { data?: unknown } | undefined)?.data;
+    const hit = a.ok && typeof data === 'string' ? entries(data).find(([n]) => n === name) : undefined;
+    if (!hit) throw new CliError(`${name}: ${a.ok || a.status === 404 ? 'not set' : `the ledger gateway answered ${a.status}: ${answerMessage(a)}`}`);
+    out.result({ name, value: hit[1] }, `${name}: ${hit[1]}`);
     return 0;
   }
   if (value === undefined || !/^\d+$/.test(value))
     throw new UsageError(`${verb} needs a whole number value, got ${value === undefined ? 'none' : `"${value}"`}`);
   if (extra !== undefined) throw new UsageError(`unexpected argument ${extra}`);
-  if (name.length > 20) throw new UsageError(`name "${name}" has ${name.length} characters; intkey takes at most 20`);
   if (Number(value) > 2 ** 32 - 1) throw new UsageError(`value ${value} is over intkey's limit (4294967295)`);
-  const dataDir = args.options.get('data-dir') ?? process.env.CAIRN_DATA_DIR ?? './data';
-  const signer = loadOrCreateKey(args.options.get('key') ?? join(dataDir, 'keys', 'client.priv'));
+  const keyOpt = args.options.get('key');
+  const dataDir = args.options.get('data-dir') ?? (process.env.CAIRN_DATA_DIR || './data');
+  const signer = keyOpt ? keyFileOrNew(keyOpt, '--key') : keyFileOrNew(join(dataDir, 'keys', 'client.priv'), '--data-dir (its keys/client.priv)');
   const address = intkeyAddress(name);
   const txn = buildTransaction(signer, {
     familyName: 'intkey',
@@ -92,30 +112,24 @@ export async function run(argv: string[]): Promise<number> {
     payload: intkeyPayload(verb, name, Number(value)),
   });
   const batch = buildBatch(signer, [txn]);
-  const r = await fetchOrExplain(`${url}/batches`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/octet-stream' },
-    body: Buffer.from(buildBatchList([batch])),
-  });
-  const sub = (await r.json()) as { link?: string; error?: { message: string } };
-  if (!sub.link) throw new Error(`batch refused: ${sub.error?.message ?? `HTTP ${r.status}`}`);
+  const sub = await call(
+    `${url}/batches`,
+    { method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: Buffer.from(buildBatchList([batch])) },
+    LEDGER,
+    timeoutMs,
+  );
+  if (!sub.ok) throw new CliError(`batch refused: the ledger gateway answered ${sub.status}: ${answerMessage(sub)}`);
   // The link names the host the node saw; ask the URL this tool was given.
-  const body: StatusBody = await getJson(`${url}/batch_statuses?id=${batch.id}&wait=${wait}`);
+  const body: StatusBody = await getJson(`${url}/batch_statuses?id=${batch.id}&wait=${wait}`, LEDGER, timeoutMs + wait * 1000);
   const st = body.data?.[0];
   const status = st?.status ?? 'UNKNOWN';
   const why = st?.invalid_transactions?.map((t) => t.message ?? t.id).join('; ');
-  print(
-    json,
+  const pending = status === 'PENDING' ? ` after ${wait} s (--wait SECONDS waits longer)` : '';
+  out.result(
     { verb, name, value: Number(value), batch_id: batch.id, status, invalid_transactions: st?.invalid_transactions ?? [] },
-    `${verb} ${name} ${value}: batch ${batch.id} ${status}`,
+    `${verb} ${name} ${value}: batch ${batch.id} ${status}${why ? `: ${why}` : ''}${pending}`,
   );
-  if (status === 'COMMITTED') return 0;
-  if (status === 'PENDING') {
-    process.stderr.write(`intkey: batch still pending after ${wait} s\n`);
-    return 3;
-  }
-  process.stderr.write(`intkey: batch ${status}${why ? `: ${why}` : ''}\n`);
-  return 1;
+  return status === 'COMMITTED' ? 0 : status === 'PENDING' ? 3 : 1;
 }
 
-if (isMain(import.meta.url)) void runCommand('cairn intkey', USAGE, () => run(process.argv.slice(2)), process.argv.includes('--json'));
+if (isMain(import.meta.url)) void runCommand('cairn intkey', USAGE, () => run(process.argv.slice(2)), jsonRequested(process.argv));

@@ -110,10 +110,35 @@ export async function readChain(client: Etcd3): Promise<ChainRecord | null> {
   return v === null ? null : (JSON.parse(v) as ChainRecord);
 }
 
-/** A short reason for an etcd failure, for a 503 or a log line. */
+/**
+ * An etcd failure in our words, for a 503, a log line or a command's error: what is wrong
+ * and, where it is the usual cause, what to do. The client's own text (gRPC status codes,
+ * "Resolution note:", the circuit breaker's "Execution prevented because the circuit breaker
+ * is open") never reaches a user; etcd's own errors keep their words ("etcdserver: mvcc:
+ * required revision has been compacted" is matched on by the follower).
+ */
 export function etcdReason(err: unknown): string {
-  const m = err instanceof Error ? err.message : String(err);
-  return m.replace(/\s+/g, ' ').slice(0, 200);
+  if (isBrokenCircuitError(err))
+    return 'no etcd endpoint is answering (each failed its last requests; it is asked again within a second): is etcd running, with a quorum of its members?';
+  const raw = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, ' ').trim();
+  const refused = /ECONNREFUSED ([^\s.]+(?:\.[^\s.]+)*:\d+|\[[^\]]+\]:\d+)/.exec(raw);
+  if (refused) return `connection refused at ${refused[1]}: is etcd running there?`;
+  const noHost = /(?:ENOTFOUND|EAI_AGAIN) ([^\s]+)|Name resolution failed for target (?:dns:)?(\S+)/.exec(raw);
+  if (noHost) return `no such host: ${noHost[1] ?? noHost[2]}`;
+  if (/DEADLINE_EXCEEDED|Deadline exceeded|ETIMEDOUT/.test(raw))
+    return `no answer within ${REQUEST_DEADLINE_MS / 1000} s: etcd is unreachable, overloaded, or without a quorum`;
+  if (/etcdserver: no leader/.test(raw)) return 'etcd has no leader: a quorum of its members is down';
+  if (/etcdserver: request timed out/.test(raw)) return 'etcd did not commit the request in time: a quorum of its members may be down';
+  if (/Received HTTP status code (\d+)/.test(raw))
+    return `the URL answers, but not as etcd's client API (HTTP ${/Received HTTP status code (\d+)/.exec(raw)?.[1]}): give etcd's client URL`;
+  if (/certificate|SSL|TLS|handshake/i.test(raw))
+    return `the TLS connection to etcd failed (${raw.replace(/^\d+ [A-Z_]+: /, '').slice(0, 160)}): check the CA, certificate and key files`;
+  if (/UNAVAILABLE/.test(raw)) return 'etcd is unreachable: is it running, and is this its client URL?';
+  // Anything else: etcd's or the client's own words, without the gRPC status prefix and the empty notes.
+  return raw
+    .replace(/^\d+ [A-Z_]+: /, '')
+    .replace(/\s*Resolution note:\s*$/, '')
+    .slice(0, 200);
 }
 
 /** Whether a `cairn/removed/` value is a removal of `key` signed by the chain key (a forged or damaged one counts for nothing). */

@@ -112,7 +112,9 @@ export class ClusterMember {
    */
   static async join(s: MemberSettings, signer: Signer): Promise<ClusterMember> {
     if (!existsSync(s.chainKeyFile))
-      throw new StartupError(`the chain key file ${s.chainKeyFile} does not exist: copy it from the member that ran \`cairn cluster init\``);
+      throw new StartupError(
+        `--chain-key: the chain key file ${s.chainKeyFile} does not exist: copy it from the member that ran \`cairn cluster init\` (CAIRN_CHAIN_KEY)`,
+      );
     const chainKey = loadOrCreateKey(s.chainKeyFile);
     const client = etcdClient(s.etcd);
     try {
@@ -141,7 +143,9 @@ export class ClusterMember {
     } catch (err) {
       client.close();
       if (err instanceof StartupError) throw err;
-      throw new StartupError(`the cluster's etcd (${s.etcd.endpoints.join(',')}) did not answer: ${etcdReason(err)}`);
+      throw new StartupError(
+        `--cluster-etcd: the cluster's etcd at ${s.etcd.endpoints.join(',')} did not answer: ${etcdReason(err)} (start etcd, or point the node at it with --cluster-etcd URL[,URL…] or CAIRN_CLUSTER_ETCD)`,
+      );
     }
   }
 

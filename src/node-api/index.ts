@@ -93,7 +93,7 @@ export function nodeApiRoutes(ctx: NodeApiContext): NodeRoutes {
     what: 'client address',
   });
   const users = new UserStore(stores, hasher, new LoginBackoff(config.loginBackoffMs), keys, sessions, byAddress);
-  const identity = resolveNodeIdentity(config, stores);
+  const identity = resolveNodeIdentity(config, stores, ctx.nodeSigner.publicKey);
   identity.then(
     (id) => log.info(`node id ${id.nodeId} (${id.displayName})`),
     (err: unknown) => log.error('cannot store the node identity', err),
