@@ -11,6 +11,7 @@ import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
 import { watchLmdbWriteErrors } from '../src/store/write-errors.js';
+import { log } from '../src/log.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
 import { composeNodeCommitter } from '../src/ledger/compose.js';
 import { composeCircuitCommitter } from '../src/scabbard/compose.js';
@@ -19,73 +20,95 @@ import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger
 
 if (parentPort === null) throw new Error('workers/committer.ts runs only as a worker thread');
 const port = parentPort;
-const opts = workerData as CommitterOptions;
 const post = (m: FromCommitter): void => port.postMessage(m);
-const db = openEnv(opts.dataDir);
-// A circuit ledger started without the node's key file (a test's own service) signs with a
-// key of its own: members compare state roots and verdicts, never block ids.
-const signer = opts.nodeKeyFile ? loadOrCreateKey(opts.nodeKeyFile) : new Signer(randomPrivateKey());
-const envs: RootDatabase[] = [db];
 
-/** What the messages of the HTTP thread reach, by ledger kind. */
-type Handle = (m: ToCommitter) => void;
-let handle: Handle;
-const circuit = opts.circuit;
-const { committer } = (() => {
-  if (circuit) {
-    const c = composeCircuitCommitter(db, signer, opts, circuit, post);
+/** Opens the ledger's environments, composes its committer and runs it. */
+function run(opts: CommitterOptions): void {
+  const db = openEnv(opts.dataDir);
+  // A circuit ledger started without the node's key file (a test's own service) signs with a
+  // key of its own: members compare state roots and verdicts, never block ids.
+  const signer = opts.nodeKeyFile ? loadOrCreateKey(opts.nodeKeyFile) : new Signer(randomPrivateKey());
+  const envs: RootDatabase[] = [db];
+
+  /** What the messages of the HTTP thread reach, by ledger kind. */
+  type Handle = (m: ToCommitter) => void;
+  let handle: Handle;
+  const circuit = opts.circuit;
+  const { committer } = (() => {
+    if (circuit) {
+      const c = composeCircuitCommitter(db, signer, opts, circuit, post);
+      handle = (m) => {
+        if (m.type === 'intake') c.rounds.add(m.batches);
+        else if (m.type === 'propose') c.rounds.propose(m.round);
+        else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
+        else if (m.type === 'catch-up') {
+          // A member's held proposal is given up: the agreed rounds take its place. (The
+          // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
+          if (!circuit.coordinator) c.consensus.abandon();
+          c.rounds.catchUp(m.from, m.rounds);
+        }
+      };
+      return c;
+    }
+    if (opts.cluster) {
+      // A cluster member signs its blocks with the chain key: every member writes the same ones.
+      const c = composeClusterCommitter(db, loadOrCreateKey(opts.cluster.chainKeyFile), opts, post);
+      handle = (m) => {
+        if (m.type === 'log') c.log.add(m.envelopes);
+      };
+      return c;
+    }
+    const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
+    envs.push(pending);
+    const n = composeNodeCommitter(db, pending, signer, opts, post);
     handle = (m) => {
-      if (m.type === 'intake') c.rounds.add(m.batches);
-      else if (m.type === 'propose') c.rounds.propose(m.round);
-      else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
-      else if (m.type === 'catch-up') {
-        // A member's held proposal is given up: the agreed rounds take its place. (The
-        // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
-        if (!circuit.coordinator) c.consensus.abandon();
-        c.rounds.catchUp(m.from, m.rounds);
-      }
+      if (m.type === 'enqueue') n.enqueue(m.seg, m.batches);
+      else if (m.type === 'client-send') n.committer.sendClient(m.peer, m.body);
     };
-    return c;
-  }
-  if (opts.cluster) {
-    // A cluster member signs its blocks with the chain key: every member writes the same ones.
-    const c = composeClusterCommitter(db, loadOrCreateKey(opts.cluster.chainKeyFile), opts, post);
-    handle = (m) => {
-      if (m.type === 'log') c.log.add(m.envelopes);
-    };
-    return c;
-  }
-  const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
-  envs.push(pending);
-  const n = composeNodeCommitter(db, pending, signer, opts, post);
-  handle = (m) => {
-    if (m.type === 'enqueue') n.enqueue(m.seg, m.batches);
-    else if (m.type === 'client-send') n.committer.sendClient(m.peer, m.body);
-  };
-  return n;
-})();
+    return n;
+  })();
 
-// An error nothing handled stops block production and is reported as a fault (the node
-// then stops acknowledging and restarts), instead of ending this thread silently.
-// A failed LMDB commit is reported by its actual cause (EIO, ENOSPC), not lmdb-js's wrapper.
-const halt = (what: string, err: unknown): void =>
-  void writeFailure(err).then((cause) => committer.halt(`${what} in the committer thread: ${cause.message}`));
-process.on('unhandledRejection', (err) => halt('unhandled promise rejection', err));
-process.on('uncaughtException', (err) => halt('uncaught exception', err));
-// A commit whose pages could not be written (lmdb-js prints it and settles none of its
-// promises): the blocks in flight will never be durable, so the committer fails now and the
-// ledger recovers it, instead of waiting out the stall limit with every batch held.
-watchLmdbWriteErrors((err) => committer.fail('WRITE_FAILED', `the storage library could not write a transaction: ${err.message}`));
+  // An error nothing handled stops block production and is reported as a fault (the node
+  // then stops acknowledging and restarts), instead of ending this thread silently.
+  // A failed LMDB commit is reported by its actual cause (EIO, ENOSPC), not lmdb-js's wrapper.
+  const halt = (what: string, err: unknown): void =>
+    void writeFailure(err).then((cause) => committer.halt(`${what} in the committer thread: ${cause.message}`));
+  process.on('unhandledRejection', (err) => halt('unhandled promise rejection', err));
+  process.on('uncaughtException', (err) => halt('uncaught exception', err));
+  // A commit whose pages could not be written (lmdb-js prints it and settles none of its
+  // promises): the blocks in flight will never be durable, so the committer fails now and the
+  // ledger recovers it, instead of waiting out the stall limit with every batch held. The print
+  // is this thread's (each thread has its own console) and is the error of this thread's oldest
+  // write in flight; a print when none is in flight is about a write that already settled, and
+  // stops nothing (src/store/write-errors.ts).
+  watchLmdbWriteErrors({
+    onError: (err, write) => committer.fail('WRITE_FAILED', `the storage library could not complete ${write.what}: ${err.message}`),
+    onStale: (err) => log.warn(`the storage library reported a write error after its write had settled (not a new failure): ${err.message}`),
+  });
 
-port.on('message', (m: ToCommitter) => {
-  if (m.type !== 'shutdown') return handle(m);
-  void committer
-    .close()
-    .then(() => Promise.all(envs.map((e) => e.close())))
-    .finally(() => {
-      post({ type: 'closed' });
-      port.close();
-    });
-});
+  port.on('message', (m: ToCommitter) => {
+    if (m.type !== 'shutdown') return handle(m);
+    void committer
+      .close()
+      // A failed committer's environments are left to the thread's end, which closes its
+      // handles: lmdb-js's close would wait for the writes it never settles.
+      .then(() => (committer.failed ? undefined : Promise.all(envs.map((e) => e.close()))))
+      .finally(() => {
+        post({ type: 'closed' });
+        port.close();
+        if (committer.failed) process.exit(0);
+      });
+  });
 
-committer.init().catch((err: unknown) => post({ type: 'fatal', code: 'START_FAILED', message: `committer failed to start: ${String(err)}` }));
+  committer.init().catch((err: unknown) => post({ type: 'fatal', code: 'START_FAILED', message: `committer failed to start: ${String(err)}` }));
+}
+
+const data = workerData as CommitterOptions | { standby: true };
+// A spare thread, started ahead so that a recovery does not wait for a thread to load its
+// modules (src/ledger/committer-client.ts): it opens nothing until it is told which ledger to run.
+if ('standby' in data) {
+  port.once('message', (m: ToCommitter) => {
+    if (m.type === 'begin') run(m.opts);
+    else port.close();
+  });
+} else run(data);

@@ -20,6 +20,7 @@ import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
 import { migrateIdIndexes } from '../maintenance/id-migration.js';
 import { withinTime } from '../store/alarms.js';
+import { trackWrite } from '../store/write-errors.js';
 
 /** Default of ChainWriterOptions.stallMs. */
 export const DEFAULT_STALL_MS = 60_000;
@@ -127,20 +128,26 @@ export class ChainWriter {
 
   /** Writes the records of the empty state root (once, before genesis). */
   async writeEmptyRoot(): Promise<void> {
-    await this.#s.root.transaction(() => {
-      for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
-    });
+    await trackWrite(
+      'the empty state root',
+      this.#s.root.transaction(() => {
+        for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
+      }),
+    );
   }
 
   /** One small durable write: resolves when the ledger file takes writes again, else throws. */
   async probe(): Promise<void> {
     const s = this.#s;
-    await withinTime(
-      s.root.childTransaction(() => void s.meta.put(PROBE_KEY, Date.now())),
-      this.#stallMs,
-      'a ledger probe write',
-    );
-    await withinTime(s.root.flushed, this.#stallMs, 'a ledger probe sync');
+    const probe = async (): Promise<void> => {
+      await withinTime(
+        s.root.childTransaction(() => void s.meta.put(PROBE_KEY, Date.now())),
+        this.#stallMs,
+        'a ledger probe write',
+      );
+      await withinTime(s.root.flushed, this.#stallMs, 'a ledger probe sync');
+    };
+    await trackWrite('a ledger probe write', probe());
   }
 
   /** Makes a built block's state readable to the builder before it is durable. */
@@ -184,10 +191,10 @@ export class ChainWriter {
       for (const { entry, record } of built.invalid) s.invalid.put(entry.id, record);
       extras?.also?.();
     };
-    try {
+    const what = head ? `block ${head.blockNum}` : 'a verdict round';
+    const commit = async (): Promise<void> => {
       // A child transaction: if anything in here throws, none of this round's writes stay
       // in the (shared, batched) LMDB transaction.
-      const what = head ? `block ${head.blockNum}` : 'a verdict round';
       await withinTime(
         s.root.childTransaction(() => {
           try {
@@ -202,6 +209,10 @@ export class ChainWriter {
       );
       // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
       await withinTime(s.root.flushed, this.#stallMs, `the sync of ${what}`);
+    };
+    try {
+      // In flight until durable: an error lmdb-js prints meanwhile is this round's (write-errors.ts).
+      await trackWrite(`the write of ${what}`, commit());
     } catch (err) {
       this.#engine.writeFailed();
       throw err;

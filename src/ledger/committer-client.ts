@@ -1,7 +1,7 @@
 /**
- * The committer client: starts the ledger's committer thread, waits for its recovery,
- * passes durable segments to it and its block events and faults back. All traffic is
- * messages (protocol.ts).
+ * The committer client: starts the ledger's committer thread (or hands its ledger to a spare
+ * thread started ahead), waits for its recovery, passes durable segments to it and its block
+ * events and faults back. All traffic is messages (protocol.ts).
  */
 import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
@@ -17,6 +17,41 @@ export interface CommitterHandlers {
   onRound?(m: RoundSummary | { type: 'dropped'; id: string }): void;
   /** The committer stopped: `reason` says why, for the fault report. */
   onFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED'): void;
+}
+
+/**
+ * A committer thread started ahead of need: it loads its modules (most of a thread's start:
+ * over a second on a loaded two-core machine) and waits, holding nothing, until it is given a
+ * ledger to run. The ledger keeps one, so that the recovery from a failed write starts its
+ * new committer without that wait. It does not keep the process alive.
+ */
+export class SpareThread {
+  #worker: Worker | null;
+
+  constructor() {
+    const w = new Worker(workerFile('committer'), { workerData: { standby: true } });
+    w.unref();
+    // A spare that failed or ended is not used (and its error is not an error of the node).
+    const gone = (): void => {
+      if (this.#worker === w) this.#worker = null;
+    };
+    w.on('error', gone);
+    w.once('exit', gone);
+    this.#worker = w;
+  }
+
+  /** The thread, ready to be told its ledger, or null when it is gone; the spare is used up. */
+  take(): Worker | null {
+    const w = this.#worker;
+    this.#worker = null;
+    w?.ref();
+    return w;
+  }
+
+  async close(): Promise<void> {
+    const w = this.take();
+    await w?.terminate();
+  }
 }
 
 /** A committer that failed to start. */
@@ -53,8 +88,14 @@ export class CommitterClient {
    * Starts the thread and resolves once it has recovered (head, pending batches). The
    * handlers are attached only then: a start failure rejects instead.
    */
-  static async start(opts: CommitterOptions, handlers: () => CommitterHandlers): Promise<{ client: CommitterClient; ready: CommitterReady }> {
-    const worker = new Worker(workerFile('committer'), { workerData: opts });
+  static async start(
+    opts: CommitterOptions,
+    handlers: () => CommitterHandlers,
+    spare?: SpareThread | null,
+  ): Promise<{ client: CommitterClient; ready: CommitterReady }> {
+    const ahead = spare?.take() ?? null;
+    const worker = ahead ?? new Worker(workerFile('committer'), { workerData: opts });
+    if (ahead) ahead.postMessage({ type: 'begin', opts } satisfies ToCommitter);
     const ready = await new Promise<CommitterReady>((resolve, reject) => {
       const onMsg = (m: FromCommitter): void => {
         if (m.type === 'ready') {
@@ -86,6 +127,23 @@ export class CommitterClient {
   /** An envelope for a client of the component endpoint. */
   sendClient(peer: string, body: Uint8Array): void {
     if (!this.#closed) this.#worker.postMessage({ type: 'client-send', peer, body } satisfies ToCommitter);
+  }
+
+  /**
+   * Resolves once the thread has ended (its handles on the environments closed with it), ending
+   * it after `ms` at the latest. For a thread being replaced: `close` resolves when the thread
+   * says it is done, which may be a moment before it is gone.
+   */
+  ended(ms = 2_000): Promise<void> {
+    if (this.#exited) return Promise.resolve();
+    const w = this.#worker;
+    return new Promise<void>((resolve) => {
+      const t = setTimeout(() => void w.terminate().then(() => resolve()), ms);
+      w.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
   }
 
   /** Asks the thread to finish the blocks in flight and stop; ends it after `ms` (10 s) at the latest. */

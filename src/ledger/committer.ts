@@ -309,11 +309,20 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     this.#p.component?.sendTo(peer, body);
   }
 
+  /** Whether the committer stopped for a failure (see #fail): its writes in flight may never settle. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
   async close(): Promise<void> {
     this.#closing = true;
     this.#clearTimer();
     this.#p.consensus.close();
     await this.#p.component?.close();
+    // After a failure nothing more is written, and what was in flight is redone by the next
+    // committer from the source: waiting for it could mean waiting for ever (lmdb-js settles
+    // none of the writes of a transaction whose pages it could not write).
+    if (this.#failed) return;
     await this.#building;
     await this.#commits;
     await this.#p.source.close();

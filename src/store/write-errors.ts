@@ -6,6 +6,15 @@
  * then hold its blocks in flight until its stall limit (60 s by default), acknowledging
  * nothing meanwhile. This turns that print into a call, so the thread that owns the writes
  * can fail at once and be recovered.
+ *
+ * A print names neither the transaction nor the environment it is about, so it is attributed
+ * here: to the thread that printed it (console.error is per thread: a print reaches only the
+ * watcher of the thread whose lmdb-js wrote), and to the oldest write of that thread still in
+ * flight (LMDB commits one transaction at a time, in order). The writes a thread makes register
+ * with `trackWrite` until they settle. A print while none is in flight comes from a write that
+ * already settled (its promise was rejected or resolved before the print, or it was made before
+ * a recovery): it is reported as stale, and does not stop anything; an error of a write in
+ * flight does.
  */
 import { sep } from 'node:path';
 
@@ -16,20 +25,90 @@ export function isLmdbWriteError(v: unknown): v is Error & { code: number } {
   return typeof code === 'number' && code > 0 && (v.stack ?? '').includes(`${sep}lmdb${sep}write.js`);
 }
 
-let installed: ((err: Error & { code: number }) => void) | null = null;
+/** A write in flight: what it is (for the fault message) and its number in this thread. */
+export interface TrackedWrite {
+  id: number;
+  what: string;
+}
 
 /**
- * Calls `onError` for every failed-write error lmdb-js prints in this thread (the print
- * itself still happens). One watcher per thread: a second call replaces the first.
+ * The writes of one thread in flight, oldest first, and the attribution of an error print to
+ * one of them. Pure bookkeeping (no lmdb-js), so that the rule is tested on its own.
  */
-export function watchLmdbWriteErrors(onError: (err: Error & { code: number }) => void): void {
-  if (installed === null) {
+export class WriteAttribution {
+  #next = 1;
+  /** In start order (a Map keeps insertion order): the first entry is the oldest write. */
+  readonly #inFlight = new Map<number, TrackedWrite>();
+
+  /** A write starts; returns its record, to give to `end` once it settled. */
+  begin(what: string): TrackedWrite {
+    const w = { id: this.#next++, what };
+    this.#inFlight.set(w.id, w);
+    return w;
+  }
+
+  /** The write settled (resolved or rejected): a later print is not about it. */
+  end(w: TrackedWrite): void {
+    this.#inFlight.delete(w.id);
+  }
+
+  /** The write an error print is about: the oldest one in flight, or null (a stale print). */
+  attribute(): TrackedWrite | null {
+    for (const w of this.#inFlight.values()) return w;
+    return null;
+  }
+
+  get size(): number {
+    return this.#inFlight.size;
+  }
+}
+
+/** This thread's writes in flight (module state is per thread: each worker loads its own copy). */
+const writes = new WriteAttribution();
+
+/**
+ * Registers `p`, a write of this thread (an LMDB transaction, a put, a flush), as in flight
+ * until it settles; returns it unchanged. A write that never settles stays in flight: an error
+ * print is then attributed to it, which is the case the watcher exists for.
+ */
+export function trackWrite<T>(what: string, p: Promise<T>): Promise<T> {
+  const w = writes.begin(what);
+  const end = (): void => writes.end(w);
+  p.then(end, end);
+  return p;
+}
+
+export interface WriteErrorHandlers {
+  /** A failed write of this thread: `write` is the write in flight the print is attributed to. */
+  onError(err: Error & { code: number }, write: TrackedWrite): void;
+  /** A print that no write in flight can have made (printed after its write had settled). */
+  onStale?(err: Error & { code: number }): void;
+}
+
+let installed: WriteErrorHandlers | null = null;
+/** The attribution the installed watcher reads (this thread's writes, or a test's own). */
+let current: WriteAttribution = writes;
+/** The console.error this module put in place (wrapped again if something replaced it since). */
+let wrapper: ((...args: unknown[]) => void) | null = null;
+
+/**
+ * Calls the handlers for every failed-write error lmdb-js prints in this thread (the print
+ * itself still happens), attributed by `attribution` (this thread's writes by default). One
+ * watcher per thread: a second call replaces the first.
+ */
+export function watchLmdbWriteErrors(handlers: WriteErrorHandlers, attribution: WriteAttribution = writes): void {
+  if (console.error !== wrapper) {
     const print = console.error.bind(console);
-    console.error = (...args: unknown[]): void => {
+    wrapper = (...args: unknown[]): void => {
       print(...args);
       const err = args[0];
-      if (installed && isLmdbWriteError(err)) installed(err);
+      if (!installed || !isLmdbWriteError(err)) return;
+      const write = current.attribute();
+      if (write) installed.onError(err, write);
+      else installed.onStale?.(err);
     };
+    console.error = wrapper;
   }
-  installed = onError;
+  installed = handlers;
+  current = attribution;
 }
