@@ -11,13 +11,16 @@
  *
  * `node --import tsx bench/eio.ts` (needs `cc` to build the shim; runs the node from the build,
  * dist/, when there is one, as the other benches do: `npm run build` first, BENCH_FROM_SOURCE=1
- * for the sources, BENCH_NODE_DIR=<checkout> for another checkout's build). RUNS (20),
+ * for the sources, BENCH_NODE_DIR=<checkout> for another checkout's build, and
+ * BENCH_NODE_DIRS=<a>,<b> for two or more in turn, each run's fault position the same for
+ * each: A, B, A, B, one summary line each). RUNS (20 a checkout),
  * LOAD_MS (2500: the load's length), FAULT_AT_MS (800: when the rule is set), CALL (pwrite),
  * LIMIT_MS (15000: a run still read-only this long after the load ends counts as not
  * recovered), SEED, EIO_LOG_DIR (a folder: the node's log of each run read-only over 2 s or
- * stopped twice is written there). The whole bench stops after RUNS × 30 s at the latest. Prints one line a
- * run on stderr and one JSON line on stdout: min, median and max recovery (ms), runs not
- * recovered, runs with a second stop, batches lost.
+ * stopped twice is written there, named by run and process id). The whole bench stops after
+ * RUNS × 30 s a checkout at the latest. Prints one line a run on stderr and one JSON line a
+ * checkout on stdout: min, median and max read-only time (ms), runs over 2 s, runs not
+ * recovered, runs with a second stop, acknowledged batches not committed.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -82,12 +85,15 @@ async function statuses(client: Client, ids: string[]): Promise<Record<string, n
   const out: Record<string, number> = {};
   for (let i = 0; i < ids.length; i += 500) {
     const r = await client.request('POST', '/batch_statuses?wait=20', Buffer.from(JSON.stringify(ids.slice(i, i + 500))), 'application/json');
-    for (const s of (JSON.parse(r.body) as { data: Array<{ status: string }> }).data) out[s.status] = (out[s.status] ?? 0) + 1;
+    const data = r.status === 200 ? (JSON.parse(r.body) as { data: Array<{ status: string }> }).data : [];
+    // Not answered (the node still read-only, say): counted as not committed.
+    if (r.status !== 200) out[`HTTP ${r.status}`] = (out[`HTTP ${r.status}`] ?? 0) + Math.min(500, ids.length - i);
+    for (const s of data) out[s.status] = (out[s.status] ?? 0) + 1;
   }
   return out;
 }
 
-async function oneRun(n: number, shim: Exclude<ReturnType<typeof faultShim>, string>, deadline: number): Promise<RunResult> {
+async function oneRun(n: number, skip: number, shim: Exclude<ReturnType<typeof faultShim>, string>, deadline: number): Promise<RunResult> {
   shim.set('');
   const firedBefore = shim.fired().length;
   const fired = (): number => shim.fired().length - firedBefore;
@@ -99,7 +105,6 @@ async function oneRun(n: number, shim: Exclude<ReturnType<typeof faultShim>, str
     let next = 0;
     const loadStart = Date.now();
     const loadEnd = loadStart + LOAD_MS;
-    const skip = Math.floor(random() * SKIP_SPAN);
     const faultTimer = setTimeout(() => shim.set(`EIO ledger.mdb count=1 call=${CALL} skip=${skip}`), FAULT_AT_MS);
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
@@ -146,7 +151,7 @@ async function oneRun(n: number, shim: Exclude<ReturnType<typeof faultShim>, str
     const stops = count(node, /^committer stopped /);
     // EIO_LOG_DIR: the node's log of each run that was slow, stuck or stopped twice, for a look.
     const logDir = process.env.EIO_LOG_DIR;
-    if (logDir && (recoveryMs === null || recoveryMs > 2000 || stops > 1)) writeFileSync(join(logDir, `eio-run-${n + 1}.log`), node.log());
+    if (logDir && (recoveryMs === null || recoveryMs > 2000 || stops > 1)) writeFileSync(join(logDir, `eio-run-${n}-${node.pid}.log`), node.log());
     return { skip, fired: met, recoveryMs, afterLoadMs, stops, acked: acked.length, lost, probeCommitted };
   } finally {
     await node.stop();
@@ -158,29 +163,41 @@ if (typeof shim === 'string') {
   process.stderr.write(`[eio] skipped: ${shim}\n`);
   process.exit(0);
 }
+/** The checkouts to measure, in turn on each run (BENCH_NODE_DIRS, comma-separated; this one by default). */
+const dirs = (process.env.BENCH_NODE_DIRS ?? '').split(',').filter(Boolean);
+const sides = dirs.length ? dirs : [process.env.BENCH_NODE_DIR ?? ''];
 process.stderr.write(`[eio] seed ${seed}, ${RUNS} runs, load ${LOAD_MS} ms, fault at ${FAULT_AT_MS} ms (${CALL})\n`);
-const deadline = Date.now() + RUNS * 30_000;
-const results: RunResult[] = [];
+const deadline = Date.now() + RUNS * sides.length * 30_000;
+const results: RunResult[][] = sides.map(() => []);
 for (let i = 0; i < RUNS && Date.now() < deadline; i++) {
-  const r = await oneRun(i, shim, deadline);
-  results.push(r);
-  process.stderr.write(
-    `[eio] run ${i + 1}: skip ${r.skip}, fired ${r.fired}, read-only ${r.recoveryMs ?? `>${LIMIT_MS}`} ms, ` +
-      `cleared ${r.afterLoadMs ?? '-'} ms after the load, ${r.stops} committer stop(s), ${r.acked} acked, ${r.lost} lost, probe ${r.probeCommitted ? 'committed' : 'NOT committed'}\n`,
-  );
+  // One fault position a run, the same for every checkout: A, B, A, B on the same draws.
+  const skip = Math.floor(random() * SKIP_SPAN);
+  for (const [k, dir] of sides.entries()) {
+    if (dir) process.env.BENCH_NODE_DIR = dir;
+    const r = await oneRun(i + 1, skip, shim, deadline);
+    results[k]?.push(r);
+    process.stderr.write(
+      `[eio] ${dir || '.'} run ${i + 1}: skip ${r.skip}, fired ${r.fired}, read-only ${r.recoveryMs ?? `>${LIMIT_MS}`} ms, ` +
+        `cleared ${r.afterLoadMs ?? '-'} ms after the load, ${r.stops} committer stop(s), ${r.acked} acked, ${r.lost} lost, probe ${r.probeCommitted ? 'committed' : 'NOT committed'}\n`,
+    );
+  }
 }
-const measured = results.filter((r) => r.fired > 0);
-const times = measured.map((r) => r.recoveryMs ?? Number.POSITIVE_INFINITY).sort((a, b) => a - b);
-const at = (q: number): number | null => (times.length ? (times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? null) : null);
-process.stdout.write(
-  `${JSON.stringify({
-    runs: results.length,
+
+function summary(rs: RunResult[]): Record<string, unknown> {
+  const measured = rs.filter((r) => r.fired > 0);
+  const times = measured.map((r) => r.recoveryMs ?? Number.POSITIVE_INFINITY).sort((a, b) => a - b);
+  const median = times.length ? ((times[Math.floor((times.length - 1) / 2)] ?? 0) + (times[Math.ceil((times.length - 1) / 2)] ?? 0)) / 2 : null;
+  const shown = (x: number | null | undefined): number | string | null =>
+    x === undefined || x === null ? null : Number.isFinite(x) ? x : `>${LIMIT_MS}`;
+  return {
+    runs: rs.length,
     faultMet: measured.length,
-    recoveryMs: { min: at(0), median: at(0.5), max: times.at(-1) ?? null },
+    recoveryMs: { min: shown(times[0]), median: shown(median), max: shown(times.at(-1)) },
     over2s: times.filter((x) => x > 2000).length,
     notRecovered: measured.filter((r) => r.recoveryMs === null).length,
     secondStop: measured.filter((r) => r.stops > 1).length,
-    lost: results.reduce((s, r) => s + r.lost, 0),
-    probeNotCommitted: results.filter((r) => !r.probeCommitted).length,
-  })}\n`,
-);
+    lost: rs.reduce((n, r) => n + r.lost, 0),
+    probeNotCommitted: rs.filter((r) => !r.probeCommitted).length,
+  };
+}
+for (const [k, dir] of sides.entries()) process.stdout.write(`${JSON.stringify({ node: dir || '.', ...summary(results[k] ?? []) })}\n`);
