@@ -133,7 +133,7 @@ export class Ledger {
    * cluster member, which has none), reopened after a fatal error (src/store/reopen.ts).
    */
   readonly #db: RootDatabase;
-  readonly #pendingDb: RootDatabase | null;
+  readonly #pendingDb: RootDatabase<Buffer, number> | null;
   #closed = false;
   #clientHandler: ((m: ClientTraffic) => void) | null = null;
   /** Client messages that came before a handler was attached (start-up), bounded. */
@@ -173,7 +173,7 @@ export class Ledger {
     this.#writer =
       this.#log ??
       new PendingWriter({
-        db: this.#pendingDb as RootDatabase<Buffer, number>,
+        db: this.#pendingDb ?? openPendingEnv(config.dataDir, description.pendingFile),
         ackDurability: config.ackDurability,
         nextSeq: ready.nextSeq,
         pendingIds: ready.pendingIds,

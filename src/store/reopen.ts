@@ -1,6 +1,7 @@
 /**
- * The main environment as the HTTP thread holds it, in a form that can be closed and opened
- * again under the stores that use it, for the one failure LMDB does not get over in place.
+ * The main environment (and the pending pool's) as the HTTP thread holds it, in a form that
+ * can be closed and opened again under the stores that use it, for the one failure LMDB does
+ * not get over in place.
  *
  * When the write of a transaction's meta page fails (one EIO on one pwrite is enough), LMDB
  * marks the whole environment as broken (MDB_FATAL_ERROR): from then on every transaction
@@ -12,83 +13,80 @@
  * thread first, then reopens this thread's handle here (src/ledger/ledger.ts), and the next
  * committer opens a sound environment.
  *
- * The stores of this thread keep the objects they were given: `reopenable` returns a proxy of
- * the root database, and of each sub-database opened through it, that forwards every access to
- * the current handle; a reopen points them all at the new one. Overrides set on a store (the
- * checksum layer's `get`, src/store/checksum.ts) stay on the proxy. What was under way on the
- * old handle (an iterator held across an await) fails with lmdb-js's "closed database" error.
+ * The stores of this thread keep the objects they were given. lmdb-js keeps an environment's
+ * state in the class it makes for it (its methods close over the native handle), and a store's
+ * own in the store's own properties: a reopen makes a new root and a new store for each one
+ * opened before, and moves each new store's class and own properties into the old object. A
+ * store object is thus a plain lmdb-js store before and after (no indirection on reads: a
+ * forwarding proxy measured 1.5 times the cost of a `get`). What a store's user set on it
+ * (the checksum layer's `get`, src/store/checksum.ts) is kept, as it declares with
+ * `keepOnReopen`. What was under way on the old handle (an iterator held across an await)
+ * fails with lmdb-js's "closed database" error.
  */
 import type { RootDatabase } from 'lmdb';
 
 /** The message of an error LMDB raises on an environment that had a fatal error (a failed meta-page write). */
 const PANIC = /MDB_PANIC|No transaction to renew/;
 
-interface Slot {
-  /** The handle the proxy forwards to now. */
-  current: object;
-}
+type Key = string | symbol;
 
 interface Control {
   open(): RootDatabase;
-  root: Slot;
-  /** Each sub-database opened through the root proxy, with the arguments it was opened with. */
-  subs: Array<{ slot: Slot; args: unknown[] }>;
+  /** Each sub-database opened through the root, with the arguments it was opened with. */
+  subs: Array<{ db: object; args: unknown[] }>;
   reopens: number;
 }
 
-/** The control of each proxy handed out (root and sub-databases alike). */
+/** The control of each root made by `reopenable`. */
 const controls = new WeakMap<object, Control>();
+/** Per store: own properties its user set (kept by a reopen), and what to run after one. */
+const kept = new WeakMap<object, { keys: Set<Key>; after: Array<() => void> }>();
 
-/** A proxy that forwards to `slot.current`; `wrap` may replace what a key reads (openDB on the root). */
-function forward<T extends object>(slot: Slot, wrap?: (key: string | symbol) => unknown): T {
-  const overrides = new Map<string | symbol, unknown>();
-  // One forwarding function per method name: it looks the method up on the current handle at
-  // each call, so a function taken earlier (`db.get.bind(db)`) follows a reopen too.
-  const methods = new Map<string | symbol, (...args: unknown[]) => unknown>();
-  return new Proxy(Object.create(null) as T, {
-    get(_, key) {
-      if (overrides.has(key)) return overrides.get(key);
-      const wrapped = wrap?.(key);
-      if (wrapped !== undefined) return wrapped;
-      const value: unknown = Reflect.get(slot.current, key);
-      if (typeof value !== 'function') return value;
-      let m = methods.get(key);
-      if (!m) {
-        m = (...args: unknown[]): unknown => Reflect.apply(Reflect.get(slot.current, key) as (...a: unknown[]) => unknown, slot.current, args);
-        methods.set(key, m);
-      }
-      return m;
-    },
-    set(_, key, value) {
-      overrides.set(key, value);
-      return true;
-    },
-    has: (_, key) => overrides.has(key) || Reflect.has(slot.current, key),
-    getPrototypeOf: () => Reflect.getPrototypeOf(slot.current),
-    ownKeys: () => [...new Set([...Reflect.ownKeys(slot.current), ...overrides.keys()])],
-    getOwnPropertyDescriptor(_, key) {
-      if (overrides.has(key)) return { value: overrides.get(key), writable: true, enumerable: true, configurable: true };
-      const d = Reflect.getOwnPropertyDescriptor(slot.current, key);
-      return d ? { ...d, configurable: true } : undefined;
-    },
-  });
+/**
+ * Declares `key`, an own property the caller set on `store`, to be kept when the store is
+ * reopened; `rebind` runs after a reopen (to take the new handle's methods, say).
+ */
+export function keepOnReopen(store: object, key: Key, rebind?: () => void): void {
+  let k = kept.get(store);
+  if (!k) {
+    k = { keys: new Set(), after: [] };
+    kept.set(store, k);
+  }
+  k.keys.add(key);
+  if (rebind) k.after.push(rebind);
+}
+
+/** The method `key` of the lmdb-js class behind `store` now (not an override set on the store). */
+export function storeMethod<F>(store: object, key: string): F {
+  return (Reflect.getPrototypeOf(store) as Record<string, F>)[key] as F;
+}
+
+/** Makes `target` the store `fresh` is: its class and its own properties, but for those kept. */
+function transplant(target: object, fresh: object): void {
+  const keep = kept.get(target)?.keys ?? new Set<Key>();
+  for (const k of Reflect.ownKeys(target)) if (!keep.has(k)) Reflect.deleteProperty(target, k);
+  for (const k of Reflect.ownKeys(fresh)) {
+    const d = Reflect.getOwnPropertyDescriptor(fresh, k);
+    if (d && !keep.has(k)) Reflect.defineProperty(target, k, d);
+  }
+  Reflect.setPrototypeOf(target, Reflect.getPrototypeOf(fresh));
 }
 
 /**
- * Opens the environment with `open` and returns its root behind a proxy that `reopenEnv` can
- * point at a new handle. Only the HTTP thread's main environment needs it (the committer
+ * Opens the environment with `open` and returns its root, made reopenable by `reopenEnv`: the
+ * sub-databases opened through it are recorded. Only the HTTP thread needs it (the committer
  * threads are ended and started again instead).
  */
-export function reopenable(open: () => RootDatabase): RootDatabase {
-  const control: Control = { open, root: { current: open() }, subs: [], reopens: 0 };
-  const openDB = (...args: unknown[]): object => {
-    const slot: Slot = { current: Reflect.apply((control.root.current as RootDatabase).openDB, control.root.current, args) as object };
-    control.subs.push({ slot, args });
-    const sub = forward<object>(slot);
-    controls.set(sub, control);
-    return sub;
+export function reopenable<R extends RootDatabase>(open: () => R): R {
+  const root = open();
+  const control: Control = { open, subs: [], reopens: 0 };
+  const openDB = (...args: unknown[]): unknown => {
+    const db = Reflect.apply(storeMethod<(...a: unknown[]) => unknown>(root, 'openDB'), root, args);
+    if (db && typeof db === 'object') control.subs.push({ db, args });
+    return db;
   };
-  const root = forward<RootDatabase>(control.root, (key) => (key === 'openDB' ? openDB : undefined));
+  Reflect.defineProperty(root, 'openDB', { value: openDB, writable: true, configurable: true, enumerable: false });
+  keepOnReopen(root, 'openDB');
   controls.set(root, control);
   return root;
 }
@@ -121,19 +119,24 @@ export async function reopenEnv(db: RootDatabase): Promise<void> {
   if (!control) throw new Error('this environment cannot be reopened in place');
   // Write batches lmdb-js queued for the next turn start while the old handle is still open.
   await new Promise<void>((resolve) => setImmediate(resolve));
-  const old = control.root.current as RootDatabase & { env?: { close(): void } };
-  // lmdb-js's close stops reads and new writes on the old handle, then waits for its writes
-  // in flight, which on a broken environment never settle: the native handle is closed here
-  // instead (its later close is caught by lmdb-js).
+  // lmdb-js's close, run on a copy of the old root (what it sets on the store stays there):
+  // it ends the read transaction and refuses new writes, then waits for the writes in flight,
+  // which on a broken environment never settle; the native handle is closed here instead
+  // (lmdb-js's own later attempt is caught by it).
+  const old = Object.create(Reflect.getPrototypeOf(db)) as RootDatabase & { env?: { close(): void } };
+  for (const k of Reflect.ownKeys(db)) {
+    const d = Reflect.getOwnPropertyDescriptor(db, k);
+    if (d) Reflect.defineProperty(old, k, d);
+  }
   old.close().catch(() => undefined);
   try {
     old.env?.close();
   } catch {
     // closed already
   }
-  const root = control.open();
-  control.root.current = root;
-  for (const s of control.subs) s.slot.current = Reflect.apply(root.openDB, root, s.args) as object;
+  transplant(db, control.open());
+  for (const s of control.subs) transplant(s.db, Reflect.apply(storeMethod<(...a: unknown[]) => unknown>(db, 'openDB'), db, s.args) as object);
+  for (const store of [db, ...control.subs.map((s) => s.db)]) for (const f of kept.get(store)?.after ?? []) f();
   control.reopens++;
   if (envPanicked(db)) throw new Error('the environment is still broken after a reopen: another thread still holds it');
 }
