@@ -3,6 +3,7 @@
  * thread started ahead), waits for its recovery, passes durable segments to it and its block
  * events and faults back. All traffic is messages (protocol.ts).
  */
+import { resolve as resolvePath } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
 import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, RoundSummary, ToCommitter } from './protocol.js';
@@ -65,12 +66,16 @@ export class CommitterStartError extends Error {
 }
 
 export class CommitterClient {
+  /** The committer threads of this process that run, with their data directory. */
+  static readonly #running = new Map<CommitterClient, string>();
   readonly #worker: Worker;
   #closed = false;
   #exited = false;
 
-  private constructor(worker: Worker, h: CommitterHandlers) {
+  private constructor(worker: Worker, h: CommitterHandlers, dataDir: string) {
     this.#worker = worker;
+    CommitterClient.#running.set(this, resolvePath(dataDir));
+    worker.once('exit', () => CommitterClient.#running.delete(this));
     worker.on('message', (m: FromCommitter) => {
       if (m.type === 'block') h.onBlock(m);
       else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
@@ -111,7 +116,7 @@ export class CommitterClient {
       await worker.terminate();
       throw err;
     });
-    return { client: new CommitterClient(worker, handlers()), ready };
+    return { client: new CommitterClient(worker, handlers(), opts.dataDir), ready };
   }
 
   /** `transfer`: buffers the batches' bytes live in, moved to the committer (unusable here afterwards). */
@@ -127,6 +132,17 @@ export class CommitterClient {
   /** An envelope for a client of the component endpoint. */
   sendClient(peer: string, body: Uint8Array): void {
     if (!this.#closed) this.#worker.postMessage({ type: 'client-send', peer, body } satisfies ToCommitter);
+  }
+
+  /**
+   * Ends every committer thread of this process on the environment of `dataDir` (a circuit's
+   * shares the node's) and resolves once they are gone. Each owner is told (THREAD_EXITED) and
+   * starts a new one by its own recovery. For an environment that must be closed by every
+   * thread before it can be opened again (src/store/reopen.ts).
+   */
+  static async endAll(dataDir: string): Promise<void> {
+    const on = [...CommitterClient.#running].filter(([, dir]) => dir === resolvePath(dataDir)).map(([c]) => c);
+    await Promise.all(on.map((c) => c.#worker.terminate()));
   }
 
   /**

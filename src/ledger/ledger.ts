@@ -383,7 +383,11 @@ export class Ledger {
     await this.#committer.ended(2_000);
     // Writes in progress settle first: the new committer reads the pool as they left it.
     await this.#writer.drain(this.#stallMs);
-    for (const [db, file] of this.#brokenEnvs()) {
+    const broken = this.#brokenEnvs();
+    // The circuits' committer threads hold the main environment too: they end, and start
+    // again by their own recovery once it is sound (src/scabbard/committer-link.ts).
+    if (broken.some(([db]) => db === this.#db)) await CommitterClient.endAll(this.#dataDir);
+    for (const [db, file] of broken) {
       await reopenEnv(db);
       log.warn(`the environment of ${file} had a fatal error (a failed meta-page write): reopened`);
     }
