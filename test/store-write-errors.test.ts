@@ -71,7 +71,14 @@ t.test('trackWrite: in flight until the write settles, resolved or rejected', as
   await t.rejects(failing, /Commit failed/, 'the caller still gets the rejection');
   console.error(lmdbError(5));
   t.same(seen, ['the ok write', 'stale', 'stale']);
-  t.equal(printed.length, 3, 'every print printed');
+  // A write names its environment: the pending pool's cleanup is not the ledger's write.
+  const envs: string[] = [];
+  watchLmdbWriteErrors({ onError: (_, w) => envs.push(`${w.what} (${w.env})`) });
+  const cleanup = trackWrite('the pending pool cleanup', new Promise<void>(() => undefined), 'pending');
+  console.error(lmdbError(5));
+  t.same(envs, ['the pending pool cleanup (pending)']);
+  t.ok(cleanup instanceof Promise);
+  t.equal(printed.length, 4, 'every print printed');
 });
 
 t.test('a print after a recovery, from the earlier write, stops nothing; a new error does', async (t) => {

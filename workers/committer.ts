@@ -82,7 +82,11 @@ function run(opts: CommitterOptions): void {
   // write in flight; a print when none is in flight is about a write that already settled, and
   // stops nothing (src/store/write-errors.ts).
   watchLmdbWriteErrors({
-    onError: (err, write) => committer.fail('WRITE_FAILED', `the storage library could not complete ${write.what}: ${err.message}`),
+    onError: (err, write) =>
+      committer.fail(
+        write.env === 'pending' ? 'PENDING_CLEANUP_FAILED' : 'WRITE_FAILED',
+        `the storage library could not complete ${write.what}: ${err.message}`,
+      ),
     onStale: (err) => log.warn(`the storage library reported a write error after its write had settled (not a new failure): ${err.message}`),
   });
 

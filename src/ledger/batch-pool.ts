@@ -179,6 +179,7 @@ export class BatchPool {
       this.pending.transaction(() => {
         for (const seg of segments) this.pending.remove(seg);
       }),
+      'pending',
     )
       .then(
         () => undefined,

@@ -25,10 +25,12 @@ export function isLmdbWriteError(v: unknown): v is Error & { code: number } {
   return typeof code === 'number' && code > 0 && (v.stack ?? '').includes(`${sep}lmdb${sep}write.js`);
 }
 
-/** A write in flight: what it is (for the fault message) and its number in this thread. */
+/** A write in flight: what it is (for the fault message), its number in this thread, and its environment. */
 export interface TrackedWrite {
   id: number;
   what: string;
+  /** The pending pool's environment, or the ledger's (the default). */
+  env: 'ledger' | 'pending';
 }
 
 /**
@@ -41,8 +43,8 @@ export class WriteAttribution {
   readonly #inFlight = new Map<number, TrackedWrite>();
 
   /** A write starts; returns its record, to give to `end` once it settled. */
-  begin(what: string): TrackedWrite {
-    const w = { id: this.#next++, what };
+  begin(what: string, env: TrackedWrite['env'] = 'ledger'): TrackedWrite {
+    const w = { id: this.#next++, what, env };
     this.#inFlight.set(w.id, w);
     return w;
   }
@@ -71,8 +73,8 @@ const writes = new WriteAttribution();
  * until it settles; returns it unchanged. A write that never settles stays in flight: an error
  * print is then attributed to it, which is the case the watcher exists for.
  */
-export function trackWrite<T>(what: string, p: Promise<T>): Promise<T> {
-  const w = writes.begin(what);
+export function trackWrite<T>(what: string, p: Promise<T>, env: TrackedWrite['env'] = 'ledger'): Promise<T> {
+  const w = writes.begin(what, env);
   const end = (): void => writes.end(w);
   p.then(end, end);
   return p;
