@@ -11,6 +11,7 @@ import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
 import { watchLmdbWriteErrors } from '../src/store/write-errors.js';
+import { envPanicked } from '../src/store/reopen.js';
 import { log } from '../src/log.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
 import { composeNodeCommitter } from '../src/ledger/compose.js';
@@ -94,17 +95,36 @@ function run(opts: CommitterOptions): void {
     if (m.type !== 'shutdown') return handle(m);
     void committer
       .close()
-      // A failed committer's environments are left to the thread's end, which closes its
-      // handles: lmdb-js's close would wait for the writes it never settles.
+      // A failed committer says it is done at once (its component endpoint closed): the next
+      // one can start meanwhile; its environments close after that (endFailed).
       .then(() => (committer.failed ? undefined : Promise.all(envs.map((e) => e.close()))))
       .finally(() => {
         post({ type: 'closed' });
         port.close();
-        if (committer.failed) process.exit(0);
+        if (committer.failed) endFailed(envs);
       });
   });
 
   committer.init().catch((err: unknown) => post({ type: 'fatal', code: 'START_FAILED', message: `committer failed to start: ${String(err)}` }));
+}
+
+/**
+ * Most a failed committer's thread waits for lmdb-js to close its environments before it ends
+ * (ms). lmdb-js's close waits for the thread's writes in flight, and after a failed commit it
+ * may settle some of them never: the thread ends by then anyway (its end closes its handles).
+ * Long enough for a write under way to finish (a commit and its sync: milliseconds, a few
+ * hundred on a loaded machine), as ending a thread in the middle of one is not safe; short, as
+ * a broken environment's reopen waits for the thread's end (src/ledger/ledger.ts).
+ */
+const FAILED_EXIT_GRACE_MS = 500;
+
+/** Ends the thread of a failed committer, once lmdb-js closed its environments or after the grace. */
+function endFailed(envs: RootDatabase[]): void {
+  // On a broken environment (a failed meta-page write) every transaction fails at its start:
+  // nothing is under way, and nothing would settle.
+  if (envs.some(envPanicked)) process.exit(0);
+  const grace = new Promise<void>((resolve) => setTimeout(resolve, FAILED_EXIT_GRACE_MS));
+  void Promise.race([Promise.all(envs.map((e) => e.close())), grace]).finally(() => process.exit(0));
 }
 
 const data = workerData as CommitterOptions | { standby: true };

@@ -67,6 +67,8 @@ export class ChainWriter {
   readonly #readModel: ReadModelWriter;
   readonly #writeFault: FaultPoint | null;
   readonly #stallMs: number;
+  /** Set when the committer stopped: a round whose transaction runs later writes nothing. */
+  #halted = false;
   /** The state as of any stored or staged root: what blocks are built on. */
   readonly state: StateStore;
   /** Where committed batches and transactions are (as far as durable blocks go). */
@@ -136,6 +138,15 @@ export class ChainWriter {
     );
   }
 
+  /**
+   * Writes no more rounds: those whose transaction lmdb-js runs from now on write nothing. A
+   * failed committer calls it, so that a round it handed over before cannot land after a new
+   * committer, in another thread, read the head it builds on.
+   */
+  halt(): void {
+    this.#halted = true;
+  }
+
   /** One small durable write: resolves when the ledger file takes writes again, else throws. */
   async probe(): Promise<void> {
     const s = this.#s;
@@ -167,6 +178,7 @@ export class ChainWriter {
     if (!this.#loaded) this.loadState();
     let checkpoint: number | null = null;
     const writeRound = (): void => {
+      if (this.#halted) throw new Error('the committer stopped: this round is not written');
       this.#writeFault?.check();
       const stored = s.meta.get(HEAD_KEY) as ChainHead | undefined;
       if ((stored?.blockId ?? NULL_BLOCK_ID) !== built.parent.blockId) {

@@ -269,12 +269,14 @@ export class Committer<E extends BuildEntry = BuildEntry> {
    * A write failed: the rounds built on it are in memory only, so the committer stops
    * here (nothing more is built, written or settled) and reports it; the node stops
    * acknowledging batches, and the restart resumes from the durable head with every
-   * unsettled batch still in its source. Later rounds already queued for writing are
-   * refused by the chain writer's parent check, so the chain never gets a gap.
+   * unsettled batch still in its source. Later rounds already queued for writing write
+   * nothing (the chain writer is halted, and its parent check would refuse them anyway), so
+   * the chain never gets a gap, and a new committer may start before this thread has ended.
    */
   #fail(code: CommitterFaultCode, message: string): void {
     if (this.#failed) return;
     this.#failed = true;
+    this.#p.writer.halt();
     this.#clearTimer();
     this.#post({ type: 'fatal', code, message });
   }

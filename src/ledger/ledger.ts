@@ -372,21 +372,28 @@ export class Ledger {
 
   /**
    * Ends the failed committer thread and starts a new one from the last durable block. A
-   * failed committer ends at once (what it had in flight is redone from the pending pool). If
-   * the environment had a fatal error (a failed meta-page write: every transaction on it fails
-   * with MDB_PANIC, in every thread), this thread's handle is reopened once the old thread,
-   * and its handle, are gone (src/store/reopen.ts): the new committer then opens a sound one.
+   * failed committer stops at once (what it had in flight is redone from the pending pool), and
+   * the new one starts on the spare thread without waiting for the old thread's end. If an
+   * environment had a fatal error (a failed meta-page write: every transaction on it fails with
+   * MDB_PANIC, in every thread), this thread's handle is reopened once the other threads, and
+   * their handles, are gone (src/store/reopen.ts): the new committer then opens a sound one.
    */
   async #restartCommitter(): Promise<void> {
     const generation = ++this.#generation;
-    await this.#committer.close(2_000);
-    await this.#committer.ended(2_000);
+    // Resolves once the old committer is done (a failed one at once, its component endpoint
+    // closed); its thread ends a moment later, by itself.
+    const old = this.#committer;
+    await old.close(2_000);
     // Writes in progress settle first: the new committer reads the pool as they left it.
     await this.#writer.drain(this.#stallMs);
     const broken = this.#brokenEnvs();
-    // The circuits' committer threads hold the main environment too: they end, and start
-    // again by their own recovery once it is sound (src/scabbard/committer-link.ts).
-    if (broken.some(([db]) => db === this.#db)) await CommitterClient.endAll(this.#dataDir);
+    if (broken.length) {
+      // A broken environment is reopened only once no thread holds it: the old committer's
+      // thread, and the circuits' committer threads, which start again by their own recovery
+      // once it is sound (src/scabbard/committer-link.ts).
+      await old.ended(2_000);
+      if (broken.some(([db]) => db === this.#db)) await CommitterClient.endAll(this.#dataDir);
+    }
     for (const [db, file] of broken) {
       await reopenEnv(db);
       log.warn(`the environment of ${file} had a fatal error (a failed meta-page write): reopened`);
