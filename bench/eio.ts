@@ -20,7 +20,7 @@
  * stopped twice is written there, named by run and process id). The whole bench stops after
  * RUNS × 30 s a checkout at the latest. Prints one line a run on stderr and one JSON line a
  * checkout on stdout: min, median and max read-only time (ms), runs over 2 s, runs not
- * recovered, runs with a second stop, acknowledged batches not committed.
+ * recovered, runs with a second stop, acknowledged batches not committed, nodes that died.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -76,6 +76,8 @@ interface RunResult {
   /** Time from the load's end to the alarm's clearing (ms, 0 when it cleared during the load). */
   afterLoadMs: number | null;
   stops: number;
+  /** How the node ended before it was told to stop (a signal: it crashed), or null while it ran. */
+  died: string | null;
   acked: number;
   lost: number;
   probeCommitted: boolean;
@@ -139,20 +141,26 @@ async function oneRun(n: number, skip: number, shim: Exclude<ReturnType<typeof f
     let probeCommitted = false;
     let lost = 0;
     if (cleared !== null || raised === null) {
-      const probe = batches[batches.length - 1];
-      if (probe) {
-        const r = await client.request('POST', '/batches', probe.body);
-        if (r.status === 202) probeCommitted = (await statuses(client, [probe.id])).COMMITTED === 1;
+      try {
+        const probe = batches[batches.length - 1];
+        if (probe) {
+          const r = await client.request('POST', '/batches', probe.body);
+          if (r.status === 202) probeCommitted = (await statuses(client, [probe.id])).COMMITTED === 1;
+        }
+        const s = await statuses(client, acked);
+        lost = acked.length - (s.COMMITTED ?? 0);
+      } catch {
+        lost = acked.length; // the node no longer answers (it died): none is known committed
       }
-      const s = await statuses(client, acked);
-      lost = acked.length - (s.COMMITTED ?? 0);
     }
     client.agent.destroy();
     const stops = count(node, /^committer stopped /);
     // EIO_LOG_DIR: the node's log of each run that was slow, stuck or stopped twice, for a look.
     const logDir = process.env.EIO_LOG_DIR;
     if (logDir && (recoveryMs === null || recoveryMs > 2000 || stops > 1)) writeFileSync(join(logDir, `eio-run-${n}-${node.pid}.log`), node.log());
-    return { skip, fired: met, recoveryMs, afterLoadMs, stops, acked: acked.length, lost, probeCommitted };
+    const { exitCode, signalCode } = node.child;
+    const died = signalCode ?? (exitCode !== null ? `exit ${exitCode}` : null);
+    return { skip, fired: met, recoveryMs, afterLoadMs, stops, died, acked: acked.length, lost, probeCommitted };
   } finally {
     await node.stop();
   }
@@ -178,7 +186,8 @@ for (let i = 0; i < RUNS && Date.now() < deadline; i++) {
     results[k]?.push(r);
     process.stderr.write(
       `[eio] ${dir || '.'} run ${i + 1}: skip ${r.skip}, fired ${r.fired}, read-only ${r.recoveryMs ?? `>${LIMIT_MS}`} ms, ` +
-        `cleared ${r.afterLoadMs ?? '-'} ms after the load, ${r.stops} committer stop(s), ${r.acked} acked, ${r.lost} lost, probe ${r.probeCommitted ? 'committed' : 'NOT committed'}\n`,
+        `cleared ${r.afterLoadMs ?? '-'} ms after the load, ${r.stops} committer stop(s), ${r.acked} acked, ${r.lost} lost, ` +
+        `probe ${r.probeCommitted ? 'committed' : 'NOT committed'}${r.died ? `, NODE DIED (${r.died})` : ''}\n`,
     );
   }
 }
@@ -198,6 +207,7 @@ function summary(rs: RunResult[]): Record<string, unknown> {
     secondStop: measured.filter((r) => r.stops > 1).length,
     lost: rs.reduce((n, r) => n + r.lost, 0),
     probeNotCommitted: rs.filter((r) => !r.probeCommitted).length,
+    died: rs.filter((r) => r.died !== null).length,
   };
 }
 for (const [k, dir] of sides.entries()) process.stdout.write(`${JSON.stringify({ node: dir || '.', ...summary(results[k] ?? []) })}\n`);

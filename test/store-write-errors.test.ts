@@ -8,8 +8,12 @@
  * real error of a later write does (test/ledger-transient-eio.test.ts runs it in a node).
  */
 import t, { type Test } from 'tap';
-import { sep } from 'node:path';
-import { isLmdbWriteError, trackWrite, watchLmdbWriteErrors, WriteAttribution } from '../src/store/write-errors.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, sep } from 'node:path';
+import { isLmdbWriteError, trackWrite, watchLmdbWriteErrors, watchStuckWriter, writerStuck, WriteAttribution } from '../src/store/write-errors.js';
+import { STUCK, reopenEnv, reopenable } from '../src/store/reopen.js';
+import { openEnv } from '../src/store/db.js';
 
 const lmdbError = (code: unknown, where = `file://${sep}x${sep}node_modules${sep}lmdb${sep}write.js:516:7`): Error => {
   const e = new Error('Input/output error');
@@ -132,4 +136,21 @@ t.test('only failed-write errors reach the watcher; a second watcher replaces th
   console.error(lmdbError(5));
   t.same(second, [28], 'no write in flight: not an error of this thread');
   t.equal(printed.length, 5);
+});
+
+// Last: it leaves this process's writer marked stuck for good.
+t.test('MDB_PANIC printed by the write path: the writer is stuck; the environment is not reopened in place', async (t) => {
+  const printed = capturePrints(t);
+  watchStuckWriter();
+  console.error(lmdbError(-30795, `file://${sep}x${sep}node_modules${sep}lmdb${sep}read.js:1:1`));
+  t.notOk(writerStuck(), 'not from the write path');
+  console.error(lmdbError(-30795));
+  t.ok(writerStuck(), 'the writer holds its lock for good');
+  t.equal(printed.length, 2, 'both printed');
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-stuck-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const root = reopenable(() => openEnv(dir));
+  t.teardown(() => root.close());
+  await t.rejects(reopenEnv(root), { message: STUCK }, 'a reopen would wait for ever: refused, the node must be restarted');
+  t.match(STUCK, /restart the node/);
 });

@@ -10,7 +10,7 @@ import { openEnv, openPendingEnv } from '../src/store/db.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { watchLmdbWriteErrors } from '../src/store/write-errors.js';
+import { watchLmdbWriteErrors, writerStuck } from '../src/store/write-errors.js';
 import { envPanicked } from '../src/store/reopen.js';
 import { log } from '../src/log.js';
 import { NODE_LEDGER } from '../src/ledger/description.js';
@@ -120,6 +120,9 @@ const FAILED_EXIT_GRACE_MS = 500;
 
 /** Ends the thread of a failed committer, once lmdb-js closed its environments or after the grace. */
 function endFailed(envs: RootDatabase[]): void {
+  // A stuck writer would make the end wait for ever, in the storage library: the thread stays
+  // (idle; the ledger tells the operator to restart the node).
+  if (writerStuck()) return;
   // On a broken environment (a failed meta-page write) every transaction fails at its start:
   // nothing is under way, and nothing would settle.
   if (envs.some(envPanicked)) process.exit(0);

@@ -135,7 +135,8 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
     },
     async stop(): Promise<void> {
       await new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        // Gone already (an exit code, or a signal: a crash): nothing to wait for.
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
         setTimeout(() => child.kill('SIGKILL'), 10_000).unref();

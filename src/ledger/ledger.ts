@@ -16,7 +16,7 @@ import { log } from '../log.js';
 import { StartupError } from '../store/lock.js';
 import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
-import { envPanicked, reopenEnv, reopenable } from '../store/reopen.js';
+import { STUCK, envPanicked, reopenEnv, reopenable } from '../store/reopen.js';
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { BlockEvent, ClientTraffic } from './protocol.js';
 import type { IngestMetrics } from './ingest.js';
@@ -391,8 +391,10 @@ export class Ledger {
       // A broken environment is reopened only once no thread holds it: the old committer's
       // thread, and the circuits' committer threads, which start again by their own recovery
       // once it is sound (src/scabbard/committer-link.ts).
-      await old.ended(2_000);
-      if (broken.some(([db]) => db === this.#db)) await CommitterClient.endAll(this.#dataDir);
+      const gone = await old.ended(2_000);
+      const others = broken.some(([db]) => db === this.#db) ? await CommitterClient.endAll(this.#dataDir) : true;
+      // A thread that does not end holds the environment for good (writerStuck, src/store/write-errors.ts).
+      if (!gone || !others) throw new Error(STUCK);
     }
     for (const [db, file] of broken) {
       await reopenEnv(db);

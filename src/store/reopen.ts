@@ -24,6 +24,11 @@
  * fails with lmdb-js's "closed database" error.
  */
 import type { RootDatabase } from 'lmdb';
+import { watchStuckWriter, writerStuck } from './write-errors.js';
+
+/** Why a broken environment cannot be reopened in this process; the alarm's cause keeps its file. */
+export const STUCK =
+  'MDB_PANIC: the environment had a fatal error, and a thread of this process cannot close it (the storage library holds its write lock): restart the node to reopen it';
 
 /** The message of an error LMDB raises on an environment that had a fatal error (a failed meta-page write). */
 const PANIC = /MDB_PANIC|No transaction to renew/;
@@ -78,6 +83,8 @@ function transplant(target: object, fresh: object): void {
  * threads are ended and started again instead).
  */
 export function reopenable<R extends RootDatabase>(open: () => R): R {
+  // A reopen must know whether this thread's writer is stuck (it then cannot close its handle).
+  watchStuckWriter();
   const root = open();
   const control: Control = { open, subs: [], reopens: 0 };
   const openDB = (...args: unknown[]): unknown => {
@@ -117,6 +124,8 @@ export function reopenCount(db: RootDatabase): number {
 export async function reopenEnv(db: RootDatabase): Promise<void> {
   const control = controls.get(db);
   if (!control) throw new Error('this environment cannot be reopened in place');
+  // Closing the handle would wait for ever (writerStuck): the process must be restarted.
+  if (writerStuck()) throw new Error(STUCK);
   // Write batches lmdb-js queued for the next turn start while the old handle is still open.
   await new Promise<void>((resolve) => setImmediate(resolve));
   // lmdb-js's close, run on a copy of the old root (what it sets on the store stays there):

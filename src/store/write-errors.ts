@@ -87,6 +87,24 @@ export interface WriteErrorHandlers {
   onStale?(err: Error & { code: number }): void;
 }
 
+/** lmdb-js's code of MDB_PANIC (an environment that had a fatal error, src/store/reopen.ts). */
+const MDB_PANIC = -30795;
+/** Set once this thread's lmdb-js printed MDB_PANIC from its write path (see writerStuck). */
+let stuck = false;
+
+/**
+ * Whether this thread's lmdb-js writer holds an environment handle's write lock for good.
+ * lmdb-js (3.5) returns from a batch of writes whose transaction cannot begin, on an
+ * environment broken by a failed meta-page write (MDB_PANIC), without releasing that lock,
+ * and prints the error: closing the handle then waits for ever, a thread's end included. Such
+ * a thread must not close its handles (nor end), and the environment cannot be reopened in
+ * this process. Known from the print: the watcher of this thread must be installed
+ * (watchLmdbWriteErrors or watchStuckWriter).
+ */
+export function writerStuck(): boolean {
+  return stuck;
+}
+
 let installed: WriteErrorHandlers | null = null;
 /** The attribution the installed watcher reads (this thread's writes, or a test's own). */
 let current: WriteAttribution = writes;
@@ -99,18 +117,28 @@ let wrapper: ((...args: unknown[]) => void) | null = null;
  * watcher per thread: a second call replaces the first.
  */
 export function watchLmdbWriteErrors(handlers: WriteErrorHandlers, attribution: WriteAttribution = writes): void {
-  if (console.error !== wrapper) {
-    const print = console.error.bind(console);
-    wrapper = (...args: unknown[]): void => {
-      print(...args);
-      const err = args[0];
-      if (!installed || !isLmdbWriteError(err)) return;
-      const write = current.attribute();
-      if (write) installed.onError(err, write);
-      else installed.onStale?.(err);
-    };
-    console.error = wrapper;
-  }
+  hook();
   installed = handlers;
   current = attribution;
+}
+
+/** Watches this thread's prints for a stuck writer only (writerStuck), without a committer's handlers. */
+export function watchStuckWriter(): void {
+  hook();
+}
+
+function hook(): void {
+  if (console.error === wrapper) return;
+  const print = console.error.bind(console);
+  wrapper = (...args: unknown[]): void => {
+    print(...args);
+    const err = args[0];
+    if (err instanceof Error && (err as { code?: unknown }).code === MDB_PANIC && (err.stack ?? '').includes(`${sep}lmdb${sep}write.js`))
+      stuck = true;
+    if (!installed || !isLmdbWriteError(err)) return;
+    const write = current.attribute();
+    if (write) installed.onError(err, write);
+    else installed.onStale?.(err);
+  };
+  console.error = wrapper;
 }
