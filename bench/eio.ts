@@ -20,7 +20,9 @@
  * stopped twice is written there, named by run and process id). The whole bench stops after
  * RUNS × 30 s a checkout at the latest. Prints one line a run on stderr and one JSON line a
  * checkout on stdout: min, median and max read-only time (ms), runs over 2 s, runs not
- * recovered, runs with a second stop, acknowledged batches not committed, nodes that died.
+ * recovered, runs with a second stop, acknowledged batches not confirmed COMMITTED afterwards
+ * (a node that died confirms none: run `cairn check` or restart it to see them commit), nodes
+ * that died.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -186,7 +188,7 @@ for (let i = 0; i < RUNS && Date.now() < deadline; i++) {
     results[k]?.push(r);
     process.stderr.write(
       `[eio] ${dir || '.'} run ${i + 1}: skip ${r.skip}, fired ${r.fired}, read-only ${r.recoveryMs ?? `>${LIMIT_MS}`} ms, ` +
-        `cleared ${r.afterLoadMs ?? '-'} ms after the load, ${r.stops} committer stop(s), ${r.acked} acked, ${r.lost} lost, ` +
+        `cleared ${r.afterLoadMs ?? '-'} ms after the load, ${r.stops} committer stop(s), ${r.acked} acked, ${r.lost} unconfirmed, ` +
         `probe ${r.probeCommitted ? 'committed' : 'NOT committed'}${r.died ? `, NODE DIED (${r.died})` : ''}\n`,
     );
   }
@@ -205,7 +207,7 @@ function summary(rs: RunResult[]): Record<string, unknown> {
     over2s: times.filter((x) => x > 2000).length,
     notRecovered: measured.filter((r) => r.recoveryMs === null).length,
     secondStop: measured.filter((r) => r.stops > 1).length,
-    lost: rs.reduce((n, r) => n + r.lost, 0),
+    unconfirmed: rs.reduce((n, r) => n + r.lost, 0),
     probeNotCommitted: rs.filter((r) => !r.probeCommitted).length,
     died: rs.filter((r) => r.died !== null).length,
   };
