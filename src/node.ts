@@ -11,6 +11,7 @@ import type { Config } from './config.js';
 import { openEnv } from './store/db.js';
 import { lockDataDir, StartupError } from './store/lock.js';
 import { fsReason, makeDirs } from './store/dirs.js';
+import { reopenable } from './store/reopen.js';
 import { preflight } from './store/preflight.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
@@ -109,8 +110,9 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   log.info(`signature backend: ${backend === 'native' ? 'native libsecp256k1' : '@noble/secp256k1 (pure JS fallback)'}`);
   log.info(`validator public key ${nodeSigner.publicKey}`);
 
-  // Damaged or mismatched files are refused here, with a message naming them.
-  const db = await preflight(config.dataDir, () => openEnv(config.dataDir), { scan: config.startScan });
+  // Damaged or mismatched files are refused here, with a message naming them. The handle can be
+  // reopened under its stores: the recovery from a failed meta-page write needs it (src/store/reopen.ts).
+  const db = await preflight(config.dataDir, () => reopenable(() => openEnv(config.dataDir)), { scan: config.startScan });
   // Metrics off: no registry, no hooks anywhere (each hook call site skips on undefined).
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;

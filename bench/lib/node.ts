@@ -25,6 +25,8 @@ export interface BenchNode {
   stop(): Promise<void>;
   /** CPU seconds per thread name (from /proc), for finding the busy thread. */
   threadCpu(): Record<string, number>;
+  /** The node's stderr so far (its last 50,000 to 100,000 characters). */
+  log(): string;
 }
 
 function statusField(pid: number, field: string): number {
@@ -112,6 +114,7 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
     nodeUrl: `http://127.0.0.1:${ports[1]}`,
     dataUrl: `http://127.0.0.1:${ports[2]}`,
     networkPort: Number(ports[3]),
+    log: () => log,
     rssMiB: () => statusField(pid, 'VmRSS'),
     rssAnonMiB: () => statusField(pid, 'RssAnon'),
     peakRssMiB: () => statusField(pid, 'VmHWM'),
@@ -132,7 +135,8 @@ export async function startBenchNode(env: Record<string, string> = {}, dataDir?:
     },
     async stop(): Promise<void> {
       await new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        // Gone already (an exit code, or a signal: a crash): nothing to wait for.
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
         setTimeout(() => child.kill('SIGKILL'), 10_000).unref();

@@ -8,6 +8,7 @@
 import type { RootDatabase } from 'lmdb';
 import { Batch, decode } from '../proto/index.js';
 import { decodeSegment } from '../store/pending-pool.js';
+import { trackWrite } from '../store/write-errors.js';
 import type { BuildEntry } from './block-builder.js';
 
 /** Rolling-average window of the back-pressure limit (samples of batches per block). */
@@ -173,10 +174,13 @@ export class BatchPool {
   }
 
   #drop(segments: number[]): Promise<void> {
-    const p = this.pending
-      .transaction(() => {
+    const p = trackWrite(
+      'the pending pool cleanup',
+      this.pending.transaction(() => {
         for (const seg of segments) this.pending.remove(seg);
-      })
+      }),
+      'pending',
+    )
       .then(
         () => undefined,
         (err: unknown) => this.opts.onDropFailed(err),

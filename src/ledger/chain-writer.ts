@@ -20,6 +20,7 @@ import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
 import { migrateIdIndexes } from '../maintenance/id-migration.js';
 import { withinTime } from '../store/alarms.js';
+import { trackWrite } from '../store/write-errors.js';
 
 /** Default of ChainWriterOptions.stallMs. */
 export const DEFAULT_STALL_MS = 60_000;
@@ -66,6 +67,8 @@ export class ChainWriter {
   readonly #readModel: ReadModelWriter;
   readonly #writeFault: FaultPoint | null;
   readonly #stallMs: number;
+  /** Set when the committer stopped: a round whose transaction runs later writes nothing. */
+  #halted = false;
   /** The state as of any stored or staged root: what blocks are built on. */
   readonly state: StateStore;
   /** Where committed batches and transactions are (as far as durable blocks go). */
@@ -127,20 +130,35 @@ export class ChainWriter {
 
   /** Writes the records of the empty state root (once, before genesis). */
   async writeEmptyRoot(): Promise<void> {
-    await this.#s.root.transaction(() => {
-      for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
-    });
+    await trackWrite(
+      'the empty state root',
+      this.#s.root.transaction(() => {
+        for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
+      }),
+    );
+  }
+
+  /**
+   * Writes no more rounds: those whose transaction lmdb-js runs from now on write nothing. A
+   * failed committer calls it, so that a round it handed over before cannot land after a new
+   * committer, in another thread, read the head it builds on.
+   */
+  halt(): void {
+    this.#halted = true;
   }
 
   /** One small durable write: resolves when the ledger file takes writes again, else throws. */
   async probe(): Promise<void> {
     const s = this.#s;
-    await withinTime(
-      s.root.childTransaction(() => void s.meta.put(PROBE_KEY, Date.now())),
-      this.#stallMs,
-      'a ledger probe write',
-    );
-    await withinTime(s.root.flushed, this.#stallMs, 'a ledger probe sync');
+    const probe = async (): Promise<void> => {
+      await withinTime(
+        s.root.childTransaction(() => void s.meta.put(PROBE_KEY, Date.now())),
+        this.#stallMs,
+        'a ledger probe write',
+      );
+      await withinTime(s.root.flushed, this.#stallMs, 'a ledger probe sync');
+    };
+    await trackWrite('a ledger probe write', probe());
   }
 
   /** Makes a built block's state readable to the builder before it is durable. */
@@ -160,6 +178,7 @@ export class ChainWriter {
     if (!this.#loaded) this.loadState();
     let checkpoint: number | null = null;
     const writeRound = (): void => {
+      if (this.#halted) throw new Error('the committer stopped: this round is not written');
       this.#writeFault?.check();
       const stored = s.meta.get(HEAD_KEY) as ChainHead | undefined;
       if ((stored?.blockId ?? NULL_BLOCK_ID) !== built.parent.blockId) {
@@ -184,10 +203,10 @@ export class ChainWriter {
       for (const { entry, record } of built.invalid) s.invalid.put(entry.id, record);
       extras?.also?.();
     };
-    try {
+    const what = head ? `block ${head.blockNum}` : 'a verdict round';
+    const commit = async (): Promise<void> => {
       // A child transaction: if anything in here throws, none of this round's writes stay
       // in the (shared, batched) LMDB transaction.
-      const what = head ? `block ${head.blockNum}` : 'a verdict round';
       await withinTime(
         s.root.childTransaction(() => {
           try {
@@ -202,6 +221,10 @@ export class ChainWriter {
       );
       // lmdb-js syncs after commit (overlapping sync): a block counts once it is on disk.
       await withinTime(s.root.flushed, this.#stallMs, `the sync of ${what}`);
+    };
+    try {
+      // In flight until durable: an error lmdb-js prints meanwhile is this round's (write-errors.ts).
+      await trackWrite(`the write of ${what}`, commit());
     } catch (err) {
       this.#engine.writeFailed();
       throw err;

@@ -1,8 +1,9 @@
 /**
- * The committer client: starts the ledger's committer thread, waits for its recovery,
- * passes durable segments to it and its block events and faults back. All traffic is
- * messages (protocol.ts).
+ * The committer client: starts the ledger's committer thread (or hands its ledger to a spare
+ * thread started ahead), waits for its recovery, passes durable segments to it and its block
+ * events and faults back. All traffic is messages (protocol.ts).
  */
+import { resolve as resolvePath } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
 import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, RoundSummary, ToCommitter } from './protocol.js';
@@ -24,6 +25,41 @@ export interface CommitterHandlers {
   onFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED'): void;
 }
 
+/**
+ * A committer thread started ahead of need: it loads its modules (most of a thread's start:
+ * over a second on a loaded two-core machine) and waits, holding nothing, until it is given a
+ * ledger to run. The ledger keeps one, so that the recovery from a failed write starts its
+ * new committer without that wait. It does not keep the process alive.
+ */
+export class SpareThread {
+  #worker: Worker | null;
+
+  constructor() {
+    const w = new Worker(workerFile('committer'), { workerData: { standby: true } });
+    w.unref();
+    // A spare that failed or ended is not used (and its error is not an error of the node).
+    const gone = (): void => {
+      if (this.#worker === w) this.#worker = null;
+    };
+    w.on('error', gone);
+    w.once('exit', gone);
+    this.#worker = w;
+  }
+
+  /** The thread, ready to be told its ledger, or null when it is gone; the spare is used up. */
+  take(): Worker | null {
+    const w = this.#worker;
+    this.#worker = null;
+    w?.ref();
+    return w;
+  }
+
+  async close(): Promise<void> {
+    const w = this.take();
+    await w?.terminate();
+  }
+}
+
 /** A committer that failed to start. */
 export class CommitterStartError extends Error {
   constructor(
@@ -35,12 +71,16 @@ export class CommitterStartError extends Error {
 }
 
 export class CommitterClient {
+  /** The committer threads of this process that run, with their data directory. */
+  static readonly #running = new Map<CommitterClient, string>();
   readonly #worker: Worker;
   #closed = false;
   #exited = false;
 
-  private constructor(worker: Worker, h: CommitterHandlers) {
+  private constructor(worker: Worker, h: CommitterHandlers, dataDir: string) {
     this.#worker = worker;
+    CommitterClient.#running.set(this, resolvePath(dataDir));
+    worker.once('exit', () => CommitterClient.#running.delete(this));
     worker.on('message', (m: FromCommitter) => {
       if (m.type === 'block') h.onBlock(m);
       else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
@@ -59,8 +99,14 @@ export class CommitterClient {
    * Starts the thread and resolves once it has recovered (head, pending batches). The
    * handlers are attached only then: a start failure rejects instead.
    */
-  static async start(opts: CommitterOptions, handlers: () => CommitterHandlers): Promise<{ client: CommitterClient; ready: CommitterReady }> {
-    const worker = new Worker(workerFile('committer'), { workerData: opts });
+  static async start(
+    opts: CommitterOptions,
+    handlers: () => CommitterHandlers,
+    spare?: SpareThread | null,
+  ): Promise<{ client: CommitterClient; ready: CommitterReady }> {
+    const ahead = spare?.take() ?? null;
+    const worker = ahead ?? new Worker(workerFile('committer'), { workerData: opts });
+    if (ahead) ahead.postMessage({ type: 'begin', opts } satisfies ToCommitter);
     const ready = await new Promise<CommitterReady>((resolve, reject) => {
       const onMsg = (m: FromCommitter): void => {
         if (m.type === 'ready') {
@@ -76,7 +122,7 @@ export class CommitterClient {
       await worker.terminate();
       throw err;
     });
-    return { client: new CommitterClient(worker, handlers()), ready };
+    return { client: new CommitterClient(worker, handlers(), opts.dataDir), ready };
   }
 
   /** `transfer`: buffers the batches' bytes live in, moved to the committer (unusable here afterwards). */
@@ -94,6 +140,41 @@ export class CommitterClient {
     if (!this.#closed) this.#worker.postMessage({ type: 'client-send', peer, body } satisfies ToCommitter);
   }
 
+  /**
+   * Ends every committer thread of this process on the environment of `dataDir` (a circuit's
+   * shares the node's); resolves with whether they all are gone within `ms`. Each owner is told (THREAD_EXITED) and
+   * starts a new one by its own recovery. For an environment that must be closed by every
+   * thread before it can be opened again (src/store/reopen.ts).
+   */
+  static async endAll(dataDir: string, ms = 2_000): Promise<boolean> {
+    const on = [...CommitterClient.#running].filter(([, dir]) => dir === resolvePath(dataDir)).map(([c]) => c);
+    for (const c of on) void c.#worker.terminate();
+    const ended = await Promise.all(on.map((c) => c.ended(ms)));
+    return ended.every(Boolean);
+  }
+
+  /**
+   * Resolves with true once the thread has ended (its handles on the environments closed with
+   * it), or false after `ms`. For a thread being replaced: `close` resolves when the thread
+   * says it is done, which may be a moment before it is gone.
+   */
+  ended(ms = 2_000): Promise<boolean> {
+    if (this.#exited) return Promise.resolve(true);
+    const w = this.#worker;
+    return new Promise<boolean>((resolve) => {
+      // Past `ms` the thread is told to end, but not waited for: a thread whose storage
+      // library hangs in its exit (see STUCK in src/store/write-errors.ts) never ends.
+      const t = setTimeout(() => {
+        void w.terminate();
+        resolve(false);
+      }, ms);
+      w.once('exit', () => {
+        clearTimeout(t);
+        resolve(true);
+      });
+    });
+  }
+
   /** Asks the thread to finish the blocks in flight and stop; ends it after `ms` (10 s) at the latest. */
   close(ms = 10_000): Promise<void> {
     this.#closed = true;
@@ -101,7 +182,11 @@ export class CommitterClient {
     if (this.#exited) return Promise.resolve();
     const w = this.#worker;
     return new Promise<void>((resolve) => {
-      const t = setTimeout(() => void w.terminate().then(() => resolve()), ms);
+      // Past `ms` the thread is ended; its end is waited for a moment, not for ever (see `ended`).
+      const t = setTimeout(() => {
+        const moment = new Promise<void>((r) => setTimeout(r, 1_000).unref());
+        void Promise.race([w.terminate(), moment]).then(() => resolve());
+      }, ms);
       w.on('message', (m: FromCommitter) => {
         if (m.type === 'closed') {
           clearTimeout(t);

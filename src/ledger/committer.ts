@@ -283,12 +283,14 @@ export class Committer<E extends BuildEntry = BuildEntry> {
    * A write failed: the rounds built on it are in memory only, so the committer stops
    * here (nothing more is built, written or settled) and reports it; the node stops
    * acknowledging batches, and the restart resumes from the durable head with every
-   * unsettled batch still in its source. Later rounds already queued for writing are
-   * refused by the chain writer's parent check, so the chain never gets a gap.
+   * unsettled batch still in its source. Later rounds already queued for writing write
+   * nothing (the chain writer is halted, and its parent check would refuse them anyway), so
+   * the chain never gets a gap, and a new committer may start before this thread has ended.
    */
   #fail(code: CommitterFaultCode, message: string): void {
     if (this.#failed) return;
     this.#failed = true;
+    this.#p.writer.halt();
     this.#clearTimer();
     this.#post({ type: 'fatal', code, message });
   }
@@ -327,11 +329,20 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     this.#p.component?.sendTo(peer, body);
   }
 
+  /** Whether the committer stopped for a failure (see #fail): its writes in flight may never settle. */
+  get failed(): boolean {
+    return this.#failed;
+  }
+
   async close(): Promise<void> {
     this.#closing = true;
     this.#clearTimer();
     this.#p.consensus.close();
     await this.#p.component?.close();
+    // After a failure nothing more is written, and what was in flight is redone by the next
+    // committer from the source: waiting for it could mean waiting for ever (lmdb-js settles
+    // none of the writes of a transaction whose pages it could not write).
+    if (this.#failed) return;
     await this.#building;
     await this.#commits;
     await this.#p.source.close();

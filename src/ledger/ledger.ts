@@ -16,11 +16,12 @@ import { log } from '../log.js';
 import { StartupError } from '../store/lock.js';
 import { writeFailure } from '../store/errors.js';
 import { openPendingEnv } from '../store/db.js';
+import { STUCK, envPanicked, reopenEnv, reopenable } from '../store/reopen.js';
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { BlockEvent, ClientTraffic, ProcessorsReport } from './protocol.js';
 import type { IngestMetrics } from './ingest.js';
 import { NODE_LEDGER, type LedgerDescription } from './description.js';
-import { CommitterClient, type ProcessorsMessage } from './committer-client.js';
+import { CommitterClient, SpareThread, type ProcessorsMessage } from './committer-client.js';
 import { Ingest, type SubmitResult } from './ingest.js';
 import { PendingWriter } from './pending-writer.js';
 import { StatusWaiters } from './status-waiters.js';
@@ -111,6 +112,8 @@ export class Ledger {
   readonly #waiters = new StatusWaiters();
   readonly #listeners = new Set<(e: BlockEvent) => void>();
   #committer!: CommitterClient;
+  /** A committer thread started ahead, for the next restart (none once closed). */
+  #spare: SpareThread | null = null;
   /** The committer client is gone (its thread failed): a recovery starts a new one. */
   #committerDown = false;
   /** Generation of the committer client: events of an earlier one are ignored. */
@@ -125,6 +128,12 @@ export class Ledger {
   #crashRestarts = 0;
   readonly #stallMs: number;
   readonly #dataDir: string;
+  /**
+   * This thread's handles on the main environment and on the pending pool's (null for a
+   * cluster member, which has none), reopened after a fatal error (src/store/reopen.ts).
+   */
+  readonly #db: RootDatabase;
+  readonly #pendingDb: RootDatabase<Buffer, number> | null;
   #closed = false;
   #clientHandler: ((m: ClientTraffic) => void) | null = null;
   /** Client messages that came before a handler was attached (start-up), bounded. */
@@ -146,6 +155,8 @@ export class Ledger {
     this.description = description;
     this.#committerOptions = committerOptions;
     this.#dataDir = config.dataDir;
+    this.#db = opts.db;
+    this.#pendingDb = opts.log ? null : reopenable(() => openPendingEnv(config.dataDir, description.pendingFile));
     this.alarms = alarms;
     this.#probes = opts.probes ?? [];
     this.#stallMs = committerOptions.storageStallMs ?? DEFAULT_STALL_MS;
@@ -167,7 +178,7 @@ export class Ledger {
     this.#writer =
       this.#log ??
       new PendingWriter({
-        db: openPendingEnv(config.dataDir, description.pendingFile),
+        db: this.#pendingDb ?? openPendingEnv(config.dataDir, description.pendingFile),
         ackDurability: config.ackDurability,
         nextSeq: ready.nextSeq,
         pendingIds: ready.pendingIds,
@@ -248,6 +259,7 @@ export class Ledger {
     const { client, ready } = started;
     ledger = new Ledger(opts, description, ready, committerOptions, opts.alarms ?? new AlarmBoard());
     ledger.#committer = client;
+    ledger.#spare = new SpareThread();
     ledger.#log?.start();
     log.info(`chain head ${ready.head.blockNum} ${ready.head.blockId.slice(0, 16)}…, ${ready.pendingIds.length} pending batches`);
     return ledger;
@@ -321,6 +333,9 @@ export class Ledger {
     if (this.#closed) return;
     this.#recovering = true;
     try {
+      // A broken environment (see #restartCommitter) is reopened only with the committer's
+      // handle closed: a committer that has not failed yet (nothing to write) is replaced too.
+      if (!this.#committerDown && this.#brokenEnvs().length) this.#committerDown = true;
       if (this.#committerDown) {
         if (this.#crashRestarts > MAX_CRASH_RESTARTS) {
           log.error(
@@ -356,18 +371,58 @@ export class Ledger {
     }
   }
 
-  /** Ends the failed committer thread and starts a new one from the last durable block. */
+  /** The environments of this thread that had a fatal error (every transaction on them fails), with their file. */
+  #brokenEnvs(): Array<[RootDatabase, string]> {
+    const envs: Array<[RootDatabase, string]> = [[this.#db, 'ledger.mdb']];
+    if (this.#pendingDb) envs.push([this.#pendingDb, this.description.pendingFile ?? 'pending.mdb']);
+    return envs.filter(([db]) => envPanicked(db));
+  }
+
+  /**
+   * Ends the failed committer thread and starts a new one from the last durable block. A
+   * failed committer stops at once (what it had in flight is redone from the pending pool), and
+   * the new one starts on the spare thread without waiting for the old thread's end. If an
+   * environment had a fatal error (a failed meta-page write: every transaction on it fails with
+   * MDB_PANIC, in every thread), this thread's handle is reopened once the other threads, and
+   * their handles, are gone (src/store/reopen.ts): the new committer then opens a sound one.
+   */
   async #restartCommitter(): Promise<void> {
     const generation = ++this.#generation;
-    await this.#committer.close(2_000);
+    // Resolves once the old committer is done (a failed one at once, its component endpoint
+    // closed); its thread ends a moment later, by itself.
+    const old = this.#committer;
+    await old.close(2_000);
     // Writes in progress settle first: the new committer reads the pool as they left it.
     await this.#writer.drain(this.#stallMs);
-    const { client, ready } = await CommitterClient.start({ ...this.#committerOptions, recovery: true }, () => ({
-      onBlock: (e) => this.#onBlock(e, generation),
-      onClient: (m) => this.#onClient(m),
-      onProcessors: (m) => this.#onProcessors(m, generation),
-      onFault: (reason, code) => this.#onCommitterFault(reason, code, generation),
-    }));
+    const broken = this.#brokenEnvs();
+    if (broken.length) {
+      // A broken environment is reopened only once no thread holds it: the old committer's
+      // thread, and the circuits' committer threads, which start again by their own recovery
+      // once it is sound (src/scabbard/committer-link.ts).
+      const gone = await old.ended(2_000);
+      const others = broken.some(([db]) => db === this.#db) ? await CommitterClient.endAll(this.#dataDir) : true;
+      // A thread that does not end holds the environment for good (writerStuck, src/store/write-errors.ts).
+      if (!gone || !others) throw new Error(STUCK);
+    }
+    for (const [db, file] of broken) {
+      await reopenEnv(db);
+      log.warn(`the environment of ${file} had a fatal error (a failed meta-page write): reopened`);
+    }
+    // The spare thread has its modules loaded: the new committer starts in a fraction of the time.
+    const spare = this.#spare;
+    this.#spare = null;
+    const { client, ready } = await CommitterClient.start(
+      { ...this.#committerOptions, recovery: true },
+      () => ({
+        onBlock: (e) => this.#onBlock(e, generation),
+        onClient: (m) => this.#onClient(m),
+        onProcessors: (m) => this.#onProcessors(m, generation),
+        onFault: (reason, code) => this.#onCommitterFault(reason, code, generation),
+      }),
+      spare,
+    ).finally(() => {
+      if (!this.#closed) this.#spare = new SpareThread();
+    });
     if (this.#closed) {
       await client.close();
       return;
@@ -529,5 +584,7 @@ export class Ledger {
     await this.#ingest.close();
     await this.#writer.close();
     await this.#committer.close();
+    await this.#spare?.close();
+    this.#spare = null;
   }
 }

@@ -132,6 +132,8 @@ export type ToCommitter =
   | { type: 'decide'; id: string; finalize: boolean; pauseMs?: number }
   /** A cluster member: envelopes of the log, in order (src/cluster/link.ts). */
   | { type: 'log'; envelopes: import('../cluster/protocol.js').LogEnvelope[] }
+  /** A spare thread (started with `{ standby: true }`, its modules loaded): run as this ledger's committer. */
+  | { type: 'begin'; opts: CommitterOptions }
   | { type: 'shutdown' };
 
 /** Client traffic of the component endpoint, relayed to the HTTP thread (src/component/client-service.ts). */

@@ -19,6 +19,7 @@ import { ROUND_KEY, openCircuitStores, scabbardPrefix, type CircuitStores } from
 import { RoundReads } from './round-reads.js';
 import { AgreedRounds } from './round-source.js';
 import { AgreementConsensus } from './agreement-consensus.js';
+import { trackWrite } from '../store/write-errors.js';
 
 export interface CircuitCommitter {
   committer: Committer<BuildEntry>;
@@ -32,11 +33,14 @@ async function initialState(s: CircuitStores, writer: ChainWriter, adminKeys: st
   const tree = new MerkleTree(s.ledger.merkle, { leafEncoding: 'raw' });
   const update = tree.update(EMPTY_ROOT, new Map([[ADMIN_SETTING_ADDRESS, adminSettingValue(adminKeys)]]), []);
   const head: ChainHead = { blockId: `initial-${update.root.slice(0, 16)}`, blockNum: 0, stateRoot: update.root };
-  await s.ledger.root.transaction(() => {
-    for (const [k, v] of update.writes) s.ledger.merkle.put(k, v);
-    s.ledger.meta.put(HEAD_KEY, head);
-    s.ledger.meta.put(ROUND_KEY, { height: 0, ts: 0 });
-  });
+  await trackWrite(
+    'the initial state',
+    s.ledger.root.transaction(() => {
+      for (const [k, v] of update.writes) s.ledger.merkle.put(k, v);
+      s.ledger.meta.put(HEAD_KEY, head);
+      s.ledger.meta.put(ROUND_KEY, { height: 0, ts: 0 });
+    }),
+  );
   writer.loadState();
   return head;
 }

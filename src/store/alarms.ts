@@ -43,7 +43,12 @@ const STORAGE_CODES = new Set(['EROFS', 'EDQUOT', 'EFBIG', 'EBADF', 'ENXIO', 'EM
 
 /** Message of an errno or an LMDB code, as lmdb-js and node report them. */
 const NOSPACE = /ENOSPC|No space left on device|MDB_MAP_FULL|map full|environment mapsize limit reached/i;
-const CORRUPT = /MDB_CORRUPTED|MDB_PAGE_NOTFOUND|MDB_PANIC|located page was wrong type|checksum mismatch/i;
+const CORRUPT = /MDB_CORRUPTED|MDB_PAGE_NOTFOUND|located page was wrong type|checksum mismatch/i;
+/**
+ * LMDB's answer on an environment whose meta-page write failed: an I/O error, not damage (the
+ * previous meta page still counts); it clears once every handle is reopened (src/store/reopen.ts).
+ */
+const PANIC = /MDB_PANIC/;
 
 /** The storage alarm an error from a store stands for, or null when it is not a storage error. */
 export function classifyStorageError(err: unknown, file: string): { kind: AlarmKind; cause: string } | null {
@@ -56,6 +61,7 @@ export function classifyStorageError(err: unknown, file: string): { kind: AlarmK
   if (stalled) return { kind: 'STALLED', cause: `${stalled[0]} (${file})` };
   if (code === 'ENOSPC' || code === 28 || NOSPACE.test(message)) return { kind: 'NOSPACE', cause: `disk full (${file})` };
   if (CORRUPT.test(message)) return { kind: 'CORRUPT', cause: `damaged page in ${file}: ${message.slice(0, 160)}` };
+  if (PANIC.test(message)) return { kind: 'IO', cause: `I/O error on ${file}` };
   if (code === 'EIO' || code === 5 || /EIO|Input\/output error/.test(message)) return { kind: 'IO', cause: `I/O error on ${file}` };
   // Only a file system's errors: a network error a handler met (ECONNREFUSED from an OAuth
   // provider, say) is not a storage fault.

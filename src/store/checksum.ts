@@ -23,6 +23,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { log } from '../log.js';
 import { CorruptRecordError } from './alarms.js';
+import { keepOnReopen, storeMethod } from './reopen.js';
 
 const TRAILER = 4;
 
@@ -97,7 +98,11 @@ export function openStore<V, K extends import('lmdb').Key = import('lmdb').Key>(
     encoder: codec(name, o.binary === true),
     ...(o.keyEncoding ? { keyEncoding: o.keyEncoding } : {}),
   } as never);
-  const get = db.get.bind(db);
+  let get = db.get.bind(db);
+  // Kept when the environment is reopened under its stores (src/store/reopen.ts), with the new handle's get.
+  keepOnReopen(db, 'get', () => {
+    get = storeMethod<typeof db.get>(db, 'get').bind(db);
+  });
   db.get = (key: K, options?: unknown) => {
     try {
       return get(key, options as never);

@@ -1,0 +1,75 @@
+/**
+ * The committer threads as the recovery from a write error uses them (src/ledger/
+ * committer-client.ts): a spare thread, started ahead with its modules loaded, takes a
+ * ledger and runs it; a spare that is gone is not used (a new thread starts instead); and
+ * every committer thread on one environment can be ended at once (the node's and the
+ * circuits' share it: a broken environment is reopened only once none holds it), leaving the
+ * threads of other environments alone.
+ */
+import t, { type Test } from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
+import { CommitterClient, SpareThread, type CommitterHandlers } from '../src/ledger/committer-client.js';
+import type { CommitterOptions } from '../src/ledger/protocol.js';
+
+const admin = new Signer(randomPrivateKey());
+
+/** A circuit ledger's committer options (a circuit ledger runs without a pending pool or a key file). */
+function circuitOpts(dataDir: string, circuitId: string): CommitterOptions {
+  return {
+    dataDir,
+    nodeKeyFile: '',
+    maxBatchesPerBlock: 0,
+    minBlockIntervalMs: 0,
+    queueMultiplier: 1,
+    queueInitialAverage: 1,
+    circuit: { circuitId, serviceId: 'a', coordinator: true, adminKeys: [admin.publicKey], roundMax: 10 },
+  };
+}
+
+function handlers(faults: string[]): () => CommitterHandlers {
+  return () => ({ onBlock: () => undefined, onFault: (_, code) => void faults.push(code) });
+}
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-threads-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+t.test('a spare thread takes a ledger and runs it; a spare that is gone is not used', async (t) => {
+  const dir = tempDir(t);
+  const spare = new SpareThread();
+  const faults: string[] = [];
+  const { client, ready } = await CommitterClient.start(circuitOpts(dir, 'c0'), handlers(faults), spare);
+  t.equal(ready.head.blockNum, 0, 'the ledger runs on the spare thread: its initial state is written');
+  t.equal(spare.take(), null, 'the spare is used up');
+  await client.close();
+  // A spare closed before use: the start makes a thread of its own.
+  const gone = new SpareThread();
+  await gone.close();
+  const again = await CommitterClient.start(circuitOpts(dir, 'c0'), handlers(faults), gone);
+  t.equal(again.ready.head.blockNum, 0, 'started on a new thread');
+  await again.client.close();
+  t.same(faults, [], 'no fault');
+});
+
+t.test('every committer thread on one environment ends at once; others run on', async (t) => {
+  const shared = tempDir(t);
+  const other = tempDir(t);
+  const faults: Record<string, string[]> = { a: [], b: [], c: [] };
+  const a = await CommitterClient.start(circuitOpts(shared, 'c1'), handlers(faults.a ?? []));
+  const b = await CommitterClient.start(circuitOpts(join(shared, '.'), 'c2'), handlers(faults.b ?? []));
+  const c = await CommitterClient.start(circuitOpts(other, 'c3'), handlers(faults.c ?? []));
+  await CommitterClient.endAll(shared);
+  t.same(faults, { a: ['THREAD_EXITED'], b: ['THREAD_EXITED'], c: [] }, 'both threads on the environment ended, each owner told');
+  await CommitterClient.endAll(shared);
+  t.same(faults.a, ['THREAD_EXITED'], 'ending again finds none');
+  c.client.tell({ type: 'intake', batches: [] });
+  await c.client.close();
+  t.same(faults.c, [], 'the thread of the other environment ran on and closed cleanly');
+  await a.client.close();
+  await b.client.close();
+});
