@@ -527,6 +527,40 @@ t.test('found by seed 1962742018: a peer that dialled in while a re-dial was pen
   t.pass('X is connected to Y again');
 });
 
+t.test(
+  "found by seeds 3234878802 and 2226637385: a member told 'too many requests' in the coordinator's name takes submissions again once the coordinator is back",
+  async (t) => {
+    // alpha (the coordinator, sA00) is away; a peer claiming its node id by trust tells beta's
+    // service it is busy. Nothing ever told beta otherwise: it answered 429 for good.
+    await A.child.stop();
+    const impostor = new PeerNetwork({
+      bind: { host: '127.0.0.1', port: 0 },
+      me: { nodeId: 'alpha', signer: new Signer(randomPrivateKey()) },
+      heartbeatMs: 500,
+      retryMs: 200,
+      retryMaxMs: 1_000,
+      handshakeMs: 5_000,
+      queueTtlMs: 30_000,
+      maxFrame: 1024 * 1024,
+    });
+    t.teardown(() => impostor.close());
+    impostor.setListener({ connected() {}, disconnected() {}, message() {} });
+    await impostor.listen();
+    impostor.addRef('beta', [B.endpoint], 'alpha');
+    await until('the impostor connected to beta', () => impostor.isConnected('beta', 'alpha'), 15_000);
+    const busy = encodeScabbard(ScabbardMessage, { messageType: MsgType.TOO_MANY_REQUESTS });
+    const direct = encode(CircuitDirectMessage, { circuit: TRUST, sender: 'sA00', recipient: 'sB00', payload: busy });
+    impostor.send('beta', 'alpha', encode(CircuitMessage, { messageType: CircuitMsgType.CIRCUIT_DIRECT, payload: direct }));
+    let probe = 0;
+    await until('beta refuses submissions', async () => (await postCircuit(B, TRUST, registryBatch(`busy-probe-${probe++}`))) === 429, 15_000);
+    await impostor.close();
+    await A.restart();
+    const b = registryBatch('after-busy');
+    await until('beta takes submissions again', async () => (await postCircuit(B, TRUST, b)) === 202, 30_000);
+    t.equal(await statusOf(B, TRUST, b.id, 30), 'Committed', 'and the batch commits');
+  },
+);
+
 for (let round = 0; round < ROUNDS; round++) {
   t.test(`round ${round}`, async (t) => {
     const r = Rng.round(SEED, round);
