@@ -177,8 +177,10 @@ export class PeerNetwork {
   }
 
   #dial(p: Peer): void {
-    if (this.#closed || p.dialing || (p.conn && !p.conn.closed)) return;
+    // A retry timer that fired is spent, dial or not: one left set (the peer had dialled in
+    // meanwhile) kept #retry from ever dialling again once that connection dropped.
     p.timer = null;
+    if (this.#closed || p.dialing || (p.conn && !p.conn.closed)) return;
     const targets = p.endpoints.map(parseEndpoint).filter((x): x is { host: string; port: number } => x !== null);
     if (targets.length === 0) {
       log.warn(`peer network: no usable tcp endpoint for ${p.remote} (${p.endpoints.join(', ') || 'none'})`);

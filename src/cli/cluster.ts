@@ -27,6 +27,7 @@ import {
   REMOVED,
   etcdClient,
   etcdReason,
+  memberRecord,
   parseEndpoints,
   readChain,
   wasRemoved,
@@ -209,11 +210,13 @@ async function status(args: Args, out: Output, timeoutMs: number): Promise<numbe
       client.getAll().prefix(REMOVED).keys(),
     ]);
     const gone = new Set(removed.map((k) => k.slice(REMOVED.length)));
-    const members = Object.entries(nodes).map(([k, v]) => {
+    // A value that is no registration (garbage another writer left) is not a member.
+    const members = Object.entries(nodes).flatMap(([k, v]) => {
       const key = k.slice(NODES.length);
-      const r = JSON.parse(v) as MemberRecord;
+      const r = memberRecord(v);
+      if (!r) return [];
       const l = live[`${LIVE}${key}`];
-      const lr = l ? (JSON.parse(l) as MemberRecord) : null;
+      const lr = l ? memberRecord(l) : null;
       return {
         node_id: r.nodeId,
         public_key: key,
@@ -279,7 +282,10 @@ async function removeNode(args: Args, out: Output, timeoutMs: number): Promise<n
     if (chainKey.publicKey !== chain.chainKey) throw new CliError(`${file} is not this cluster's chain key: refusing`);
     const nodes = await client.getAll().prefix(NODES).strings();
     const found = Object.entries(nodes)
-      .map(([k, v]) => ({ key: k.slice(NODES.length), rec: JSON.parse(v) as MemberRecord }))
+      .flatMap(([k, v]) => {
+        const rec = memberRecord(v);
+        return rec ? [{ key: k.slice(NODES.length), rec }] : [];
+      })
       .filter((m) => (pub !== undefined ? m.key === pub : m.rec.nodeId === id));
     const m = found[0];
     if (m === undefined) throw new CliError(`no member ${id ?? pub} is registered in this cluster`);

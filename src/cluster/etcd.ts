@@ -104,6 +104,37 @@ export function etcdClient(s: EtcdSettings): Etcd3 {
   return new Etcd3(opts);
 }
 
+/** A JSON object, or null for anything else (a value that does not parse, an array, null). */
+function jsonObject(v: string): Record<string, unknown> | null {
+  try {
+    const o = JSON.parse(v) as unknown;
+    return o !== null && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+const optional = (v: unknown, type: 'number' | 'string'): boolean => v === undefined || typeof v === type;
+
+/**
+ * A registration or live record (NODES, LIVE), or null when the value is not one: garbage
+ * another writer of etcd left beside the members' records is skipped by its readers, never
+ * fatal to them.
+ */
+export function memberRecord(v: string): MemberRecord | null {
+  const o = jsonObject(v);
+  if (!o || typeof o.nodeId !== 'string' || typeof o.ledgerUrl !== 'string') return null;
+  if (!optional(o.applied, 'number') || !optional(o.height, 'number') || !optional(o.headId, 'string')) return null;
+  return o as unknown as MemberRecord;
+}
+
+/** An attestation (ATTEST), or null when the value is not one. */
+export function attestation(v: string): Attestation | null {
+  const o = jsonObject(v);
+  if (!o || !Number.isSafeInteger(o.height) || typeof o.blockId !== 'string' || typeof o.stateRoot !== 'string') return null;
+  return o as unknown as Attestation;
+}
+
 /** The chain record, or null when the cluster has none yet. */
 export async function readChain(client: Etcd3): Promise<ChainRecord | null> {
   const v = await client.get(CHAIN_KEY).string();

@@ -20,8 +20,10 @@ import {
   LOG,
   LIVE,
   NODES,
+  attestation,
   etcdClient,
   etcdReason,
+  memberRecord,
   readChain,
   wasRemoved,
   type Attestation,
@@ -44,6 +46,8 @@ const DELETE_CHUNK = 128;
  * space inside etcd's file for reuse, defragmenting gives it back, one member at a time.
  */
 const DEFRAG_EVERY_MS = 60 * 60_000;
+/** Keys of skipped records remembered (each is said once): garbage under many keys costs this much memory, no more. */
+const SKIPPED_SAID_MAX = 1_000;
 
 export interface MemberSettings {
   etcd: EtcdSettings;
@@ -96,6 +100,8 @@ export class ClusterMember {
   #retainedAt = 0;
   #defraggedAt = Date.now();
   #floor = 0;
+  /** Records skipped because they are not records (said once each; forgotten past SKIPPED_SAID_MAX). */
+  readonly #skippedSaid = new Set<string>();
   #closed = false;
 
   private constructor(s: MemberSettings, signer: Signer, client: Etcd3, chain: ChainRecord) {
@@ -245,9 +251,15 @@ export class ClusterMember {
         const key = k.slice(NODES.length);
         // A removed member is no member: not listed, not a peer, not counted by the retention.
         if (removed.has(key)) continue;
-        const r = JSON.parse(v) as MemberRecord;
+        // A value that is no registration is skipped: one that stopped this round stopped every
+        // round, the retention and the attestations' checks with them.
+        const r = memberRecord(v);
+        if (!r) {
+          this.#skipped(k);
+          continue;
+        }
         const l = live[`${LIVE}${key}`];
-        const lr = l ? (JSON.parse(l) as MemberRecord) : null;
+        const lr = l ? memberRecord(l) : null;
         views.push({
           node_id: r.nodeId,
           public_key: key,
@@ -260,13 +272,25 @@ export class ClusterMember {
       this.#members = views.sort((a, b) => a.node_id.localeCompare(b.node_id));
       for (const [k, v] of Object.entries(attest)) {
         const key = k.slice(ATTEST.length);
-        if (key !== this.#signer.publicKey && !removed.has(key)) this.#unchecked.set(key, JSON.parse(v) as Attestation);
+        // Only a registered member's attestation counts: records under other keys would outvote the members.
+        if (key === this.#signer.publicKey || removed.has(key) || registered[`${NODES}${key}`] === undefined) continue;
+        const a = attestation(v);
+        if (a) this.#unchecked.set(key, a);
+        else this.#skipped(k);
       }
       this.#checkOwn();
       await this.#retain();
     } catch (err) {
       if (!this.#closed) log.debug(`cluster records not refreshed: ${etcdReason(err)}`);
     }
+  }
+
+  /** A record under the cluster's prefix that is not one: skipped, said once. */
+  #skipped(key: string): void {
+    if (this.#skippedSaid.has(key)) return;
+    if (this.#skippedSaid.size >= SKIPPED_SAID_MAX) this.#skippedSaid.clear();
+    this.#skippedSaid.add(key);
+    log.warn(`cluster record ${key.slice(0, 120)} is not a record of its kind: skipped`);
   }
 
   /**

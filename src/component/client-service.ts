@@ -199,7 +199,7 @@ export class ClientService {
     }
     let env: P.EnvelopeMsg;
     try {
-      env = P.Envelope.decode(m.body) as unknown as P.EnvelopeMsg;
+      env = P.decodeEnvelope(m.body);
     } catch {
       return; // not an envelope: the committer thread decoded it once already, so this does not happen
     }

@@ -145,6 +145,20 @@ interface Pending {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
 
+/**
+ * A processor's answer to a request in flight. One that does not decode (malformed protobuf,
+ * a message that is not UTF-8) is still its answer, an INTERNAL_ERROR: dropped, it left the
+ * transaction waiting for the process timeout.
+ */
+function decodeAnswer(content: Uint8Array): P.ProcessResponseMsg {
+  try {
+    return P.ProcessResponse.decode(content) as unknown as P.ProcessResponseMsg;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    return { status: P.ProcessStatus.INTERNAL_ERROR, message: `the answer could not be decoded (${why})`, extendedData: new Uint8Array(0) };
+  }
+}
+
 export class ComponentServer implements ExternalFamilies {
   readonly #sock: Router;
   readonly #opts: Required<ComponentOptions>;
@@ -520,7 +534,7 @@ export class ComponentServer implements ExternalFamilies {
           if (processor.setAside?.cause === 'answer') this.#revive(processor, 'answered late');
           return;
         }
-        return this.#finish(pending, P.ProcessResponse.decode(env.content) as unknown as P.ProcessResponseMsg);
+        return this.#finish(pending, decodeAnswer(env.content));
       }
       case K.TP_STATE_GET_REQUEST: {
         const m = P.StateGetRequest.decode(env.content) as unknown as P.ContextAddressesMsg;

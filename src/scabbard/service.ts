@@ -143,6 +143,7 @@ export class ScabbardService {
     this.#forwardTimer.unref();
     this.#askCatchUp();
     this.#pressure();
+    this.#tellPressure();
   }
 
   /** Starts the committer thread; the height is read once it runs. */
@@ -448,12 +449,24 @@ export class ScabbardService {
     for (const p of to) this.#send(p, { messageType: MsgType.CATCH_UP_REQUEST, catchUpFrom: this.#height + 1 });
   }
 
-  /** A peer's node (re)connected: catch up, re-forward, resend the back-pressure state. */
+  /**
+   * A peer's node (re)connected: catch up, re-forward, resend the back-pressure state, busy or
+   * not (and once more when the service starts: a restarted coordinator's peers may connect
+   * before it runs): a member that missed the coordinator's ACCEPTING_REQUESTS (sent while it
+   * was away, or never, the TOO_MANY_REQUESTS having come from a peer that only claimed the
+   * coordinator's node) refused every submission until the coordinator was busy again.
+   */
   peerReachable(): void {
     this.#catchUpAt = 0;
     this.#askCatchUp();
     this.#forward();
-    if (this.isCoordinator && this.#busy) for (const p of this.peers) this.#send(p, { messageType: MsgType.TOO_MANY_REQUESTS });
+    this.#tellPressure();
+  }
+
+  /** The coordinator's back-pressure state, to every member (busy or not). */
+  #tellPressure(): void {
+    if (this.isCoordinator)
+      for (const p of this.peers) this.#send(p, { messageType: this.#busy ? MsgType.TOO_MANY_REQUESTS : MsgType.ACCEPTING_REQUESTS });
   }
 
   /**
