@@ -501,7 +501,7 @@ t.test('found by seed 1962742018: a peer that dialled in while a re-dial was pen
       bind: { host: '127.0.0.1', port: bindPort },
       me: { nodeId, signer: new Signer(randomPrivateKey()) },
       heartbeatMs: 500,
-      retryMs: 1_500,
+      retryMs: 3_000,
       retryMaxMs: 3_000,
       handshakeMs: 5_000,
       queueTtlMs: 30_000,
@@ -516,14 +516,14 @@ t.test('found by seed 1962742018: a peer that dialled in while a re-dial was pen
   for (const n of [X, Y]) n.setListener({ connected() {}, disconnected() {}, message() {} });
   const xPort = await X.listen();
   X.addRef('y-node', [`tcp://127.0.0.1:${port}`], 'x-node');
-  await sleep(200); // refused: a re-dial in 1.5 s
+  await sleep(200); // refused: a re-dial in 3 s
   await Y.listen();
   const release = Y.addRef('x-node', [`tcp://127.0.0.1:${xPort}`], 'y-node');
   await until('Y connected to X', () => X.isConnected('y-node', 'x-node'), 10_000);
-  await sleep(2_000); // X's re-dial timer fired meanwhile, the connection live
+  await sleep(3_500); // X's re-dial timer fired meanwhile, the connection live
   release(); // Y drops the connection and will not dial again
   await until('X saw it drop', () => !X.isConnected('y-node', 'x-node'), 10_000);
-  await until('X dialled Y again', () => X.isConnected('y-node', 'x-node'), 15_000);
+  await until('X dialled Y again', () => X.isConnected('y-node', 'x-node'), 20_000);
   t.pass('X is connected to Y again');
 });
 

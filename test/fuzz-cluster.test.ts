@@ -33,8 +33,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Etcd3 } from 'etcd3';
+import protobuf from 'protobufjs';
 import { encodeCut, encodeEnvelope, encodeRemoval } from '../src/cluster/envelope.js';
 import { Signer } from '../src/crypto/secp256k1.js';
+import { Batch, decode, encode } from '../src/proto/index.js';
 import { batchList, getJson, intkeyBatch, newSigner, postBatches, waitCommitted } from './helpers/batches.js';
 import { sameHeadOf, startCluster, type TestCluster } from './helpers/cluster.js';
 import { FUZZ_MS, Rng, SEED, forAWhile, until, within } from './helpers/fuzz.js';
@@ -55,6 +57,8 @@ let seq = 0;
 const genuine = (): ReturnType<typeof intkeyBatch> => intkeyBatch(user, [['set', `g${seq++}`, seq]]);
 /** Batches only ever put in forged or broken entries: never to be known by any member. */
 const forged: string[] = [];
+/** Broken batches in entries a member's key signed: never committed, and settled alike on every member. */
+const broken: string[] = [];
 /** Genuine batches this fuzzer put in member-signed envelopes of its own: they commit, once. */
 const memberBatches: string[] = [];
 /** … and how each was written (for a failure's message). */
@@ -116,6 +120,19 @@ function strayBatch(r: Rng): ReturnType<typeof intkeyBatch> {
   return b;
 }
 
+/**
+ * A batch whose id reads (field 2, 128 hex) and whose insides are broken: a header that is not
+ * one, no transactions, transactions that are random bytes or a genuine one mutated.
+ */
+function brokenBatch(r: Rng): { id: string; bytes: Uint8Array } {
+  const id = r.hex(128);
+  const w = protobuf.Writer.create();
+  w.uint32(10).bytes(r.bytes(r.int(80)));
+  w.uint32(18).string(id);
+  for (let i = 0, k = r.int(3); i < k; i++) w.uint32(26).bytes(r.chance(0.5) ? r.mutate(genuine().bytes) : r.bytes(r.int(120)));
+  return { id, bytes: w.finish() };
+}
+
 function someEntry(r: Rng): Buffer {
   return entries.length > 0 ? r.pick(entries).value : encodeEnvelope(r.pick(members), Date.now(), []);
 }
@@ -155,6 +172,14 @@ async function fuzzOne(r: Rng): Promise<void> {
     const i = 4 + r.int(env.length - 4);
     env[i] = (env[i] ?? 0) ^ (1 + r.int(255));
     return put(fuzzKey(r, member), env);
+  }
+  if (roll < 50) {
+    count('member-signed, a broken batch inside');
+    // A batch whose id reads (so the envelope's layout is right) and whose insides do not:
+    // a member's own key vouches for it (a member gone wrong).
+    const b = brokenBatch(r);
+    broken.push(b.id);
+    return put(fuzzKey(r, member), encodeEnvelope(member, Date.now(), [b.bytes], r.chance(0.3) ? revision(r) : 0));
   }
   if (roll < 62) {
     count('member-signed, out of order');
@@ -268,6 +293,17 @@ async function checkRound(t: Test, round: number, acked: string[]): Promise<void
     }
   }
   t.pass(`${tag}: none of ${forged.length} forged batches is known anywhere`);
+  for (let i = 0; i < broken.length; i += 40) {
+    const ids = broken.slice(i, i + 40);
+    const seen = await Promise.all(
+      urls.map(async (url) =>
+        ((await getJson(`${url}/batch_statuses?id=${ids.join(',')}`)).json.data as Array<{ status: string }>).map((s) => s.status),
+      ),
+    );
+    if (seen.some((st) => st.includes('COMMITTED')) || seen.some((st) => JSON.stringify(st) !== JSON.stringify(seen[0])))
+      t.fail(`${tag}: broken batches committed, or settled differently: ${JSON.stringify(seen)}`);
+  }
+  t.pass(`${tag}: none of ${broken.length} broken batches in member-signed entries committed, each settled alike everywhere`);
   for (const [i, n] of c.nodes.entries())
     t.notMatch(n?.log() ?? '', BAD_LOG, `${tag}: member ${i}'s log has no stack trace, unhandled error, alarm or divergence`);
 }
@@ -316,6 +352,47 @@ t.test('found by seed 1701123226: records beside the log that are not records st
     t.match(n?.log() ?? '', /cluster record cairn\/nodes\/fuzz-not-json is not a record of its kind: skipped/, `member ${i} says what it skipped`);
   }
 });
+
+t.test(
+  "found by seed 441828556: batches a member's key vouches for that do not decode, or whose header does not list their transactions, are INVALID on every member, not the end of their committers",
+  async (t) => {
+    // In the chain's trust mode the members do not verify a member's batches again: one that
+    // did not decode stopped every member's committer at its log entry (BUILD_FAILED), and
+    // again at every restart.
+    const member = members[0] as Signer;
+    // A header that is not a BatchHeader (wire type 7 does not exist), one transaction of random bytes.
+    const noHeader = {
+      id: 'ab'.repeat(64),
+      bytes: protobuf.Writer.create()
+        .uint32(10)
+        .bytes(Buffer.from([0xff, 0xff]))
+        .uint32(18)
+        .string('ab'.repeat(64))
+        .uint32(26)
+        .bytes(Buffer.from('not a transaction'))
+        .finish(),
+    };
+    // A genuine transaction under the header of another batch (its ids are not the transaction's).
+    const one = decode(Batch, genuine().bytes);
+    const mismatchId = 'cd'.repeat(64);
+    const mismatch = encode(Batch, { header: decode(Batch, genuine().bytes).header, headerSignature: mismatchId, transactions: one.transactions });
+    const good = genuine();
+    const envelope = encodeEnvelope(member, Date.now(), [noHeader.bytes, mismatch, good.bytes]);
+    await client.put(`${LOG}${member.publicKey}/fuzz-regression-broken`).value(envelope).exec();
+    for (const url of urls)
+      t.equal((await waitCommitted(url, [good.id], 30))[0]?.status, 'COMMITTED', `the genuine batch beside them commits on ${url}`);
+    for (const url of urls) {
+      const st = (await getJson(`${url}/batch_statuses?id=${noHeader.id},${mismatchId}`)).json.data as Array<{ status: string }>;
+      t.same(
+        st.map((s) => s.status),
+        ['INVALID', 'INVALID'],
+        `both broken batches INVALID on ${url}`,
+      );
+    }
+    await sameHeadOf(c, 0, 30);
+    for (const [i, n] of c.nodes.entries()) t.notMatch(n?.log() ?? '', BAD_LOG, `member ${i}: no alarm`);
+  },
+);
 
 for (let round = 0; round < ROUNDS; round++) {
   t.test(`round ${round}`, async (t) => {

@@ -71,6 +71,23 @@ const covered = (address: string, prefixes: string[]): boolean => {
   return false;
 };
 
+/**
+ * The transaction headers of a batch, or the batch's INVALID outcome when one does not decode
+ * (a batch not verified before execution: see readBatch in block-builder.ts).
+ */
+function decodeHeaders(batch: BatchMsg): TransactionHeaderMsg[] | BatchOutcome {
+  const headers: TransactionHeaderMsg[] = [];
+  for (const t of batch.transactions) {
+    try {
+      headers.push(decode(TransactionHeader, t.header));
+    } catch (err) {
+      const message = `The transaction header does not decode (${err instanceof Error ? err.message : String(err)})`;
+      return { ok: false, invalid: { id: t.headerSignature, message, extendedData: new Uint8Array(0) } };
+    }
+  }
+  return headers;
+}
+
 class Context implements TxnContext {
   readonly writes: Writes = new Map();
   readonly events: ReceiptEvent[] = [];
@@ -146,7 +163,8 @@ export class BlockExecutor {
    * the chain. Returns 'wait' when a dependency is not yet satisfied.
    */
   executeBatch(batch: BatchMsg, isCommitted: (txnId: string) => boolean): BatchOutcome | 'wait' | 'async' | Unserved {
-    const headers = batch.transactions.map((t) => decode(TransactionHeader, t.header));
+    const headers = decodeHeaders(batch);
+    if (!Array.isArray(headers)) return headers;
     const external: boolean[] = [];
     const checked = this.#check(batch, headers, isCommitted, external);
     if (checked !== null) return checked;
@@ -162,7 +180,8 @@ export class BlockExecutor {
    * on processors, in order, each seeing the writes of the transactions before it.
    */
   async executeBatchAsync(batch: BatchMsg, isCommitted: (txnId: string) => boolean): Promise<BatchOutcome | 'wait' | Unserved> {
-    const headers = batch.transactions.map((t) => decode(TransactionHeader, t.header));
+    const headers = decodeHeaders(batch);
+    if (!Array.isArray(headers)) return headers;
     const external: boolean[] = [];
     const checked = this.#check(batch, headers, isCommitted, external);
     if (checked !== null && checked !== 'async') return checked;
