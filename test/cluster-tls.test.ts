@@ -84,7 +84,7 @@ t.test('etcd over TLS with client certificates', async (t) => {
   // The CA alone is a usage error, found before etcd is asked (docs/cli.md: exit 2).
   const noCert = await cairnCluster(['status', '--etcd', url, '--cluster-etcd-ca', c.ca]);
   t.equal(noCert.code, 2, 'without a client certificate etcd is not asked: a usage error');
-  t.match(noCert.log, /all three of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key/);
+  t.match(noCert.log, /needs all of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key/);
   const plain = await cairnCluster(['status', '--etcd', url.replace('https:', 'http:')]);
   t.equal(plain.code, 1, 'nor in plain text');
 
