@@ -1,32 +1,34 @@
 /**
  * One typed configuration, read once at start from flags and environment variables
  * (flags win), with defaults that run a node out of the box. Every listen address,
- * directory, key file and limit is settable both ways.
+ * directory, key file and limit is settable both ways. The settings table (flags, variables,
+ * help) is src/config/options.ts, the value parsers src/config/values.ts, a cluster member's
+ * settings src/config/cluster.ts; this file reads them into one Config and prints the usage.
  */
 import { availableParallelism } from 'node:os';
 import { resolve, join } from 'node:path';
-import { parseEndpoints } from './cluster/endpoints.js';
+import { OPTIONS } from './config/options.js';
+import { clusterConfig, type ClusterConfig } from './config/cluster.js';
+import {
+  ackDurability,
+  componentBind,
+  dataAuth,
+  int,
+  logFormatSetting,
+  logLevel,
+  metricsSetting,
+  parseArgs,
+  parseBind,
+  ConfigError,
+  type Bind,
+  type LogFormat,
+  type LogLevel,
+  type MetricsSetting,
+} from './config/values.js';
 
-export interface Bind {
-  host: string;
-  port: number;
-}
-
-export interface ClusterConfig {
-  /** etcd client URLs. */
-  etcd: string[];
-  chainKeyFile: string;
-  /** PEM files of etcd TLS with client certificates. */
-  ca: string | undefined;
-  cert: string | undefined;
-  key: string | undefined;
-  /** The ledger gateway URL the other members and /peers show (default http://<ledger bind>). */
-  advertise: string | undefined;
-  /** Who checks batch signatures, when set: it must be the chain's (cairn cluster init --verify). */
-  verify: 'trust' | 'all' | undefined;
-  /** This member's appends start at least this many ms apart per appending member; unset: src/cluster/link.ts's default. */
-  appendSpacingMs: number | undefined;
-}
+export { OPTIONS } from './config/options.js';
+export type { ClusterConfig } from './config/cluster.js';
+export { ConfigError, isLoopback, parseBind, type Bind, type LogFormat, type LogLevel, type MetricsSetting } from './config/values.js';
 
 export interface Config {
   dataDir: string;
@@ -141,7 +143,7 @@ export interface Config {
   dataAuth: boolean;
   logLevel: LogLevel;
   /** Log lines as JSON, or readable; `auto` picks readable when stderr is a terminal. */
-  logFormat: 'auto' | 'json' | 'pretty';
+  logFormat: LogFormat;
   /** GET /metrics: off, on the ledger gateway's port, or on a listener of its own. */
   metrics: MetricsSetting;
   oauth: {
@@ -157,12 +159,6 @@ export interface Config {
   };
 }
 
-/** `--metrics`: off (default), `on` (GET /metrics on the ledger port) or its own host:port. */
-export type MetricsSetting = { mode: 'off' } | { mode: 'on' } | { mode: 'listen'; bind: Bind };
-
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'silent'];
-
 /**
  * Batch-status waits held for the component endpoint's clients. One client may be upstream's
  * REST API process relaying the waits of all its own HTTP clients, so its bound is generous;
@@ -172,278 +168,6 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error', 'sile
  */
 const DEFAULT_COMPONENT_WAITS_PER_CLIENT = 1000;
 const DEFAULT_COMPONENT_WAITS = 4000;
-
-interface OptionSpec {
-  flag: string;
-  env: string;
-  help: string;
-}
-
-export const OPTIONS: Record<string, OptionSpec> = {
-  dataDir: { flag: 'data-dir', env: 'CAIRN_DATA_DIR', help: 'data directory (default ./data)' },
-  ledgerBind: { flag: 'ledger-bind', env: 'CAIRN_LEDGER_BIND', help: 'ledger gateway host:port (default 127.0.0.1:8008)' },
-  nodeBind: { flag: 'node-bind', env: 'CAIRN_NODE_BIND', help: 'node API host:port (default 127.0.0.1:8085)' },
-  dataBind: { flag: 'data-bind', env: 'CAIRN_DATA_BIND', help: 'data API host:port (default 127.0.0.1:8080)' },
-  adminKeys: { flag: 'admin-keys', env: 'CAIRN_ADMIN_KEYS', help: 'admin public keys file (default <data dir>/admin_keys)' },
-  maxBatchesPerBlock: { flag: 'max-batches-per-block', env: 'CAIRN_MAX_BATCHES_PER_BLOCK', help: 'batches per block, 0 = no limit (default 1000)' },
-  minBlockIntervalMs: { flag: 'min-block-interval-ms', env: 'CAIRN_MIN_BLOCK_INTERVAL_MS', help: 'minimum ms between blocks (default 0)' },
-  queueMultiplier: { flag: 'queue-multiplier', env: 'CAIRN_QUEUE_MULTIPLIER', help: 'back-pressure multiplier (default 10)' },
-  queueInitialAverage: { flag: 'queue-initial-average', env: 'CAIRN_QUEUE_INITIAL_AVERAGE', help: 'initial batches-per-block average (default 30)' },
-  dependencyWaitSec: { flag: 'dependency-wait', env: 'CAIRN_DEPENDENCY_WAIT', help: 's a batch may wait for a missing dependency (default 60)' },
-  stateCheckpointBlocks: {
-    flag: 'state-checkpoint-blocks',
-    env: 'CAIRN_STATE_CHECKPOINT_BLOCKS',
-    help: 'blocks between state checkpoints (default 256)',
-  },
-  stateCheckpointChunk: {
-    flag: 'state-checkpoint-chunk',
-    env: 'CAIRN_STATE_CHECKPOINT_CHUNK',
-    help: 'Merkle records a block writes for a state checkpoint at most; a larger one is spread over the next blocks (default 4096)',
-  },
-  startScan: {
-    flag: 'start-scan',
-    env: 'CAIRN_START_SCAN',
-    help: 'at start, read every record of the data files in a separate process and refuse a file that crashes it: on|off (default on)',
-  },
-  storageStallSec: {
-    flag: 'storage-stall',
-    env: 'CAIRN_STORAGE_STALL',
-    help: 's a storage write may take to become durable before it raises the STALLED alarm (default 60)',
-  },
-  stateHistoryBlocks: {
-    flag: 'state-history-blocks',
-    env: 'CAIRN_STATE_HISTORY_BLOCKS',
-    help: 'blocks behind the head whose state head= reads, 0 = all (default 0)',
-  },
-  ackDurability: { flag: 'ack-durability', env: 'CAIRN_ACK_DURABILITY', help: "202 after 'flush' (fsync, default) or 'commit'" },
-  poolThreads: { flag: 'pool-threads', env: 'CAIRN_POOL_THREADS', help: 'verification workers (default: cores)' },
-  maxBodyBytes: { flag: 'max-body-bytes', env: 'CAIRN_MAX_BODY_BYTES', help: 'request body limit (default 10485760)' },
-  maxInflightBodyBytes: {
-    flag: 'max-inflight-body-bytes',
-    env: 'CAIRN_MAX_INFLIGHT_BODY_BYTES',
-    help: 'request-body bytes held at once, all interfaces (default 268435456)',
-  },
-  wsMaxSockets: { flag: 'ws-max-sockets', env: 'CAIRN_WS_MAX_SOCKETS', help: 'open /subscriptions websockets (default 1000)' },
-  wsMaxBufferedBytes: {
-    flag: 'ws-max-buffered-bytes',
-    env: 'CAIRN_WS_MAX_BUFFERED_BYTES',
-    help: 'bytes buffered per websocket before it is closed (default 1048576)',
-  },
-  nodeId: { flag: 'node-id', env: 'CAIRN_NODE_ID', help: 'node id (default made once from the node key: cairn-<hex>)' },
-  displayName: { flag: 'display-name', env: 'CAIRN_DISPLAY_NAME', help: 'node display name' },
-  peers: { flag: 'peers', env: 'CAIRN_PEERS', help: 'comma-separated peer endpoints' },
-  endpoint: { flag: 'endpoint', env: 'CAIRN_ENDPOINT', help: 'advertised network endpoint' },
-  clusterEtcd: {
-    flag: 'cluster-etcd',
-    env: 'CAIRN_CLUSTER_ETCD',
-    help: 'etcd URLs (comma-separated): run as a member of that cluster (default: a single node)',
-  },
-  chainKey: {
-    flag: 'chain-key',
-    env: 'CAIRN_CHAIN_KEY',
-    help: "the cluster's chain key file (cairn cluster init makes it); required with --cluster-etcd",
-  },
-  clusterEtcdCa: { flag: 'cluster-etcd-ca', env: 'CAIRN_CLUSTER_ETCD_CA', help: "CA certificate (PEM) of etcd's TLS" },
-  clusterEtcdCert: { flag: 'cluster-etcd-cert', env: 'CAIRN_CLUSTER_ETCD_CERT', help: 'client certificate (PEM) for etcd' },
-  clusterEtcdKey: { flag: 'cluster-etcd-key', env: 'CAIRN_CLUSTER_ETCD_KEY', help: 'client key (PEM) for etcd' },
-  verify: {
-    flag: 'verify',
-    env: 'CAIRN_VERIFY',
-    help: "a cluster member: trust (the ingesting member checks signatures) or all (every member re-verifies); must be the chain's (default: the chain's)",
-  },
-  clusterAppendSpacingMs: {
-    flag: 'cluster-append-spacing-ms',
-    env: 'CAIRN_CLUSTER_APPEND_SPACING_MS',
-    help: 'a cluster member: its appends start at least this many ms apart for each member appending, 0 to 1000; larger packs more batches into each etcd write (less CPU per batch) and lengthens a submit under load (default 8)',
-  },
-  clusterAdvertise: {
-    flag: 'cluster-advertise',
-    env: 'CAIRN_CLUSTER_ADVERTISE',
-    help: "this member's ledger gateway URL as the others list it (default http://<ledger bind>)",
-  },
-  componentBind: {
-    flag: 'component-bind',
-    env: 'CAIRN_COMPONENT_BIND',
-    help: 'transaction processor endpoint host:port, or off (default 127.0.0.1:4004)',
-  },
-  externalFamilies: {
-    flag: 'external-families',
-    env: 'CAIRN_EXTERNAL_FAMILIES',
-    help: 'comma-separated built-in families run by transaction processors (default none)',
-  },
-  componentSubscribers: {
-    flag: 'component-subscribers',
-    env: 'CAIRN_COMPONENT_SUBSCRIBERS',
-    help: 'event subscribers on the component endpoint at once (default 1024)',
-  },
-  componentQueue: {
-    flag: 'component-queue',
-    env: 'CAIRN_COMPONENT_QUEUE',
-    help: 'messages queued for one component endpoint peer before a client is cut off (default 1000)',
-  },
-  processorTimeoutSec: {
-    flag: 'processor-timeout',
-    env: 'CAIRN_PROCESSOR_TIMEOUT',
-    help: 's a transaction processor may take to answer a transaction, or its pings, before it is set aside and its transactions wait (default 30)',
-  },
-  componentWaitsPerClient: {
-    flag: 'component-waits-per-client',
-    env: 'CAIRN_COMPONENT_WAITS_PER_CLIENT',
-    help: 'batch-status waits one component endpoint client may hold at once; more answer INTERNAL_ERROR (default 1000)',
-  },
-  componentWaits: {
-    flag: 'component-waits',
-    env: 'CAIRN_COMPONENT_WAITS',
-    help: 'batch-status waits all component endpoint clients may hold at once; more answer INTERNAL_ERROR (default 4000)',
-  },
-  networkBind: { flag: 'network-bind', env: 'CAIRN_NETWORK_BIND', help: 'circuit peer network host:port (default 127.0.0.1:8044)' },
-  advertisedEndpoint: {
-    flag: 'advertised-endpoint',
-    env: 'CAIRN_ADVERTISED_ENDPOINT',
-    help: 'peer endpoint shown in /status (default tcp://<network bind>)',
-  },
-  peeringKey: { flag: 'peering-key', env: 'CAIRN_PEERING_KEY', help: 'peering key file (default <data dir>/keys/peering.priv)' },
-  heartbeatMs: { flag: 'heartbeat-ms', env: 'CAIRN_HEARTBEAT_MS', help: 'peer heartbeat interval in ms (default 30000)' },
-  peerRetryMs: { flag: 'peer-retry-ms', env: 'CAIRN_PEER_RETRY_MS', help: 'first peer reconnect delay in ms, doubled per failure (default 10000)' },
-  peerRetryMaxMs: { flag: 'peer-retry-max-ms', env: 'CAIRN_PEER_RETRY_MAX_MS', help: 'longest peer reconnect delay in ms (default 300000)' },
-  peerQueueTtlMs: { flag: 'peer-queue-ttl-ms', env: 'CAIRN_PEER_QUEUE_TTL_MS', help: 'ms a message waits for a disconnected peer (default 30000)' },
-  adminTimeoutMs: { flag: 'admin-timeout-ms', env: 'CAIRN_ADMIN_TIMEOUT_MS', help: 'circuit agreement coordinator timeout in ms (default 30000)' },
-  adminParticipantTimeoutMs: {
-    flag: 'admin-participant-timeout-ms',
-    env: 'CAIRN_ADMIN_PARTICIPANT_TIMEOUT_MS',
-    help: 'circuit agreement participant timeout in ms (default 60000)',
-  },
-  cors: { flag: 'cors', env: 'CAIRN_CORS', help: 'send CORS headers on the ledger gateway (default off)' },
-  accessTokenTtlSec: { flag: 'access-token-ttl', env: 'CAIRN_ACCESS_TOKEN_TTL', help: 'access token lifetime in s (default 5400)' },
-  refreshTokenTtlSec: { flag: 'refresh-token-ttl', env: 'CAIRN_REFRESH_TOKEN_TTL', help: 'refresh token lifetime in s (default 5184000)' },
-  oauthIssuer: { flag: 'oauth-issuer', env: 'CAIRN_OAUTH_ISSUER', help: 'OpenID Connect issuer URL' },
-  oauthClientId: { flag: 'oauth-client-id', env: 'CAIRN_OAUTH_CLIENT_ID', help: 'OAuth client id' },
-  oauthClientSecret: { flag: 'oauth-client-secret', env: 'CAIRN_OAUTH_CLIENT_SECRET', help: 'OAuth client secret' },
-  oauthRedirectUrl: { flag: 'oauth-redirect-url', env: 'CAIRN_OAUTH_REDIRECT_URL', help: 'OAuth callback URL of this node' },
-  oauthAllowedRedirects: {
-    flag: 'oauth-allowed-redirects',
-    env: 'CAIRN_OAUTH_ALLOWED_REDIRECTS',
-    help: 'comma-separated client URLs OAuth may return to',
-  },
-  oauthRecheckSec: { flag: 'oauth-recheck', env: 'CAIRN_OAUTH_RECHECK', help: 'seconds before an OAuth session is re-checked (default 3600)' },
-  bcryptCost: { flag: 'bcrypt-cost', env: 'CAIRN_BCRYPT_COST', help: 'bcrypt cost of stored passwords (default 12)' },
-  loginBackoffMs: { flag: 'login-backoff-ms', env: 'CAIRN_LOGIN_BACKOFF_MS', help: 'base delay after failed logins (default 1000)' },
-  loginAddressFailures: {
-    flag: 'login-address-failures',
-    env: 'CAIRN_LOGIN_ADDRESS_FAILURES',
-    help: 'failed logins per client address before it is throttled (default 20)',
-  },
-  passwordChecks: { flag: 'password-checks', env: 'CAIRN_PASSWORD_CHECKS', help: 'password checks (bcrypt) at once (default 1)' },
-  passwordQueue: { flag: 'password-queue', env: 'CAIRN_PASSWORD_QUEUE', help: 'password checks waiting before 503 (default 8)' },
-  dataAuth: { flag: 'data-auth', env: 'CAIRN_DATA_AUTH', help: 'credentials on the data API: on|off (default on unless it binds loopback)' },
-  logLevel: { flag: 'log-level', env: 'CAIRN_LOG_LEVEL', help: 'debug|info|warn|error|silent (default info)' },
-  logFormat: { flag: 'log-format', env: 'CAIRN_LOG_FORMAT', help: 'json|pretty|auto: log lines (default auto: pretty on a terminal)' },
-  metrics: { flag: 'metrics', env: 'CAIRN_METRICS', help: 'GET /metrics: off|on (ledger port)|host:port (own listener) (default off)' },
-};
-
-export class ConfigError extends Error {}
-
-function logFormatSetting(v: string): Config['logFormat'] {
-  if (v !== 'auto' && v !== 'json' && v !== 'pretty') throw new ConfigError(`log format: expected auto, json or pretty, got "${v}"`);
-  return v;
-}
-
-function metricsSetting(v: string): MetricsSetting {
-  if (['off', 'false', '0', 'no'].includes(v)) return { mode: 'off' };
-  if (['on', 'true', '1', 'yes'].includes(v)) return { mode: 'on' };
-  if (!/:\d{1,5}$/.test(v)) throw new ConfigError(`metrics: expected off, on or host:port, got "${v}"`);
-  return { mode: 'listen', bind: parseBind(v, 'metrics') };
-}
-
-function logLevel(v: string): LogLevel {
-  if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(`log level: expected one of ${LOG_LEVELS.join(', ')}, got "${v}"`);
-  return v as LogLevel;
-}
-
-/** Loopback hosts: 127.0.0.0/8, ::1 and localhost. */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-/** `on`/`off` (also true/false, 1/0, yes/no); unset: on unless the data API binds a loopback host. */
-function dataAuth(v: string | undefined, dataBind: Bind): boolean {
-  if (v === undefined) return !isLoopback(dataBind.host);
-  if (['on', 'true', '1', 'yes'].includes(v)) return true;
-  if (['off', 'false', '0', 'no'].includes(v)) return false;
-  throw new ConfigError(`data auth: expected on or off, got "${v}"`);
-}
-
-function parseArgs(argv: string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (!a.startsWith('--')) throw new ConfigError(`unexpected argument ${a}`);
-    const eq = a.indexOf('=');
-    if (eq > 0) out.set(a.slice(2, eq), a.slice(eq + 1));
-    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) out.set(a.slice(2), argv[++i]!);
-    else out.set(a.slice(2), 'true');
-  }
-  return out;
-}
-
-export function parseBind(v: string, what: string): Bind {
-  const m = /^(.+):(\d{1,5})$/.exec(v);
-  if (!m || Number(m[2]) > 65535) throw new ConfigError(`${what}: expected host:port, got "${v}"`);
-  return { host: m[1]!.replace(/^\[(.*)\]$/, '$1'), port: Number(m[2]) };
-}
-
-/** The cluster settings, or null without --cluster-etcd (flags win over the environment, as everywhere). */
-function clusterConfig(get: (key: keyof typeof OPTIONS) => string | undefined): ClusterConfig | null {
-  const etcd = get('clusterEtcd');
-  if (etcd === undefined) return null;
-  const chainKey = get('chainKey');
-  if (chainKey === undefined) throw new ConfigError('--cluster-etcd needs --chain-key FILE (CAIRN_CHAIN_KEY): the chain key cairn cluster init made');
-  let endpoints: string[];
-  try {
-    endpoints = parseEndpoints(etcd);
-  } catch (err) {
-    throw new ConfigError(`cluster etcd: ${(err as Error).message}`);
-  }
-  const pem = (k: keyof typeof OPTIONS): string | undefined => {
-    const v = get(k);
-    return v === undefined ? undefined : resolve(v);
-  };
-  const advertise = get('clusterAdvertise');
-  if (advertise !== undefined && !/^https?:\/\/[^/\s]+$/.test(advertise))
-    throw new ConfigError(`cluster advertise: expected http(s)://host:port, got "${advertise}"`);
-  const verify = get('verify');
-  if (verify !== undefined && verify !== 'trust' && verify !== 'all') throw new ConfigError(`verify: expected trust or all, got "${verify}"`);
-  const spacingText = get('clusterAppendSpacingMs');
-  const spacing = spacingText === undefined ? undefined : int(spacingText, 'cluster append spacing', 0);
-  if (spacing !== undefined && spacing > 1000) throw new ConfigError(`cluster append spacing: expected at most 1000 (ms), got "${spacing}"`);
-  const c: ClusterConfig = {
-    etcd: endpoints,
-    chainKeyFile: resolve(chainKey),
-    ca: pem('clusterEtcdCa'),
-    cert: pem('clusterEtcdCert'),
-    key: pem('clusterEtcdKey'),
-    advertise,
-    verify,
-    appendSpacingMs: spacing,
-  };
-  if ((c.ca || c.cert || c.key) && !(c.ca && c.cert && c.key))
-    throw new ConfigError('etcd TLS needs all three of --cluster-etcd-ca, --cluster-etcd-cert and --cluster-etcd-key');
-  return c;
-}
-
-function componentBind(v: string): Bind | null {
-  return v === 'off' ? null : parseBind(v, 'component bind');
-}
-
-function int(v: string, what: string, min: number): number {
-  if (!/^\d+$/.test(v) || Number(v) < min) throw new ConfigError(`${what}: expected an integer >= ${min}, got "${v}"`);
-  return Number(v);
-}
-
-function ackDurability(v: string): 'flush' | 'commit' {
-  if (v !== 'flush' && v !== 'commit') throw new ConfigError(`ack durability: expected flush or commit, got "${v}"`);
-  return v;
-}
 
 export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): Config {
   const flags = parseArgs(argv);

@@ -136,6 +136,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
           ...(process.env.CAIRN_TEST_CLUSTER_DEAF_WATCH ? { deafWatchAfter: Number(process.env.CAIRN_TEST_CLUSTER_DEAF_WATCH) } : {}),
           verify: config.cluster.verify,
           appendSpacingMs: config.cluster.appendSpacingMs,
+          linger: config.cluster.linger,
         },
         nodeSigner,
       );

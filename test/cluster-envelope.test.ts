@@ -18,7 +18,7 @@ import {
   isRemoval,
 } from '../src/cluster/envelope.js';
 import { LogConsensus, consensusRevision } from '../src/cluster/consensus.js';
-import { parseEndpoints } from '../src/cluster/endpoints.js';
+import { parseEndpoints } from '../src/config/endpoints.js';
 import { Outage } from '../src/cluster/outage.js';
 import { FreshRead } from '../src/cluster/fresh-read.js';
 import { ClusterLink } from '../src/cluster/link.js';

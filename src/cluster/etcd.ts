@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { ConsecutiveBreaker, ExponentialBackoff, circuitBreaker, handleWhen, isBrokenCircuitError, retry } from 'cockatiel';
 import { Etcd3, isRecoverableError, type IOptions } from 'etcd3';
 import { decodeRemoval } from './envelope.js';
-export { parseEndpoints } from './endpoints.js';
+export { parseEndpoints } from '../config/endpoints.js';
 
 export const PREFIX = 'cairn/';
 export const CHAIN_KEY = `${PREFIX}chain`;

@@ -1,10 +1,11 @@
 /**
  * This node as a member of a cluster: it checks at start that the cluster's chain is the
- * one its chain key signs, registers its node key (before it can append anything), keeps
- * a lease-bound record of itself up (URL, applied log revision, head), reads the other
- * members' records for /peers and /status, and compares the members' attestations
- * (height, block id, state root): a member whose block at a height differs from another's
- * raises the DIVERGED alarm, which stops its acknowledgements.
+ * one its chain key signs, registers its node key (before it can append anything), opens
+ * its link to the log (link.ts), keeps a lease-bound record of itself up (URL, applied log
+ * revision, head), reads the other members' records for /peers and /status, and each round
+ * hands the members' attestations to attestations.ts (a member whose block at a height
+ * differs from another's raises the DIVERGED alarm, which stops its acknowledgements) and
+ * runs the log's retention (retention.ts).
  */
 import { existsSync } from 'node:fs';
 import type { Etcd3, Lease } from 'etcd3';
@@ -14,10 +15,11 @@ import type { Ledger, SharedLog } from '../ledger/ledger.js';
 import { loadOrCreateKey } from '../store/keys.js';
 import { StartupError } from '../store/lock.js';
 import { APPEND_SPACING_MS, ClusterLink } from './link.js';
+import { blockLinger, type BlockLinger } from './block-cutter.js';
+import { Attestations } from './attestations.js';
+import { Retention } from './retention.js';
 import {
   ATTEST,
-  FLOOR,
-  LOG,
   LIVE,
   NODES,
   attestation,
@@ -26,7 +28,6 @@ import {
   memberRecord,
   readChain,
   wasRemoved,
-  type Attestation,
   type ChainRecord,
   type EtcdSettings,
   type MemberRecord,
@@ -37,15 +38,6 @@ import {
 const LEASE_TTL_S = 5;
 /** How often a member refreshes its record and reads the others' (ms). */
 const TICK_MS = 1_000;
-/** How often the log is trimmed (by the live member with the lowest node key) (ms). */
-const RETAIN_EVERY_MS = 5_000;
-/** Log keys deleted per transaction (etcd's --max-txn-ops is 128 by default). */
-const DELETE_CHUNK = 128;
-/**
- * How often the retaining member defragments each etcd member (ms): compaction frees
- * space inside etcd's file for reuse, defragmenting gives it back, one member at a time.
- */
-const DEFRAG_EVERY_MS = 60 * 60_000;
 /** Keys of skipped records remembered (each is said once): garbage under many keys costs this much memory, no more. */
 const SKIPPED_SAID_MAX = 1_000;
 
@@ -57,12 +49,14 @@ export interface MemberSettings {
   diverge?: boolean;
   /** How often the retaining member defragments etcd (ms; default an hour). */
   defragEveryMs?: number;
-  /** Test hook: how far the follower reads ahead of the committer, in blocks (src/cluster/link.ts). */
+  /** Test hook: how far the follower reads ahead of the committer, in blocks (src/cluster/log-follower.ts). */
   readAheadBlocks?: number;
-  /** Test hook: the follower's first watch falls silent after this many entries (src/cluster/link.ts). */
+  /** Test hook: the follower's first watch falls silent after this many entries (src/cluster/log-follower.ts). */
   deafWatchAfter?: number;
-  /** Spacing of this member's appends per appending member (ms; src/cluster/link.ts APPEND_SPACING_MS by default). */
+  /** Spacing of this member's appends per appending member (ms; src/cluster/acknowledgements.ts APPEND_SPACING_MS by default). */
   appendSpacingMs?: number;
+  /** The block's linger where set (ms; src/cluster/block-cutter.ts BLOCK_LINGER for the rest). */
+  linger?: Partial<BlockLinger>;
   /** The signature checks the operator asked for: must be the chain's. */
   verify?: VerifyMode | undefined;
 }
@@ -83,6 +77,8 @@ export class ClusterMember {
   readonly #s: MemberSettings;
   /** The spacing of this member's appends (the setting, or the link's default): given to the link, shown in /status. */
   readonly #appendSpacingMs: number;
+  /** The block's linger (the settings, or the block cutter's defaults): given to the link. */
+  readonly #linger: BlockLinger;
   readonly #signer: Signer;
   #ledgerUrl = '';
   #ledger: Ledger | null = null;
@@ -90,26 +86,21 @@ export class ClusterMember {
   #lease: Lease | null = null;
   #timer: NodeJS.Timeout | null = null;
   #members: MemberView[] = [];
-  /** Other members' attestations not checked yet (their height is past this member's head). */
-  readonly #unchecked = new Map<string, Attestation>();
-  /** Whether each other member's chain agreed with this one where last compared. */
-  readonly #verdicts = new Map<string, { agrees: boolean; detail: string }>();
-  #divergedRaised = false;
-  #warned = false;
-  #attested = -1;
-  #retainedAt = 0;
-  #defraggedAt = Date.now();
-  #floor = 0;
+  readonly #attestations: Attestations;
+  readonly #retention: Retention;
   /** Records skipped because they are not records (said once each; forgotten past SKIPPED_SAID_MAX). */
   readonly #skippedSaid = new Set<string>();
   #closed = false;
 
-  private constructor(s: MemberSettings, signer: Signer, client: Etcd3, chain: ChainRecord) {
+  private constructor(s: MemberSettings, signer: Signer, client: Etcd3, chain: ChainRecord, linger: BlockLinger) {
     this.#s = s;
     this.#appendSpacingMs = s.appendSpacingMs ?? APPEND_SPACING_MS;
+    this.#linger = linger;
     this.#signer = signer;
     this.client = client;
     this.chain = chain;
+    this.#attestations = new Attestations(client, signer.publicKey);
+    this.#retention = new Retention(client, signer.publicKey, s.etcd, s.defragEveryMs);
   }
 
   /**
@@ -121,6 +112,12 @@ export class ClusterMember {
       throw new StartupError(
         `--chain-key: the chain key file ${s.chainKeyFile} does not exist: copy it from the member that ran \`cairn cluster init\` (CAIRN_CHAIN_KEY)`,
       );
+    let linger: BlockLinger;
+    try {
+      linger = blockLinger(s.linger);
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
     const chainKey = loadOrCreateKey(s.chainKeyFile);
     const client = etcdClient(s.etcd);
     try {
@@ -143,7 +140,7 @@ export class ClusterMember {
         throw new StartupError(
           `this cluster's members check signatures by --verify ${mode} (set at cairn cluster init), not ${s.verify}: refusing to join`,
         );
-      const m = new ClusterMember(s, signer, client, chain);
+      const m = new ClusterMember(s, signer, client, chain, linger);
       await m.#register();
       return m;
     } catch (err) {
@@ -177,6 +174,7 @@ export class ClusterMember {
           ...(this.#s.readAheadBlocks ? { readAheadBlocks: this.#s.readAheadBlocks } : {}),
           ...(this.#s.deafWatchAfter !== undefined ? { deafWatchAfter: this.#s.deafWatchAfter } : {}),
           appendSpacingMs: this.#appendSpacingMs,
+          linger: this.#linger,
           head: h.head,
           diverged: (cause) => {
             log.error(`this member's chain diverged from the cluster's: ${cause}`);
@@ -235,11 +233,7 @@ export class ClusterMember {
         this.#lease = lease;
       }
       await this.#lease.put(`${LIVE}${this.#signer.publicKey}`).value(JSON.stringify(me)).exec();
-      if (head.blockNum !== this.#attested) {
-        const a: Attestation = { height: head.blockNum, blockId: head.blockId, stateRoot: head.stateRoot };
-        await this.client.put(`${ATTEST}${this.#signer.publicKey}`).value(JSON.stringify(a)).exec();
-        this.#attested = head.blockNum;
-      }
+      await this.#attestations.publish(head);
       const [registered, live, attest] = await Promise.all([
         this.client.getAll().prefix(NODES).strings(),
         this.client.getAll().prefix(LIVE).strings(),
@@ -275,11 +269,11 @@ export class ClusterMember {
         // Only a registered member's attestation counts: records under other keys would outvote the members.
         if (key === this.#signer.publicKey || removed.has(key) || registered[`${NODES}${key}`] === undefined) continue;
         const a = attestation(v);
-        if (a) this.#unchecked.set(key, a);
+        if (a) this.#attestations.note(key, a);
         else this.#skipped(k);
       }
       this.#checkOwn();
-      await this.#retain();
+      await this.#retention.run(this.#members);
     } catch (err) {
       if (!this.#closed) log.debug(`cluster records not refreshed: ${etcdReason(err)}`);
     }
@@ -293,87 +287,9 @@ export class ClusterMember {
     log.warn(`cluster record ${key.slice(0, 120)} is not a record of its kind: skipped`);
   }
 
-  /**
-   * Log retention, by one member (the live one with the lowest node key): entries every
-   * live member has applied are deleted, the floor written first (a member that was away
-   * and finds its position below it catches up from blocks), and etcd's history below it
-   * compacted, so that etcd stays within its quota.
-   */
-  async #retain(): Promise<void> {
-    const live = this.#members.filter((m) => m.live);
-    if (live.length === 0 || Date.now() - this.#retainedAt < RETAIN_EVERY_MS) return;
-    const first = live.reduce((a, b) => (b.public_key < a.public_key ? b : a));
-    if (first.public_key !== this.#signer.publicKey) return;
-    this.#retainedAt = Date.now();
-    const floor = Math.min(...live.map((m) => m.applied));
-    if (floor <= this.#floor) return;
-    const stored = Number((await this.client.get(FLOOR).string()) ?? '0');
-    if (floor > stored) await this.client.put(FLOOR).value(String(floor)).exec();
-    const keys = await this.client.getAll().prefix(LOG).maxModRevision(String(floor)).keys();
-    // One transaction per chunk: one etcd write (one Raft entry, one sync) deletes a chunk's keys.
-    for (let i = 0; i < keys.length; i += DELETE_CHUNK)
-      await this.client.kv.txn({ success: keys.slice(i, i + DELETE_CHUNK).map((k) => ({ request_delete_range: { key: Buffer.from(k) } })) });
-    await this.client.kv.compact({ revision: String(floor) }).catch(() => undefined);
-    this.#floor = floor;
-    if (keys.length > 0) log.debug(`cluster log: ${keys.length} entries up to revision ${floor} deleted (every live member applied them)`);
-    if (Date.now() - this.#defraggedAt >= (this.#s.defragEveryMs ?? DEFRAG_EVERY_MS)) {
-      this.#defraggedAt = Date.now();
-      await this.#defragment();
-    }
-  }
-
-  /** Each etcd member in turn (a member is busy while it defragments; the others serve). */
-  async #defragment(): Promise<void> {
-    for (const endpoint of this.#s.etcd.endpoints) {
-      const one = etcdClient({ ...this.#s.etcd, endpoints: [endpoint] });
-      try {
-        await one.maintenance.defragment();
-        log.info(`etcd member ${endpoint} defragmented`);
-      } catch (err) {
-        log.warn(`etcd member ${endpoint} not defragmented: ${etcdReason(err)}`);
-      } finally {
-        one.close();
-      }
-    }
-  }
-
   /** Compares the others' attestations at heights this member has reached with its own blocks. */
   #checkOwn(): void {
-    const ledger = this.#ledger;
-    if (!ledger || this.#divergedRaised) return;
-    let changed = false;
-    for (const [key, a] of this.#unchecked) {
-      if (a.height > ledger.head.blockNum) continue;
-      this.#unchecked.delete(key);
-      const mine = ledger.query.blockId(a.height);
-      if (mine === undefined) continue;
-      // A member that differed once stays apart: chains that split never meet again.
-      if (this.#verdicts.get(key)?.agrees === false) continue;
-      const agrees = mine === a.blockId;
-      this.#verdicts.set(key, {
-        agrees,
-        detail: agrees ? '' : `block ${a.height} here is ${mine.slice(0, 16)}…, member ${key.slice(0, 16)}… has ${a.blockId.slice(0, 16)}…`,
-      });
-      changed = true;
-    }
-    if (!changed) return;
-    // This member is the one that diverged when those that differ from it are at least as
-    // many as those that agree with it (itself counted) and those not compared yet: with two
-    // members, both stop; with three, the one that differs from the two others.
-    const differ = [...this.#verdicts.entries()].filter(([, v]) => !v.agrees);
-    if (differ.length === 0) return;
-    const agree = 1 + [...this.#verdicts.values()].filter((v) => v.agrees).length;
-    // Members with a chain (an attestation) not compared yet: their height is past this one's.
-    const unknown = [...this.#unchecked.keys()].filter((k) => !this.#verdicts.has(k)).length;
-    const cause = differ.map(([, v]) => v.detail).join('; ');
-    if (differ.length >= agree + unknown) {
-      this.#divergedRaised = true;
-      log.error(`this member's chain diverged from the cluster's: ${cause}`);
-      ledger.markFaulty(`chain diverged from the cluster's: ${cause}`, 'DIVERGED');
-    } else if (!this.#warned) {
-      this.#warned = true;
-      log.warn(`another member's chain differs from this one and the majority's: ${cause}`);
-    }
+    if (this.#ledger) this.#attestations.check(this.#ledger);
   }
 
   /** The other live members' ledger URLs. */

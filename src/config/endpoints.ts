@@ -1,4 +1,4 @@
-/** etcd endpoints as the settings give them. */
+/** etcd endpoints as the settings give them (--cluster-etcd, and `cairn cluster --etcd`). */
 
 /** Endpoints from a comma-separated list; each must be an http(s) URL. */
 export function parseEndpoints(v: string): string[] {
