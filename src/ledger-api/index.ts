@@ -16,7 +16,7 @@ import { replies } from './schemas.js';
 import { ledgerError, LedgerErrorCode } from './errors.js';
 import { ledgerBinding, ledgerRoute, type LedgerRoute } from './route.js';
 import type { ClusterMember } from '../cluster/member.js';
-import { clusterRoutes } from '../cluster/routes.js';
+import { clusterRoutes } from './cluster-blocks.js';
 
 export interface LedgerApiContext {
   config: Config;

@@ -1,15 +1,15 @@
 /**
  * GET /cluster/blocks?from=N&limit=M on a cluster member's ledger gateway: blocks N… of its
  * chain as stored (protobuf Block bytes, each after its length as a 4-byte big-endian
- * integer), for a member that catches up after the log it missed was deleted. Blocks are
- * public on /blocks already; the member that reads them checks each one's signature
- * (the chain key) and state root before it writes it.
+ * integer), for a member that catches up after the log it missed was deleted
+ * (src/cluster/catch-up.ts). Blocks are public on /blocks already; the member that reads
+ * them checks each one's signature (the chain key) and state root before it writes it.
  */
 import type { Req } from '../http/server.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { ANY_JSON } from '../http/route.js';
-import { ledgerRoute, type LedgerRoute } from '../ledger-api/route.js';
-import { ledgerError, LedgerErrorCode } from '../ledger-api/errors.js';
+import { ledgerRoute, type LedgerRoute } from './route.js';
+import { ledgerError, LedgerErrorCode } from './errors.js';
 
 /** Blocks a reply holds at most. */
 export const MAX_BLOCKS_PER_PAGE = 256;
