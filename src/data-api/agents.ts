@@ -7,7 +7,6 @@
  */
 import { agentRoleKey, gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
 import type { AgentRecord, RoleRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { agentJson, requireOrg, sameService } from './records.js';
@@ -16,6 +15,7 @@ import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions, writeQuery } from './submit.js';
 import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   public_key: reqString,
@@ -75,7 +75,7 @@ export function registerAgents(r: DataRouter): void {
     handler: ({ be, params }) => {
       const { org_id: orgId, public_key: pk } = params;
       const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-      if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
+      if (agent === undefined) throw dataErrors.orgAgentNotFound({ key: pk, org: orgId });
       return ok(agentJson(be, agent));
     },
   });
@@ -99,7 +99,7 @@ export function registerAgents(r: DataRouter): void {
       const pk = params.public_key;
       const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
       const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
-      if (agent === undefined) throw new ApiError(404, `Agent ${pk} not found`);
+      if (agent === undefined) throw dataErrors.agentNotFound({ key: pk });
       return ok(agentJson(be, agent));
     },
   });
@@ -143,7 +143,7 @@ export function registerAgents(r: DataRouter): void {
       samePath(o, 'public_key', pk, '');
       sameService(be, o.service_id, 'service_id');
       const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-      if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
+      if (agent === undefined) throw dataErrors.orgAgentNotFound({ key: pk, org: orgId });
       const signer = be.signers.pick(query.signer);
       return submitActions(
         be,

@@ -9,7 +9,6 @@ import { createRoute, deleteRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import { isValidGln } from '../families/grid/gs1.js';
 import type { AgentRecord, LocationRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { checkPropertyValues } from './properties.js';
 import { sameService, withService } from './records.js';
@@ -18,6 +17,7 @@ import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   location_id: reqString,
@@ -31,7 +31,7 @@ const UPDATE: Shape = { ...CREATE, location_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): LocationRecord {
   const l = be.rm.get<LocationRecord>('location', gridKeys.location(id));
-  if (l === undefined) throw new ApiError(404, `Location ${id} not found`);
+  if (l === undefined) throw dataErrors.locationNotFound({ id });
   return l;
 }
 

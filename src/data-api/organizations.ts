@@ -6,13 +6,13 @@
  */
 import { gridKeys } from '../ledger/read-model/keys.js';
 import type { AgentRecord, OrganizationRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, type Planned, writeQuery } from './submit.js';
 import { bad, checkId, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   id: reqString,
@@ -42,7 +42,7 @@ export function registerOrganizations(r: DataRouter): void {
     reply: dataReplies.organization,
     handler: ({ be, params }) => {
       const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(params.id));
-      if (org === undefined) throw new ApiError(404, `Organization ${params.id} not found`);
+      if (org === undefined) throw dataErrors.organizationNotFound({ id: params.id });
       return ok(withService(be, org));
     },
   });
@@ -88,7 +88,7 @@ export function registerOrganizations(r: DataRouter): void {
       const id = params.id;
       samePath(o, 'id', id, '');
       sameService(be, o.service_id, 'service_id');
-      if (!be.rm.has('organization', gridKeys.organization(id))) throw new ApiError(404, `Organization ${id} not found`);
+      if (!be.rm.has('organization', gridKeys.organization(id))) throw dataErrors.organizationNotFound({ id });
       const signer = be.signers.pick(query.signer);
       return submitActions(be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }], query.wait);
     },

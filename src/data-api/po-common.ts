@@ -12,11 +12,11 @@
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
 import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from '../ledger/read-model/records.js';
 import { WORKFLOW_IDS } from '../families/grid/workflow.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
 import { show } from '../http/show.js';
+import { dataErrors } from './errors.js';
 
 const REVISION: Shape = {
   revision_number: 'integer',
@@ -48,7 +48,7 @@ export function findPo(be: DataBackend, uidOrAlt: string): PurchaseOrderRecord |
 
 export function requirePo(be: DataBackend, uid: string): PurchaseOrderRecord {
   const po = findPo(be, uid);
-  if (po === undefined) throw new ApiError(404, `Purchase order ${uid} not found`);
+  if (po === undefined) throw dataErrors.purchaseOrderNotFound({ uid });
   return po;
 }
 

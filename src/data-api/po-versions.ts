@@ -7,7 +7,7 @@
  */
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
 import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';
 import { requirePo, versionCreate, versionUpdate } from './po-common.js';
@@ -17,10 +17,11 @@ import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
 import { show } from '../http/show.js';
+import { dataErrors } from './errors.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {
   const v = be.rm.get<VersionRecord>('poVersion', gridKeys.poVersion(po.uid, vid));
-  if (v === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${vid} not found`);
+  if (v === undefined) throw dataErrors.poVersionNotFound({ uid: po.uid, version: vid });
   return v;
 }
 
@@ -132,7 +133,7 @@ export function registerPoVersions(r: DataRouter): void {
         throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
       const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
       const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
-      if (rev === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);
+      if (rev === undefined) throw dataErrors.poRevisionNotFound({ uid: po.uid, version: v.version_id, revision: raw });
       return ok(revisionJson(be, rev));
     },
   });

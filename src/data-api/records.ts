@@ -6,9 +6,9 @@
  */
 import { agentRoleKey, gridKeys } from '../ledger/read-model/keys.js';
 import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, RoleRecord, VersionRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
+import { dataErrors } from './errors.js';
 
 export function withService<T extends object>(be: DataBackend, rec: T): T & { service_id?: string } {
   return be.serviceId === undefined ? rec : { ...rec, service_id: be.serviceId };
@@ -64,7 +64,7 @@ export function purchaseOrderJson(be: DataBackend, po: PurchaseOrderRecord): obj
 
 /** 404 unless the organization a path names exists. */
 export function requireOrg(be: DataBackend, orgId: string): void {
-  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw new ApiError(404, `Organization ${orgId} not found`);
+  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw dataErrors.organizationNotFound({ id: orgId });
 }
 
 /** 400 unless `orgId` names an organization of the read model. */
