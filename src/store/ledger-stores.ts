@@ -6,6 +6,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import { ledgerDbNames, NODE_LEDGER_PREFIX } from './names.js';
 import { openStore } from './checksum.js';
+import { fields, MetaRecord, type MetaDb } from './meta-record.js';
 
 export interface ChainHead {
   blockId: string;
@@ -32,7 +33,8 @@ export interface LedgerStores {
   blockIds: Database<Buffer, number>;
   /** Receipts of each block's transactions (appended). */
   receipts: Database<Buffer, number>;
-  meta: Database<unknown, string>;
+  /** Records of several shapes, each read and written through its MetaRecord (meta-record.ts). */
+  meta: MetaDb;
   invalid: Database<InvalidRecord, string>;
   /** State deltas by block number: appended, so a block's delta costs no random page write. */
   deltas: Database<Buffer, number>;
@@ -59,6 +61,9 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
 }
 
 export const HEAD_KEY = 'head';
+
+/** The chain's head: the last block written, in the same transaction as the block. */
+export const HEAD = new MetaRecord<ChainHead>(HEAD_KEY, fields<ChainHead>({ blockId: 'string', blockNum: 'number', stateRoot: 'string' }));
 
 /** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
 export class ReadModelDbs {
