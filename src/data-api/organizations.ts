@@ -5,7 +5,6 @@
  * agent yet (the node's key, or an agent key chosen with `signer`).
  */
 import { gridKeys } from '../ledger/read-model/keys.js';
-import type { AgentRecord, OrganizationRecord } from '../ledger/read-model/records.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
@@ -32,7 +31,7 @@ export function registerOrganizations(r: DataRouter): void {
     reply: dataReplies.organizations,
     query: parsePage,
     handler: ({ req, be, query: page }) => {
-      return ok(listBody(req, page, be.rm.page<OrganizationRecord>('organization', '', page.offset, page.limit), plainJson(be)));
+      return ok(listBody(req, page, be.rm.page('organization', '', page.offset, page.limit), plainJson(be)));
     },
   });
 
@@ -41,7 +40,7 @@ export function registerOrganizations(r: DataRouter): void {
     path: '/organization/:id',
     reply: dataReplies.organization,
     handler: ({ be, params }) => {
-      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(params.id));
+      const org = be.rm.get('organization', gridKeys.organization(params.id));
       if (org === undefined) throw dataErrors.organizationNotFound({ id: params.id });
       return ok(withService(be, org));
     },
@@ -65,7 +64,7 @@ export function registerOrganizations(r: DataRouter): void {
       const id = o.id as string;
       checkId(id, 'data[0].id');
       if (be.rm.has('organization', gridKeys.organization(id))) throw bad(`\`data[0].id\`: organization ${id} already exists`);
-      const agent = be.rm.get<AgentRecord>('agent', be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
+      const agent = be.rm.get('agent', be.rm.get('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
       if (agent !== undefined) {
         throw bad(`\`signer\`: ${signer.publicKey} is already an agent of organization ${agent.org_id}; create the organization with another signer`);
       }

@@ -6,7 +6,7 @@
  * `.../revision/{revision_number}` (one Revision; `latest` names the newest).
  */
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
-import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
+import type { PurchaseOrderRecord, VersionRecord } from '../ledger/read-model/records.js';
 import type { Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';
@@ -20,7 +20,7 @@ import { show } from '../http/show.js';
 import { dataErrors } from './errors.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {
-  const v = be.rm.get<VersionRecord>('poVersion', gridKeys.poVersion(po.uid, vid));
+  const v = be.rm.get('poVersion', gridKeys.poVersion(po.uid, vid));
   if (v === undefined) throw dataErrors.poVersionNotFound({ uid: po.uid, version: vid });
   return v;
 }
@@ -44,7 +44,7 @@ export function registerPoVersions(r: DataRouter): void {
     load: ({ be, params }) => requirePo(be, params.uid),
     query: parsePage,
     handler: ({ req, be, loaded: po, query: page }) => {
-      const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
+      const slice = be.rm.page('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
       return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
     },
   });
@@ -116,7 +116,7 @@ export function registerPoVersions(r: DataRouter): void {
     },
     query: parsePage,
     handler: ({ req, be, params, loaded: po, query: page }) => {
-      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, params.version_id), page.offset, page.limit);
+      const slice = be.rm.page('poRevision', gridPrefixes.revisionsOf(po.uid, params.version_id), page.offset, page.limit);
       return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
     },
   });
@@ -132,7 +132,7 @@ export function registerPoVersions(r: DataRouter): void {
       if (raw !== 'latest' && !/^\d{1,9}$/.test(raw))
         throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
       const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
-      const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
+      const rev = be.rm.get('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
       if (rev === undefined) throw dataErrors.poRevisionNotFound({ uid: po.uid, version: v.version_id, revision: raw });
       return ok(revisionJson(be, rev));
     },

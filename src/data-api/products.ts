@@ -28,7 +28,7 @@ const CREATE: Shape = {
 const UPDATE: Shape = { ...CREATE, product_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): ProductRecord {
-  const p = be.rm.get<ProductRecord>('product', gridKeys.product(id));
+  const p = be.rm.get('product', gridKeys.product(id));
   if (p === undefined) throw dataErrors.productNotFound({ id });
   return p;
 }

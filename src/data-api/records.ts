@@ -5,7 +5,7 @@
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.
  */
 import { agentRoleKey, gridKeys } from '../ledger/read-model/keys.js';
-import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, RoleRecord, VersionRecord } from '../ledger/read-model/records.js';
+import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 import { dataErrors } from './errors.js';
@@ -22,7 +22,7 @@ export const plainJson =
 
 /** Role JSON for an agent's role name; a name no role answers to keeps just name and org. */
 function roleFor(be: DataBackend, agentOrg: string, name: string): object {
-  const role = be.rm.get<RoleRecord>('role', agentRoleKey(agentOrg, name));
+  const role = be.rm.get('role', agentRoleKey(agentOrg, name));
   if (role !== undefined) return withService(be, role);
   const dot = name.lastIndexOf('.');
   return dot < 0 ? { name, org_id: agentOrg } : { name: name.slice(dot + 1), org_id: name.slice(0, dot) };

@@ -5,7 +5,6 @@
  */
 import { submitCreates } from './creates.js';
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
-import type { RoleRecord } from '../ledger/read-model/records.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
@@ -49,7 +48,7 @@ export function registerRoles(r: DataRouter): void {
     query: parsePage,
     handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
+      return ok(listBody(req, page, be.rm.page('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
     },
   });
 
@@ -59,7 +58,7 @@ export function registerRoles(r: DataRouter): void {
     reply: dataReplies.roles,
     load: ({ be, params }) => {
       const { org_id: orgId, role_name: name } = params;
-      const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
+      const role = be.rm.get('role', gridKeys.role(orgId, name));
       if (role === undefined) throw dataErrors.roleNotFound({ name, org: orgId });
       return role;
     },

@@ -5,7 +5,6 @@
  */
 import { createRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
-import type { SchemaRecord } from '../ledger/read-model/records.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';
 import { knownOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
@@ -32,7 +31,7 @@ export function registerSchemas(r: DataRouter): void {
     path: '/schema/:schema_name',
     reply: dataReplies.schema,
     handler: ({ be, params }) => {
-      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(params.schema_name));
+      const s = be.rm.get('schema', gridKeys.schema(params.schema_name));
       if (s === undefined) throw dataErrors.schemaNotFound({ name: params.schema_name });
       return ok(withService(be, s));
     },
@@ -60,7 +59,7 @@ export function registerSchemas(r: DataRouter): void {
       const name = params.schema_name;
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
-      const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));
+      const stored = be.rm.get('schema', gridKeys.schema(name));
       if (stored === undefined) throw dataErrors.schemaNotFound({ name });
       if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
       const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
