@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { AUTH_ERRORS } from '../src/auth/errors.js';
 import { CIRCUIT_ERRORS } from '../src/circuits/errors.js';
 import { DATA_ERRORS } from '../src/data-api/errors.js';
-import { catalog, HTTP_ERRORS, httpErrors, type ErrorDef } from '../src/http/errors.js';
+import { catalog, fill, HTTP_ERRORS, httpRefusals, type ErrorDef } from '../src/http/errors.js';
 import { RECORD_ERRORS } from '../src/http/record-errors.js';
 import { GATEWAY_ERRORS, LEDGER_ERRORS, ledgerErrorReplyFactory } from '../src/ledger-api/errors.js';
 import { NODE_ERRORS } from '../src/node-api/errors.js';
@@ -100,12 +100,21 @@ t.test("the gateway's own errors and the server's carry the title the gateway wr
 });
 
 t.test('constructors fill the template and keep status, code and headers', async (t) => {
-  const e = httpErrors.methodNotAllowed({ method: 'PUT', url: '/x/{url}' });
+  const http = catalog(HTTP_ERRORS);
+  const e = http.methodNotAllowed({ method: 'PUT', url: '/x/{url}' });
   t.equal(e.status, 405);
   t.equal(e.message, 'Method PUT is not allowed on /x/{url}', "a value's own braces are not filled again");
   t.equal(e.code, undefined);
-  const r = httpErrors.readOnly({ reason: 'disk full' }, { 'retry-after': '7' });
+  const r = http.readOnly({ reason: 'disk full' }, { 'retry-after': '7' });
   t.same([r.status, r.message, r.code, r.headers], [503, 'disk full', 18, { 'retry-after': '7' }]);
   const c = catalog({ a: { status: 418, title: 'T', message: '{x} and {x} and {y}', upstream: null } });
   t.equal(c.a({ x: 1, y: '$&' }).message, '1 and 1 and $&', 'every placeholder, and no replacement patterns');
+  t.equal(fill('{a}{b}!', { a: 'x' }), 'x{b}!', 'a name without a value stays as written');
+  t.equal(fill('no placeholder'), 'no placeholder');
+});
+
+t.test("the server's refusals are plain values with the same status, message and code", async (t) => {
+  t.same(httpRefusals.noResource({ url: '/nope' }), { status: 404, message: 'No resource at /nope' });
+  t.same(httpRefusals.storageFault({ reason: 'r' }), { status: 503, message: 'r', code: 18 });
+  t.notOk(httpRefusals.internal() instanceof Error, 'no Error (and no stack trace) per refusal');
 });

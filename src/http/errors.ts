@@ -35,25 +35,41 @@ type Placeholders<S extends string> = S extends `${string}{${infer P}}${infer Re
 /** The parameters a template needs. */
 export type ParamsOf<S extends string> = { readonly [K in Placeholders<S>]: string | number };
 
+type Values = Readonly<Record<string, string | number>>;
+
 /** The constructor of one error: its parameters (none when its message has no placeholder) and extra reply headers. */
-export type MakeError<D extends ErrorDef> = [Placeholders<D['message']>] extends [never]
-  ? (params?: Record<string, never>, headers?: Record<string, string>) => ApiError
-  : (params: ParamsOf<D['message']>, headers?: Record<string, string>) => ApiError;
+export type MakeError<D extends ErrorDef, R = ApiError> = [Placeholders<D['message']>] extends [never]
+  ? (params?: Record<string, never>, headers?: Record<string, string>) => R
+  : (params: ParamsOf<D['message']>, headers?: Record<string, string>) => R;
 
 /** A catalog: one constructor per error, by name. */
-export type Catalog<T extends Record<string, ErrorDef>> = { readonly [K in keyof T]: MakeError<T[K]> };
+export type Catalog<T extends Record<string, ErrorDef>, R = ApiError> = { readonly [K in keyof T]: MakeError<T[K], R> };
 
-const PLACEHOLDER = /\{(\w+)\}/g;
+const PLACEHOLDER = /\{(\w+)\}/;
 
-/** The message of `def` with its placeholders filled (in one pass: a value's own braces stay as they are). */
-export function fill(template: string, values: Readonly<Record<string, string | number>> | undefined): string {
-  if (values === undefined) return template;
-  return template.replace(PLACEHOLDER, (whole, name: string) => (Object.hasOwn(values, name) ? String(values[name]) : whole));
+/**
+ * A template made into a function once: its literal parts joined with the values named
+ * between them (a value's own braces are not filled again; a name without a value stays
+ * as written).
+ */
+function compile(template: string): (values?: Values) => string {
+  // With a capturing group, split gives literal, name, literal, name, ..., literal.
+  const parts = template.split(PLACEHOLDER);
+  if (parts.length === 1) return () => template;
+  return (values) => {
+    let out = parts[0] ?? '';
+    for (let i = 1; i < parts.length; i += 2) {
+      const name = parts[i] ?? '';
+      out += values !== undefined && Object.hasOwn(values, name) ? String(values[name]) : `{${name}}`;
+      out += parts[i + 1] ?? '';
+    }
+    return out;
+  };
 }
 
-/** The error `def` describes, with `params` filled in. */
-export function errorOf(def: ErrorDef, params?: Readonly<Record<string, string | number>>, headers?: Record<string, string>): ApiError {
-  return new ApiError(def.status, fill(def.message, params), def.code, headers);
+/** The message `template` with its placeholders filled. */
+export function fill(template: string, values?: Values): string {
+  return compile(template)(values);
 }
 
 /**
@@ -64,11 +80,40 @@ export function errorWithMessage(def: ErrorDef, message: string, headers?: Recor
   return new ApiError(def.status, message, def.code, headers);
 }
 
-/** A catalog's constructors, one per definition of `defs`. */
+/** One constructor per definition of `defs`, each making what `make` makes of its definition and message. */
+function constructors<T extends Record<string, ErrorDef>, R>(
+  defs: T,
+  make: (def: ErrorDef, message: string, headers?: Record<string, string>) => R,
+): Catalog<T, R> {
+  const out: Record<string, (params?: Values, headers?: Record<string, string>) => R> = {};
+  for (const [name, def] of Object.entries(defs)) {
+    const message = compile(def.message);
+    out[name] = (params, headers) => make(def, message(params), headers);
+  }
+  return out as Catalog<T, R>;
+}
+
+/** A catalog's constructors, one per definition of `defs`: each makes the ApiError a handler throws. */
 export function catalog<const T extends Record<string, ErrorDef>>(defs: T): Catalog<T> {
-  const out: Record<string, (params?: Readonly<Record<string, string | number>>, headers?: Record<string, string>) => ApiError> = {};
-  for (const [name, def] of Object.entries(defs)) out[name] = (params, headers) => errorOf(def, params, headers);
-  return out as Catalog<T>;
+  return constructors(defs, errorWithMessage);
+}
+
+/** An error the server answers itself, as the interface's `errorReply` takes it. */
+export interface Refusal {
+  status: number;
+  message: string;
+  code?: number;
+}
+
+/**
+ * Constructors of refusals, not errors: for what the server answers without a handler
+ * having thrown (an unknown path, a full body budget, a request over a limit), where a
+ * flood should cost no Error and its stack trace.
+ */
+export function refusals<const T extends Record<string, ErrorDef>>(defs: T): Catalog<T, Refusal> {
+  return constructors(defs, (def, message) =>
+    def.code === undefined ? { status: def.status, message } : { status: def.status, message, code: def.code },
+  );
 }
 
 /**
@@ -96,4 +141,5 @@ export const HTTP_ERRORS = {
   storageFault: { status: 503, title: 'Service Unavailable', message: '{reason}', upstream: null, code: 18 },
 } as const satisfies Record<string, ErrorDef>;
 
-export const httpErrors = catalog(HTTP_ERRORS);
+/** The server's answers (src/http/server.ts), made without an Error. */
+export const httpRefusals = refusals(HTTP_ERRORS);

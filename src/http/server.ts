@@ -19,7 +19,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSock
 import { log } from '../log.js';
 import { idFits } from './ids.js';
 import { ApiError } from './api-error.js';
-import { httpErrors } from './errors.js';
+import { httpRefusals, type Refusal } from './errors.js';
 import type { Handler, Method, Reply, Req } from './types.js';
 import { prepareReply, streamBody, type Prepared } from './reply.js';
 import { decodeURIComponentSafe, requestId } from './request-id.js';
@@ -117,7 +117,7 @@ export class HttpServer {
       this.app.any(pattern, (res, req) =>
         this.#immediate(res, req, () => {
           const allow = (this.#allowed.get(pattern) ?? []).join(', ');
-          const r = this.#replyOf(httpErrors.methodNotAllowed({ method: req.getMethod().toUpperCase(), url: req.getUrl() }));
+          const r = this.#refuse(httpRefusals.methodNotAllowed({ method: req.getMethod().toUpperCase(), url: req.getUrl() }));
           return { ...r, headers: { ...r.headers, allow } };
         }),
       );
@@ -181,7 +181,7 @@ export class HttpServer {
 
   /** Registers the catch-all 404; call after every route. */
   #finish(): void {
-    this.app.any('/*', (res, req) => this.#immediate(res, req, () => this.#replyOf(httpErrors.noResource({ url: req.getUrl() }))));
+    this.app.any('/*', (res, req) => this.#immediate(res, req, () => this.#refuse(httpRefusals.noResource({ url: req.getUrl() }))));
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -221,12 +221,12 @@ export class HttpServer {
   /** 414 for a request target over MAX_URL_BYTES, 431 for headers over MAX_HEADER_BYTES, else null. */
   #headLimit(ureq: HttpRequest): Reply | null {
     const url = ureq.getUrl().length + (ureq.getQuery() ?? '').length;
-    if (url > MAX_URL_BYTES) return this.#replyOf(httpErrors.targetTooLong({ max: MAX_URL_BYTES }));
+    if (url > MAX_URL_BYTES) return this.#refuse(httpRefusals.targetTooLong({ max: MAX_URL_BYTES }));
     let size = 0;
     ureq.forEach((k, v) => {
       size += k.length + v.length + 4;
     });
-    if (size > MAX_HEADER_BYTES) return this.#replyOf(httpErrors.headersTooLarge({ max: MAX_HEADER_BYTES }));
+    if (size > MAX_HEADER_BYTES) return this.#refuse(httpRefusals.headersTooLarge({ max: MAX_HEADER_BYTES }));
     return null;
   }
 
@@ -263,7 +263,7 @@ export class HttpServer {
         params.push(decodeURIComponentSafe(p));
       }
       if (this.#opts.boundParams !== false && !params.every(idFits)) {
-        return this.#finishReply(res, state, this.#replyOf(httpErrors.noResource({ url: `${ureq.getUrl().slice(0, 200)}…` })), withBody);
+        return this.#finishReply(res, state, this.#refuse(httpRefusals.noResource({ url: `${ureq.getUrl().slice(0, 200)}…` })), withBody);
       }
       req = {
         method: ureq.getMethod().toUpperCase(),
@@ -307,7 +307,7 @@ export class HttpServer {
         if (budget) {
           if (budget.used + ab.byteLength > budget.max) {
             chunks = [];
-            const r = this.#replyOf(httpErrors.bodyBudgetFull());
+            const r = this.#refuse(httpRefusals.bodyBudgetFull());
             this.#finishReply(res, state, { ...r, headers: { ...r.headers, 'retry-after': '1' } }, true);
             return;
           }
@@ -329,12 +329,12 @@ export class HttpServer {
   }
 
   #tooLarge(): Reply {
-    return this.#replyOf(httpErrors.bodyTooLarge({ max: this.#opts.maxBodyBytes }));
+    return this.#refuse(httpRefusals.bodyTooLarge({ max: this.#opts.maxBodyBytes }));
   }
 
   #internalError(): Reply {
     try {
-      return this.#replyOf(httpErrors.internal());
+      return this.#refuse(httpRefusals.internal());
     } catch {
       return { status: 500, body: '{"message":"Internal server error"}' };
     }
@@ -345,7 +345,7 @@ export class HttpServer {
     try {
       const refused = req.method !== 'GET' && req.method !== 'HEAD' ? this.#opts.refuseWrite?.(req.method, req.path) : null;
       if (refused) {
-        this.#finishReply(res, state, this.#replyOf(httpErrors.readOnly({ reason: refused })));
+        this.#finishReply(res, state, this.#refuse(httpRefusals.readOnly({ reason: refused })));
         return;
       }
       out = handler(req);
@@ -363,6 +363,11 @@ export class HttpServer {
     }
   }
 
+  /** The reply to one of the server's own refusals, in this interface's error shape. */
+  #refuse(r: Refusal): Reply {
+    return this.#opts.errorReply(r.status, r.message, r.code);
+  }
+
   /** The reply to `err` in this interface's error shape, with the error's own headers. */
   #replyOf(err: ApiError): Reply {
     const r = this.#opts.errorReply(err.status, err.message, err.code);
@@ -373,7 +378,7 @@ export class HttpServer {
     try {
       if (err instanceof ApiError) return this.#replyOf(err);
       const storage = this.#opts.storageError?.(err);
-      if (storage) return this.#replyOf(httpErrors.storageFault({ reason: storage }));
+      if (storage) return this.#refuse(httpRefusals.storageFault({ reason: storage }));
       log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}${id ? ` (request ${id})` : ''}`, err);
     } catch (e) {
       log.error(`${this.#opts.name}: error while building an error reply`, e);
