@@ -1,11 +1,12 @@
 /**
  * Error catalogs, as fastify keeps its errors: each error an interface answers is defined
  * once, in its interface's catalog (src/ledger-api/errors.ts, src/node-api/errors.ts,
- * src/data-api/errors.ts, src/circuits/errors.ts, and HTTP_ERRORS below for what the server
- * itself answers on every interface), with its HTTP status, a title, a message template and
- * what it mirrors upstream; handlers construct it by name (`nodeErrors.roleNotFound()`,
- * `dataErrors.orgNotFound({ id })`) and throw it. The server turns the ApiError into the
- * interface's own error body (ServerOptions.errorReply); so this is the one module that
+ * src/data-api/errors.ts, src/auth/errors.ts, src/circuits/errors.ts, src/scabbard/errors.ts,
+ * src/http/record-errors.ts, and HTTP_ERRORS below for what the server itself answers on
+ * every interface), with its HTTP status, a title, a message template and what it mirrors
+ * upstream; handlers construct it by name (`nodeErrors.roleNotFound()`,
+ * `dataErrors.organizationNotFound({ id })`) and throw it. The server turns the ApiError into
+ * the interface's own error body (ServerOptions.errorReply); so this is the one module that
  * constructs ApiError (scripts/lint-src.mjs refuses `new ApiError(` anywhere else), and the
  * error tables in docs/errors.md are checked against the catalogs (test/error-catalog.test.ts).
  *

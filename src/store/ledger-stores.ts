@@ -65,7 +65,12 @@ export const HEAD_KEY = 'head';
 /** The chain's head: the last block written, in the same transaction as the block. */
 export const HEAD = new MetaRecord<ChainHead>(HEAD_KEY, fields<ChainHead>({ blockId: 'string', blockNum: 'number', stateRoot: 'string' }));
 
-/** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
+/**
+ * Read-model sub-databases (msgpack values), opened lazily by name and cached: the chain
+ * writer's side, which stores what each projector hands it and gives it back to that
+ * projector (which checks what it reads back). The values are the projector's; the typed
+ * reader of the supply-chain records is src/ledger/read-model/reader.ts.
+ */
 export class ReadModelDbs {
   readonly #dbs = new Map<string, Database<unknown, string>>();
   constructor(private readonly root: RootDatabase) {}
