@@ -13,14 +13,18 @@
  *   handler is the value of a `handler:` or `load:` property, up to the end of its route.
  *   A handler that hands the request to a function of the linted tree that reads the raw
  *   query or body (directly or through another such function) fails too, unless the
- *   function only echoes the query into links (LINK_BUILDERS).
+ *   function only echoes the query into links (LINK_BUILDERS);
+ * - no ad-hoc `new ApiError(` outside the catalog machinery (src/http/errors.ts): an
+ *   interface's errors are defined once, in its catalog, and constructed by name
+ *   (`nodeErrors.roleNotFound()`), so each one's status and message live in one place and
+ *   the docs' error tables can be checked against them (test/error-catalog.test.ts).
  *
  * Comments, strings and regular expressions are blanked before matching, so prose that
  * says "any" is no finding. Usage: `node scripts/lint-src.mjs [dir ...]` (default: src);
  * prints `file:line: rule` per finding and exits 1 when there is one.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { join, relative, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const RULES = [
@@ -45,6 +49,17 @@ const HANDLER_RULES = [
     what: "handler calls a query or body parser (declare it as the route's query: or body: parser)",
   },
 ];
+
+/**
+ * The modules (paths under the linted folder) that may construct ApiError: the catalog
+ * machinery every catalog goes through.
+ */
+const API_ERROR_MAKERS = new Set(['http/errors.ts']);
+
+const AD_HOC_ERROR = {
+  re: /\bnew\s+ApiError\s*\(/,
+  what: "ad-hoc `new ApiError(` (define the error in its interface's catalog and construct it by name)",
+};
 
 /** Functions that read the request's query only to echo it into the reply's links. */
 const LINK_BUILDERS = new Set(['selfUrl', 'buildUrl', 'pagingOf', 'listBody', 'pagingEnvelope', 'baseUrl', 'callbackUri']);
@@ -226,12 +241,14 @@ export function codeOnly(text) {
 /**
  * Findings in `text`: `{line, what}` per rule broken, in line order. `readers`: names of
  * functions that read the raw query or body (readerNames), which handlers must not call.
+ * `path`: the file's path under the linted folder, with `/` (API_ERROR_MAKERS).
  */
-export function findings(text, readers = new Set()) {
+export function findings(text, readers = new Set(), path = '') {
   const found = [];
   const code = codeOnly(text);
+  const rules = API_ERROR_MAKERS.has(path) ? RULES : [...RULES, AD_HOC_ERROR];
   code.split('\n').forEach((line, k) => {
-    for (const rule of RULES) if (rule.re.test(line)) found.push({ line: k + 1, what: rule.what });
+    for (const rule of rules) if (rule.re.test(line)) found.push({ line: k + 1, what: rule.what });
   });
   const lineOf = (at) => code.slice(0, at).split('\n').length;
   const seen = new Set();
@@ -261,10 +278,12 @@ export function findings(text, readers = new Set()) {
 
 function main(dirs) {
   let count = 0;
-  const files = dirs.flatMap((dir) => sources(dir).map((file) => ({ file, text: readFileSync(file, 'utf8') })));
+  const files = dirs.flatMap((dir) =>
+    sources(dir).map((file) => ({ file, path: relative(dir, file).split(sep).join('/'), text: readFileSync(file, 'utf8') })),
+  );
   const readers = readerNames(files.map((f) => f.text));
-  for (const { file, text } of files) {
-    for (const f of findings(text, readers)) {
+  for (const { file, path, text } of files) {
+    for (const f of findings(text, readers, path)) {
       console.error(`${relative(process.cwd(), file)}:${f.line}: ${f.what}`);
       count++;
     }

@@ -14,7 +14,6 @@ import { gridKeys, gridPrefixes, gridProjector, type ReadModelWriter } from '../
 import { agentAddress, purchaseOrderAddress, roleAddress } from '../src/families/grid/addressing.js';
 import { G, encodeMsg } from '../src/families/grid/common.js';
 import { ReadModel } from '../src/ledger/read-model/reader.js';
-import type { AgentRecord, RevisionRecord, RoleRecord, VersionRecord } from '../src/ledger/read-model/records.js';
 import { openStore } from '../src/store/checksum.js';
 
 const SEP = '\u0005';
@@ -67,7 +66,7 @@ t.test('composite keys cannot be forged with the separator', async (t) => {
   project(purchaseOrderAddress(`PO-X${SEP}1`), po(`PO-X${SEP}1`, 'x', '<forged/>'));
 
   const rm = new ReadModel(root);
-  const acmeAgents = rm.page<AgentRecord>('agent', gridPrefixes.agentsOf('acme'), 0, 100);
+  const acmeAgents = rm.page('agent', gridPrefixes.agentsOf('acme'), 0, 100);
   t.same(
     acmeAgents.items.map((a) => a.public_key),
     ['k-acme'],
@@ -75,30 +74,30 @@ t.test('composite keys cannot be forged with the separator', async (t) => {
   );
   t.equal(acmeAgents.total, 1);
   t.same(
-    rm.page<RoleRecord>('role', gridPrefixes.rolesOf('acme'), 0, 100).items.map((r) => r.org_id),
+    rm.page('role', gridPrefixes.rolesOf('acme'), 0, 100).items.map((r) => r.org_id),
     ['acme'],
     'and only its own role',
   );
   t.same(
-    rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(evilOrg), 0, 100).items.map((a) => a.public_key),
+    rm.page('agent', gridPrefixes.agentsOf(evilOrg), 0, 100).items.map((a) => a.public_key),
     ['k-evil'],
     'the other org keeps its agent',
   );
 
-  const versions = rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf('PO-X'), 0, 100);
+  const versions = rm.page('poVersion', gridPrefixes.versionsOf('PO-X'), 0, 100);
   t.same(
     versions.items.map((v) => v.version_id),
     ['1'],
     'PO-X has only its own version',
   );
-  const revisions = rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf('PO-X', '1'), 0, 100);
+  const revisions = rm.page('poRevision', gridPrefixes.revisionsOf('PO-X', '1'), 0, 100);
   t.same(
     revisions.items.map((r) => r.order_xml_v3_4),
     ['<mine/>'],
     'and only its own revisions',
   );
   t.same(
-    rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(`PO-X${SEP}1`, 'x'), 0, 100).items.map((r) => r.order_xml_v3_4),
+    rm.page('poRevision', gridPrefixes.revisionsOf(`PO-X${SEP}1`, 'x'), 0, 100).items.map((r) => r.order_xml_v3_4),
     ['<forged/>'],
   );
   t.equal(rm.all('poRevision').length, 2, 'two revisions in all, none overwritten');

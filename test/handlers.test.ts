@@ -6,7 +6,8 @@
  */
 import t, { type Test } from 'tap';
 import { startTestNode, type TestNode } from './helpers/node.js';
-import { ApiError, type Req } from '../src/http/server.js';
+import { ApiError } from '../src/http/api-error.js';
+import type { Req } from '../src/http/server.js';
 import {
   ANY_JSON,
   answer,

@@ -12,7 +12,8 @@ import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted } from '.
 import WebSocket from 'ws';
 import { startTestNode, type TestNode } from './helpers/node.js';
 import { rawRequest, chunked, rawJson } from './helpers/raw.js';
-import { ApiError, HttpServer, MAX_HEADER_BYTES, MAX_URL_BYTES, type Reply } from '../src/http/server.js';
+import { ApiError } from '../src/http/api-error.js';
+import { HttpServer, MAX_HEADER_BYTES, MAX_URL_BYTES, type Reply } from '../src/http/server.js';
 import { messageErrorReply } from '../src/http/message-error.js';
 import { captureStderr } from './helpers/node-api.js';
 

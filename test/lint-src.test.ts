@@ -1,7 +1,7 @@
 /**
  * scripts/lint-src.mjs, the source rules `npm run lint` adds to biome: positional path
- * parameters and `any` types fail it, with file:line; prose, strings and regular
- * expressions that mention them do not. Run as `npm run lint` runs it, on temp dirs.
+ * parameters, `any` types and ad-hoc `new ApiError(` fail it, with file:line; prose,
+ * strings and regular expressions that mention them do not. Run as `npm run lint` runs it, on temp dirs.
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
@@ -66,6 +66,33 @@ t.test('positional path parameters and any types fail, each with its file and li
   t.match(lines[5], /routes[/\\]bad\.ts:8: `as any` cast/);
   t.equal(lines[6], 'lint-src: 6 findings');
   t.notMatch(r.out, /ok\.ts/);
+});
+
+t.test('an ad-hoc `new ApiError(` fails outside the catalog machinery; catalog construction and prose pass', async (t) => {
+  const r = lint({
+    'http/errors.ts': [
+      "import { ApiError } from './api-error.js';",
+      'export const make = (status: number, message: string): ApiError => new ApiError(status, message);',
+    ].join('\n'),
+    'node-api/users.ts': [
+      "import { ApiError } from '../http/api-error.js';",
+      "import { nodeErrors } from './errors.js';",
+      '// an ad-hoc new ApiError( in a comment is prose',
+      "export const a = (): ApiError => new ApiError(404, 'User not found');",
+      'export const b = (): ApiError => nodeErrors.userNotFound({ id: "x" });',
+      'export const c = \'new ApiError(400, "x")\';',
+      'export const d = (): ApiError =>',
+      '  new   ApiError (400, "spaced");',
+    ].join('\n'),
+    'other/http/errors.ts': "export const e = (): unknown => new ApiError(500, 'not the catalog machinery');",
+  });
+  t.equal(r.status, 1);
+  const lines = r.out.trim().split('\n');
+  t.match(lines[0], /node-api[/\\]users\.ts:4: ad-hoc `new ApiError\(`/);
+  t.match(lines[1], /node-api[/\\]users\.ts:8: ad-hoc `new ApiError\(`/);
+  t.match(lines[2], /other[/\\]http[/\\]errors\.ts:1: ad-hoc `new ApiError\(`/);
+  t.equal(lines[3], 'lint-src: 3 findings');
+  t.notMatch(r.out, /^http[/\\]errors\.ts/m);
 });
 
 t.test('the project source itself is clean', async (t) => {

@@ -3,12 +3,12 @@
  * credentials first (401, with a message that says what is expected), then the permission
  * (403). Each refusal is logged with the reason, never the token.
  */
-import { ApiError } from '../http/api-error.js';
 import type { Req } from '../http/server.js';
 import { log } from '../log.js';
 import type { Access } from './access.js';
 import type { Authenticator, Identity } from './identity.js';
 import type { Permission } from './permissions.js';
+import { authErrors } from './errors.js';
 
 /** What a route asks of its caller beyond being public: any authenticated identity, or a permission. */
 export type Requirement = 'authenticated' | Permission;
@@ -22,11 +22,11 @@ export async function authorize(authn: Authenticator, access: Access, req: Req, 
   const r = await authn.authenticateOrExplain(req);
   if ('problem' in r) {
     log.info(`${api}: 401 on ${req.method} ${req.path}: ${r.problem.split(';')[0]}`);
-    throw new ApiError(401, `Client is not authorized: ${r.problem}`, undefined, { 'www-authenticate': 'Bearer' });
+    throw authErrors.notAuthorized({ problem: r.problem }, { 'www-authenticate': 'Bearer' });
   }
   if (guard !== 'authenticated' && !access.allowed(r.identity, guard)) {
     log.info(`${api}: 403 on ${req.method} ${req.path}: ${who(r.identity)} lacks ${guard}`);
-    throw new ApiError(403, `Client lacks the permission ${guard}`);
+    throw authErrors.lacksPermission({ permission: guard });
   }
   return r.identity;
 }

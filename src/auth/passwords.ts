@@ -12,7 +12,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
-import { ApiError } from '../http/api-error.js';
+import { authErrors } from './errors.js';
 
 function prehash(password: string): string {
   return createHash('sha256').update(password, 'utf8').digest('base64');
@@ -36,7 +36,7 @@ class Gate {
     if (this.#running >= this.#max) {
       if (this.#waiting.length >= this.#queueMax) {
         const sec = Math.max(1, Math.ceil(((this.#waiting.length + this.#running) * this.#avgMs) / this.#max / 1000));
-        throw new ApiError(503, `The node is busy checking passwords; retry in ${sec} s`, undefined, { 'retry-after': String(sec) });
+        throw authErrors.passwordsBusy({ sec }, { 'retry-after': String(sec) });
       }
       await new Promise<void>((resolve) => this.#waiting.push(resolve));
     } else {

@@ -18,6 +18,7 @@ import { circuitJson, eventJson, proposalJson, type Version } from './json.js';
 import { CircuitProposal, Status, decode, type ProposalMsg } from './proto.js';
 import type { EventRecord } from './store.js';
 import { ValidationError } from './validate.js';
+import { circuitErrors } from './errors.js';
 
 const STATUS_FILTER: Record<string, number> = { disbanded: Status.DISBANDED, abandoned: Status.ABANDONED };
 
@@ -50,7 +51,7 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
     reply: ANY_JSON,
     handler: ({ params, version }) => {
       const p = admin.store.proposal(params.circuit_id);
-      if (!p) throw new ApiError(404, `Unable to find proposal: ${params.circuit_id.slice(0, 64)}`);
+      if (!p) throw circuitErrors.proposalNotFound({ id: params.circuit_id.slice(0, 64) });
       return json(proposalJson(p, version));
     },
   });
@@ -86,7 +87,7 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
     reply: ANY_JSON,
     handler: ({ params, version }) => {
       const c = admin.store.circuit(params.circuit_id);
-      if (!c) throw new ApiError(404, `Unable to find circuit: ${params.circuit_id.slice(0, 64)}`);
+      if (!c) throw circuitErrors.circuitNotFound({ id: params.circuit_id.slice(0, 64) });
       return json(circuitJson(c, version));
     },
   });
@@ -104,7 +105,7 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
         if (err instanceof ValidationError) {
           const m = err.message.startsWith('Failed to parse payload') ? err.message : `Unable to handle message: validation failed: ${err.message}`;
           log.info(`circuits: payload refused: ${m}`);
-          throw new ApiError(400, m);
+          throw circuitErrors.payloadRefused({ reason: m });
         }
         throw err;
       }
@@ -115,7 +116,7 @@ export function registerAdminRoutes(r: Router, admin: AdminService): void {
 
 /** The body of `POST /admin/submit`: the CircuitManagementPayload bytes, not empty. */
 function submitBody(req: Req): Buffer {
-  if (req.body.length === 0) throw new ApiError(400, 'Failed to parse payload: the body is empty (send the CircuitManagementPayload protobuf bytes)');
+  if (req.body.length === 0) throw circuitErrors.emptyPayload();
   return req.body;
 }
 
@@ -150,7 +151,7 @@ export class AdminEvents {
       close: (ws) => void this.#sockets.delete(ws),
     });
     server.route('get', '/ws/admin/register/:type', () => {
-      throw new ApiError(400, 'This is a websocket endpoint: send an Upgrade: websocket request');
+      throw circuitErrors.notWebsocket();
     });
     this.#off = admin.subscribe((seq, rec) => {
       for (const ws of this.#sockets) this.#push(ws, seq, rec);
@@ -204,9 +205,8 @@ export class AdminEvents {
         await authorize(authn, access, req, 'circuit.read', 'node');
         const version = protocolVersion(req);
         const lastRaw = req.query.get('last');
-        if (lastRaw !== null && !/^\d{1,16}$/.test(lastRaw))
-          throw new ApiError(400, `Invalid last value passed: ${lastRaw.slice(0, 40)}. Expected milliseconds since the epoch`);
-        if (type === '') throw new ApiError(400, 'A circuit management type is required');
+        if (lastRaw !== null && !/^\d{1,16}$/.test(lastRaw)) throw circuitErrors.invalidLast({ value: lastRaw.slice(0, 40) });
+        if (type === '') throw circuitErrors.typeRequired();
         if (req.aborted) return;
         res.cork(() => {
           res.upgrade<SocketState>(

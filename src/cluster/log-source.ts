@@ -9,6 +9,7 @@
  * (LOG_REV_KEY): a restart follows the log from there.
  */
 import type { LedgerStores } from '../store/ledger-stores.js';
+import { isCount, MetaRecord } from '../store/meta-record.js';
 import type { IdIndex } from '../store/id-index.js';
 import type { BuildEntry, BuiltBlock } from '../ledger/block-builder.js';
 import type { FromCommitter } from '../ledger/protocol.js';
@@ -18,6 +19,7 @@ import type { LogEnvelope } from './protocol.js';
 
 /** Meta key of the last log revision whose round is durable. */
 export const LOG_REV_KEY = 'cluster_log_rev';
+const LOG_REV = new MetaRecord<number>(LOG_REV_KEY, isCount);
 
 export interface LogSourceOptions {
   stores: LedgerStores;
@@ -63,7 +65,7 @@ export class LogSource implements BatchSource<BuildEntry> {
   }
 
   async recover(): Promise<void> {
-    this.#applied = (this.#o.stores.meta.get(LOG_REV_KEY) as number | undefined) ?? 0;
+    this.#applied = LOG_REV.get(this.#o.stores.meta) ?? 0;
     this.#lastQueued = this.#applied;
   }
 
@@ -142,7 +144,7 @@ export class LogSource implements BatchSource<BuildEntry> {
 
   writes(_built: BuiltBlock<BuildEntry>, plan: RoundPlan<BuildEntry>): RoundWrites {
     const round = tagOf(plan);
-    return { meta: [[LOG_REV_KEY, round.height]], extras: { timestampSec: Math.floor(round.ts / 1000) } };
+    return { meta: [LOG_REV.entry(round.height)], extras: { timestampSec: Math.floor(round.ts / 1000) } };
   }
 
   settle(built: BuiltBlock<BuildEntry>, plan: RoundPlan<BuildEntry>, waiting: number): void {

@@ -6,8 +6,6 @@
  * (Pike itself would read a missing flag as "deactivate").
  */
 import { agentRoleKey, gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
-import type { AgentRecord, RoleRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, parsePage } from './paging.js';
 import { agentJson, requireOrg, sameService } from './records.js';
@@ -16,6 +14,7 @@ import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions, writeQuery } from './submit.js';
 import { at, bad, checkShape, dataItems, isObj, objectBody, reqString, samePath, uniqueIn, type Obj, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   public_key: reqString,
@@ -39,7 +38,7 @@ function roleNames(be: DataBackend, orgId: string, v: unknown, path: string): st
       const org = typeof r.org_id === 'string' && r.org_id !== '' ? r.org_id : orgId;
       name = org === orgId ? r.name : `${org}.${r.name}`;
     } else throw bad(`\`${p}\` must be a role name or a Role object with a \`name\``);
-    const role = name === '' ? undefined : be.rm.get<RoleRecord>('role', agentRoleKey(orgId, name));
+    const role = name === '' ? undefined : be.rm.get('role', agentRoleKey(orgId, name));
     if (role === undefined) throw bad(`\`${p}\`: unknown role ${name || '""'} for organization ${orgId}`);
     // Another organization's role needs its consent, as the contract checks.
     if (role.org_id !== orgId && !role.allowed_organizations.includes(orgId)) {
@@ -63,7 +62,7 @@ export function registerAgents(r: DataRouter): void {
     query: parsePage,
     handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      const slice = be.rm.page<AgentRecord>('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
+      const slice = be.rm.page('agent', gridPrefixes.agentsOf(orgId), page.offset, page.limit);
       return ok(listBody(req, page, slice, (a) => agentJson(be, a)));
     },
   });
@@ -74,8 +73,8 @@ export function registerAgents(r: DataRouter): void {
     reply: dataReplies.agent,
     handler: ({ be, params }) => {
       const { org_id: orgId, public_key: pk } = params;
-      const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-      if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
+      const agent = be.rm.get('agent', gridKeys.agent(orgId, pk));
+      if (agent === undefined) throw dataErrors.orgAgentNotFound({ key: pk, org: orgId });
       return ok(agentJson(be, agent));
     },
   });
@@ -87,7 +86,7 @@ export function registerAgents(r: DataRouter): void {
     reply: dataReplies.agents,
     query: parsePage,
     handler: ({ req, be, query: page }) => {
-      return ok(listBody(req, page, be.rm.page<AgentRecord>('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
+      return ok(listBody(req, page, be.rm.page('agent', '', page.offset, page.limit), (a) => agentJson(be, a)));
     },
   });
 
@@ -97,9 +96,9 @@ export function registerAgents(r: DataRouter): void {
     reply: dataReplies.agent,
     handler: ({ be, params }) => {
       const pk = params.public_key;
-      const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
-      const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
-      if (agent === undefined) throw new ApiError(404, `Agent ${pk} not found`);
+      const ref = be.rm.get('agentByKey', gridKeys.agentByKey(pk));
+      const agent = ref === undefined ? undefined : be.rm.get('agent', ref.key);
+      if (agent === undefined) throw dataErrors.agentNotFound({ key: pk });
       return ok(agentJson(be, agent));
     },
   });
@@ -123,7 +122,7 @@ export function registerAgents(r: DataRouter): void {
         const pk = o.public_key as string;
         if (!PUBLIC_KEY_RE.test(pk)) throw bad(`\`${path}.public_key\` must be a compressed secp256k1 public key (66 lower-case hex characters)`);
         uniqueIn(seen, pk, `${path}.public_key`);
-        const existing = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(pk));
+        const existing = be.rm.get('agentByKey', gridKeys.agentByKey(pk));
         if (existing !== undefined) throw bad(`\`${path}.public_key\`: agent ${pk} already exists`);
         return { action: agentAction(be, o, orgId, path, 'create_agent', true), path };
       });
@@ -142,8 +141,8 @@ export function registerAgents(r: DataRouter): void {
       samePath(o, 'org_id', orgId, '');
       samePath(o, 'public_key', pk, '');
       sameService(be, o.service_id, 'service_id');
-      const agent = be.rm.get<AgentRecord>('agent', gridKeys.agent(orgId, pk));
-      if (agent === undefined) throw new ApiError(404, `Agent ${pk} of organization ${orgId} not found`);
+      const agent = be.rm.get('agent', gridKeys.agent(orgId, pk));
+      if (agent === undefined) throw dataErrors.orgAgentNotFound({ key: pk, org: orgId });
       const signer = be.signers.pick(query.signer);
       return submitActions(
         be,

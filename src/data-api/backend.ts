@@ -6,12 +6,13 @@
  * told apart by the prefix of their sub-database names in the LMDB environment.
  */
 import type { RootDatabase } from 'lmdb';
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
 import type { SubmitResult } from '../ledger/ingest.js';
 import type { StatusEntry } from '../ledger/query.js';
 import { EventStore } from './events.js';
 import { ReadModel } from '../ledger/read-model/reader.js';
 import type { Signers } from './signers.js';
+import { dataErrors } from './errors.js';
 
 /** What the data API needs of a ledger: the node's own Ledger, or a circuit's state service. */
 export interface DataLedger {
@@ -86,10 +87,10 @@ export class Backends {
     let target = this.#default;
     if (serviceId !== undefined) {
       if (!SERVICE_ID_RE.test(serviceId)) {
-        throw new ApiError(400, 'Must provide a fully-qualified service_id: <circuit_id>::<service_id>');
+        throw dataErrors.serviceIdNotQualified();
       }
       const found = this.#resolve?.(serviceId);
-      if (found === undefined) throw new ApiError(404, `Service ${serviceId} not found`);
+      if (found === undefined) throw dataErrors.serviceNotFound({ id: serviceId });
       target = found;
     }
     return {

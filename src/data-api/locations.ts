@@ -8,8 +8,7 @@
 import { createRoute, deleteRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import { isValidGln } from '../families/grid/gs1.js';
-import type { AgentRecord, LocationRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
+import type { LocationRecord } from '../ledger/read-model/records.js';
 import type { DataBackend } from './backend.js';
 import { checkPropertyValues } from './properties.js';
 import { sameService, withService } from './records.js';
@@ -18,6 +17,7 @@ import { dataReplies } from './replies.js';
 import { PUBLIC_KEY_RE } from './signers.js';
 import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   location_id: reqString,
@@ -30,8 +30,8 @@ const CREATE: Shape = {
 const UPDATE: Shape = { ...CREATE, location_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): LocationRecord {
-  const l = be.rm.get<LocationRecord>('location', gridKeys.location(id));
-  if (l === undefined) throw new ApiError(404, `Location ${id} not found`);
+  const l = be.rm.get('location', gridKeys.location(id));
+  if (l === undefined) throw dataErrors.locationNotFound({ id });
   return l;
 }
 
@@ -40,8 +40,8 @@ function ownerOrg(be: DataBackend, owner: unknown, path: string): string {
   const id = owner as string;
   if (be.rm.has('organization', gridKeys.organization(id))) return id;
   if (PUBLIC_KEY_RE.test(id)) {
-    const ref = be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(id));
-    const agent = ref === undefined ? undefined : be.rm.get<AgentRecord>('agent', ref.key);
+    const ref = be.rm.get('agentByKey', gridKeys.agentByKey(id));
+    const agent = ref === undefined ? undefined : be.rm.get('agent', ref.key);
     if (agent !== undefined) return agent.org_id;
     throw bad(`\`${path}\`: ${id} is neither an organization nor an agent's public key`);
   }

@@ -5,14 +5,13 @@
  * agent yet (the node's key, or an agent key chosen with `signer`).
  */
 import { gridKeys } from '../ledger/read-model/keys.js';
-import type { AgentRecord, OrganizationRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import { listBody, parsePage } from './paging.js';
 import { plainJson, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, type Planned, writeQuery } from './submit.js';
 import { bad, checkId, checkShape, dataItems, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   id: reqString,
@@ -32,7 +31,7 @@ export function registerOrganizations(r: DataRouter): void {
     reply: dataReplies.organizations,
     query: parsePage,
     handler: ({ req, be, query: page }) => {
-      return ok(listBody(req, page, be.rm.page<OrganizationRecord>('organization', '', page.offset, page.limit), plainJson(be)));
+      return ok(listBody(req, page, be.rm.page('organization', '', page.offset, page.limit), plainJson(be)));
     },
   });
 
@@ -41,8 +40,8 @@ export function registerOrganizations(r: DataRouter): void {
     path: '/organization/:id',
     reply: dataReplies.organization,
     handler: ({ be, params }) => {
-      const org = be.rm.get<OrganizationRecord>('organization', gridKeys.organization(params.id));
-      if (org === undefined) throw new ApiError(404, `Organization ${params.id} not found`);
+      const org = be.rm.get('organization', gridKeys.organization(params.id));
+      if (org === undefined) throw dataErrors.organizationNotFound({ id: params.id });
       return ok(withService(be, org));
     },
   });
@@ -65,7 +64,7 @@ export function registerOrganizations(r: DataRouter): void {
       const id = o.id as string;
       checkId(id, 'data[0].id');
       if (be.rm.has('organization', gridKeys.organization(id))) throw bad(`\`data[0].id\`: organization ${id} already exists`);
-      const agent = be.rm.get<AgentRecord>('agent', be.rm.get<{ key: string }>('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
+      const agent = be.rm.get('agent', be.rm.get('agentByKey', gridKeys.agentByKey(signer.publicKey))?.key ?? '');
       if (agent !== undefined) {
         throw bad(`\`signer\`: ${signer.publicKey} is already an agent of organization ${agent.org_id}; create the organization with another signer`);
       }
@@ -88,7 +87,7 @@ export function registerOrganizations(r: DataRouter): void {
       const id = params.id;
       samePath(o, 'id', id, '');
       sameService(be, o.service_id, 'service_id');
-      if (!be.rm.has('organization', gridKeys.organization(id))) throw new ApiError(404, `Organization ${id} not found`);
+      if (!be.rm.has('organization', gridKeys.organization(id))) throw dataErrors.organizationNotFound({ id });
       const signer = be.signers.pick(query.signer);
       return submitActions(be, signer, [{ action: { ...o, id, action: 'update_organization' }, path: '' }], query.wait);
     },

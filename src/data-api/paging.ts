@@ -6,9 +6,10 @@
  * to the last page's offset). Links keep the request's other query parameters, then
  * `limit`, `service_id`, `offset`, as upstream orders them.
  */
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
 import { baseUrl as forwardedBase } from '../http/forwarded.js';
 import type { Slice } from '../ledger/read-model/reader.js';
+import { dataErrors } from './errors.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 1000;
@@ -33,7 +34,7 @@ function intParam(req: Req, name: string, dflt: number, min: number, max: number
   const raw = req.query.get(name);
   if (raw === null) return dflt;
   if (!/^\d{1,10}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ApiError(400, `\`${name}\` must be an integer from ${min} to ${max}, got "${raw.slice(0, 40)}"`);
+    throw dataErrors.invalidPaging({ name, min, max, value: raw.slice(0, 40) });
   }
   return Number(raw);
 }

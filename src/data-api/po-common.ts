@@ -10,13 +10,13 @@
  * compares with the latest).
  */
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
-import type { PoAlternateIdRecord, PurchaseOrderRecord, RevisionRecord } from '../ledger/read-model/records.js';
+import type { PurchaseOrderRecord, RevisionRecord } from '../ledger/read-model/records.js';
 import { WORKFLOW_IDS } from '../families/grid/workflow.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
 import { show } from '../http/show.js';
+import { dataErrors } from './errors.js';
 
 const REVISION: Shape = {
   revision_number: 'integer',
@@ -40,15 +40,15 @@ export const VERSION: Shape = {
 };
 
 export function findPo(be: DataBackend, uidOrAlt: string): PurchaseOrderRecord | undefined {
-  const po = be.rm.get<PurchaseOrderRecord>('purchaseOrder', gridKeys.purchaseOrder(uidOrAlt));
+  const po = be.rm.get('purchaseOrder', gridKeys.purchaseOrder(uidOrAlt));
   if (po !== undefined || !uidOrAlt.includes(':')) return po;
-  const alt = be.rm.all<PoAlternateIdRecord>('poAlternateId', gridPrefixes.poByAlternateId(uidOrAlt))[0];
-  return alt === undefined ? undefined : be.rm.get<PurchaseOrderRecord>('purchaseOrder', gridKeys.purchaseOrder(alt.po_uid));
+  const alt = be.rm.all('poAlternateId', gridPrefixes.poByAlternateId(uidOrAlt))[0];
+  return alt === undefined ? undefined : be.rm.get('purchaseOrder', gridKeys.purchaseOrder(alt.po_uid));
 }
 
 export function requirePo(be: DataBackend, uid: string): PurchaseOrderRecord {
   const po = findPo(be, uid);
-  if (po === undefined) throw new ApiError(404, `Purchase order ${uid} not found`);
+  if (po === undefined) throw dataErrors.purchaseOrderNotFound({ uid });
   return po;
 }
 
@@ -100,7 +100,7 @@ export function versionUpdate(be: DataBackend, po: PurchaseOrderRecord, v: unkno
     const n =
       (o.current_revision_number as number | undefined) ??
       (fallback === 'current' ? stored.current_revision_number : Math.max(0, ...stored.revisions));
-    const r = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, vid, n));
+    const r = be.rm.get('poRevision', gridKeys.poRevision(po.uid, vid, n));
     if (r === undefined) throw bad(`\`${at(path, 'current_revision_number')}\`: version ${vid} has no revision ${n}`);
     revision = fromStored(r);
   }

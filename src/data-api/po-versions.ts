@@ -6,8 +6,8 @@
  * `.../revision/{revision_number}` (one Revision; `latest` names the newest).
  */
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
-import type { PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
-import { ApiError, type Req } from '../http/server.js';
+import type { PurchaseOrderRecord, VersionRecord } from '../ledger/read-model/records.js';
+import type { Req } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { listBody, pagingOf, parsePage } from './paging.js';
 import { requirePo, versionCreate, versionUpdate } from './po-common.js';
@@ -17,10 +17,11 @@ import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
 import { show } from '../http/show.js';
+import { dataErrors } from './errors.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {
-  const v = be.rm.get<VersionRecord>('poVersion', gridKeys.poVersion(po.uid, vid));
-  if (v === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${vid} not found`);
+  const v = be.rm.get('poVersion', gridKeys.poVersion(po.uid, vid));
+  if (v === undefined) throw dataErrors.poVersionNotFound({ uid: po.uid, version: vid });
   return v;
 }
 
@@ -43,7 +44,7 @@ export function registerPoVersions(r: DataRouter): void {
     load: ({ be, params }) => requirePo(be, params.uid),
     query: parsePage,
     handler: ({ req, be, loaded: po, query: page }) => {
-      const slice = be.rm.page<VersionRecord>('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
+      const slice = be.rm.page('poVersion', gridPrefixes.versionsOf(po.uid), page.offset, page.limit);
       return ok(listBody(req, page, slice, (v) => versionJson(be, v)));
     },
   });
@@ -115,7 +116,7 @@ export function registerPoVersions(r: DataRouter): void {
     },
     query: parsePage,
     handler: ({ req, be, params, loaded: po, query: page }) => {
-      const slice = be.rm.page<RevisionRecord>('poRevision', gridPrefixes.revisionsOf(po.uid, params.version_id), page.offset, page.limit);
+      const slice = be.rm.page('poRevision', gridPrefixes.revisionsOf(po.uid, params.version_id), page.offset, page.limit);
       return ok(listBody(req, page, slice, (rev) => revisionJson(be, rev)));
     },
   });
@@ -131,8 +132,8 @@ export function registerPoVersions(r: DataRouter): void {
       if (raw !== 'latest' && !/^\d{1,9}$/.test(raw))
         throw bad(`\`revision_number\` must be a positive integer or \`latest\`, got "${raw.slice(0, 40)}"`);
       const n = raw === 'latest' ? Math.max(0, ...v.revisions) : Number(raw);
-      const rev = be.rm.get<RevisionRecord>('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
-      if (rev === undefined) throw new ApiError(404, `Purchase order ${po.uid} version ${v.version_id} revision ${raw} not found`);
+      const rev = be.rm.get('poRevision', gridKeys.poRevision(po.uid, v.version_id, n));
+      if (rev === undefined) throw dataErrors.poRevisionNotFound({ uid: po.uid, version: v.version_id, revision: raw });
       return ok(revisionJson(be, rev));
     },
   });

@@ -7,7 +7,6 @@ import { createRoute, deleteRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
 import { gtinError } from '../families/grid/gs1.js';
 import type { ProductRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { checkPropertyValues } from './properties.js';
 import { knownOrg, sameService, withService } from './records.js';
@@ -15,6 +14,7 @@ import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   product_id: reqString,
@@ -28,8 +28,8 @@ const CREATE: Shape = {
 const UPDATE: Shape = { ...CREATE, product_id: 'string', owner: 'string' };
 
 function stored(be: DataBackend, id: string): ProductRecord {
-  const p = be.rm.get<ProductRecord>('product', gridKeys.product(id));
-  if (p === undefined) throw new ApiError(404, `Product ${id} not found`);
+  const p = be.rm.get('product', gridKeys.product(id));
+  if (p === undefined) throw dataErrors.productNotFound({ id });
   return p;
 }
 

@@ -71,10 +71,10 @@ function orderQuery(req: Req): OrderQuery {
 function listOrders(be: DataBackend, { page, buyer, seller, open, accepted }: OrderQuery): Slice<PurchaseOrderRecord> {
   const { offset, limit } = page;
   if (buyer === null && seller === null && open === undefined && accepted === undefined) {
-    return be.rm.page<PurchaseOrderRecord>('purchaseOrder', '', offset, limit);
+    return be.rm.page('purchaseOrder', '', offset, limit);
   }
   const all = be.rm
-    .all<PurchaseOrderRecord>('purchaseOrder')
+    .all('purchaseOrder')
     .filter(
       (po) =>
         (buyer === null || po.buyer_org_id === buyer) &&

@@ -23,7 +23,7 @@ export function listRoute(r: DataRouter, path: string, reply: ReplySchema, name:
     path,
     reply,
     query: parsePage,
-    handler: ({ req, be, query: page }) => ok(listBody(req, page, be.rm.page<object>(name, '', page.offset, page.limit), plainJson(be))),
+    handler: ({ req, be, query: page }) => ok(listBody(req, page, be.rm.page(name, '', page.offset, page.limit), plainJson(be))),
   });
 }
 

@@ -5,10 +5,10 @@
  * purchase-order alternate ids become `<id_type>:<id>` strings like organizations'.
  */
 import { agentRoleKey, gridKeys } from '../ledger/read-model/keys.js';
-import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, RoleRecord, VersionRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
+import type { AgentRecord, PurchaseOrderRecord, RevisionRecord, VersionRecord } from '../ledger/read-model/records.js';
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
+import { dataErrors } from './errors.js';
 
 export function withService<T extends object>(be: DataBackend, rec: T): T & { service_id?: string } {
   return be.serviceId === undefined ? rec : { ...rec, service_id: be.serviceId };
@@ -22,7 +22,7 @@ export const plainJson =
 
 /** Role JSON for an agent's role name; a name no role answers to keeps just name and org. */
 function roleFor(be: DataBackend, agentOrg: string, name: string): object {
-  const role = be.rm.get<RoleRecord>('role', agentRoleKey(agentOrg, name));
+  const role = be.rm.get('role', agentRoleKey(agentOrg, name));
   if (role !== undefined) return withService(be, role);
   const dot = name.lastIndexOf('.');
   return dot < 0 ? { name, org_id: agentOrg } : { name: name.slice(dot + 1), org_id: name.slice(0, dot) };
@@ -64,7 +64,7 @@ export function purchaseOrderJson(be: DataBackend, po: PurchaseOrderRecord): obj
 
 /** 404 unless the organization a path names exists. */
 export function requireOrg(be: DataBackend, orgId: string): void {
-  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw new ApiError(404, `Organization ${orgId} not found`);
+  if (!be.rm.has('organization', gridKeys.organization(orgId))) throw dataErrors.organizationNotFound({ id: orgId });
 }
 
 /** 400 unless `orgId` names an organization of the read model. */

@@ -5,14 +5,13 @@
  */
 import { submitCreates } from './creates.js';
 import { gridKeys, gridPrefixes } from '../ledger/read-model/keys.js';
-import type { RoleRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import { listBody, parsePage, pagingOf } from './paging.js';
 import { plainJson, requireOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
 import { checkShape, dataItems, objectBody, reqString, samePath, type Obj, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -49,7 +48,7 @@ export function registerRoles(r: DataRouter): void {
     query: parsePage,
     handler: ({ req, be, params, query: page }) => {
       const orgId = params.org_id;
-      return ok(listBody(req, page, be.rm.page<RoleRecord>('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
+      return ok(listBody(req, page, be.rm.page('role', gridPrefixes.rolesOf(orgId), page.offset, page.limit), plainJson(be)));
     },
   });
 
@@ -59,8 +58,8 @@ export function registerRoles(r: DataRouter): void {
     reply: dataReplies.roles,
     load: ({ be, params }) => {
       const { org_id: orgId, role_name: name } = params;
-      const role = be.rm.get<RoleRecord>('role', gridKeys.role(orgId, name));
-      if (role === undefined) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
+      const role = be.rm.get('role', gridKeys.role(orgId, name));
+      if (role === undefined) throw dataErrors.roleNotFound({ name, org: orgId });
       return role;
     },
     query: parsePage,
@@ -112,7 +111,7 @@ export function registerRoles(r: DataRouter): void {
     query: writeQuery,
     handler: ({ be, params, query }) => {
       const { org_id: orgId, role_name: name } = params;
-      if (!be.rm.has('role', gridKeys.role(orgId, name))) throw new ApiError(404, `Role ${name} for ${orgId} not found`);
+      if (!be.rm.has('role', gridKeys.role(orgId, name))) throw dataErrors.roleNotFound({ name, org: orgId });
       const signer = be.signers.pick(query.signer);
       return submitActions(be, signer, [{ action: { action: 'delete_role', org_id: orgId, name }, path: '' }], query.wait);
     },

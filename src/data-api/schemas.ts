@@ -5,14 +5,13 @@
  */
 import { createRoute, listRoute } from './record-routes.js';
 import { gridKeys } from '../ledger/read-model/keys.js';
-import type { SchemaRecord } from '../ledger/read-model/records.js';
-import { ApiError } from '../http/server.js';
 import { checkPropertyDefinitions, newDefinitions } from './properties.js';
 import { knownOrg, sameService, withService } from './records.js';
 import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
 import { bad, checkShape, objectBody, reqString, samePath, type Shape } from './validate.js';
+import { dataErrors } from './errors.js';
 
 const CREATE: Shape = {
   name: reqString,
@@ -32,8 +31,8 @@ export function registerSchemas(r: DataRouter): void {
     path: '/schema/:schema_name',
     reply: dataReplies.schema,
     handler: ({ be, params }) => {
-      const s = be.rm.get<SchemaRecord>('schema', gridKeys.schema(params.schema_name));
-      if (s === undefined) throw new ApiError(404, `Schema ${params.schema_name} not found`);
+      const s = be.rm.get('schema', gridKeys.schema(params.schema_name));
+      if (s === undefined) throw dataErrors.schemaNotFound({ name: params.schema_name });
       return ok(withService(be, s));
     },
   });
@@ -60,8 +59,8 @@ export function registerSchemas(r: DataRouter): void {
       const name = params.schema_name;
       samePath(o, 'name', name, '');
       sameService(be, o.service_id, 'service_id');
-      const stored = be.rm.get<SchemaRecord>('schema', gridKeys.schema(name));
-      if (stored === undefined) throw new ApiError(404, `Schema ${name} not found`);
+      const stored = be.rm.get('schema', gridKeys.schema(name));
+      if (stored === undefined) throw dataErrors.schemaNotFound({ name });
       if (o.owner !== undefined && o.owner !== stored.owner) throw bad(`\`owner\` cannot change (the schema belongs to ${stored.owner})`);
       const properties = newDefinitions(checkPropertyDefinitions(o.properties, 'properties'), stored.properties);
       if (properties.length === 0) throw bad('`properties` adds no new property definition to the schema');

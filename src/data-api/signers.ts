@@ -9,7 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Signer } from '../crypto/secp256k1.js';
-import { ApiError } from '../http/server.js';
+import { dataErrors } from './errors.js';
 
 export const PUBLIC_KEY_RE = /^0[23][0-9a-f]{64}$/;
 
@@ -52,11 +52,11 @@ export class Signers {
   pick(pk: string | null): Signer {
     if (pk === null || pk === this.#node.publicKey) return this.#node;
     if (!PUBLIC_KEY_RE.test(pk)) {
-      throw new ApiError(400, '`signer` must be a compressed secp256k1 public key (66 lower-case hex characters)');
+      throw dataErrors.signerNotKey();
     }
     if (!this.#agents.has(pk)) this.#rescan();
     const s = this.#agents.get(pk);
-    if (s === undefined) throw new ApiError(400, `\`signer\`: this node holds no key for ${pk}`);
+    if (s === undefined) throw dataErrors.signerUnknown({ key: pk });
     return s;
   }
 }

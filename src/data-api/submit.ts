@@ -7,7 +7,7 @@
  * or N seconds pass, then say which: `status` (and `invalid_transactions`) next to
  * `link`, 200 once the batch is COMMITTED or INVALID, 202 while it is still PENDING.
  */
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
 import { answer, type Answer } from '../http/route.js';
 import type { Signer } from '../crypto/secp256k1.js';
 import { buildBatch, buildTransaction } from '../ledger/build.js';
@@ -16,6 +16,7 @@ import { buildGridTransaction, GridBuildError, wrapInSabre, type GridActionInput
 import type { DataBackend } from './backend.js';
 import { bad } from './validate.js';
 import { waitQuery } from '../http/wait.js';
+import { dataErrors } from './errors.js';
 
 export interface InvalidTxnJson {
   id: string;
@@ -89,7 +90,7 @@ export interface Planned {
 /** Builds, signs (one batch), records and submits the request's actions (Sabre-wrapped for a circuit's service). */
 export async function submitActions(be: DataBackend, signer: Signer, planned: Planned[], wait: number): Promise<Answer> {
   // A node that stopped on a fault acknowledges nothing more, its own writes included.
-  if (be.ledger.fault !== null) throw new ApiError(503, `The node is read-only until its storage alarm clears: ${be.ledger.fault}`);
+  if (be.ledger.fault !== null) throw dataErrors.readOnly({ fault: be.ledger.fault });
   const timestamp = Math.floor(Date.now() / 1000);
   const txns = planned.map(({ action, path }) => {
     try {
@@ -106,7 +107,7 @@ export async function submitActions(be: DataBackend, signer: Signer, planned: Pl
   try {
     [eventId] = await Promise.all([be.events.record([batch.id]), be.ledger.submitTrusted([{ id: batch.id, bytes: batch.bytes }])]);
   } catch (err) {
-    if (err instanceof LedgerUnavailable) throw new ApiError(503, err.message);
+    if (err instanceof LedgerUnavailable) throw dataErrors.ledgerUnavailable({ reason: err.message });
     throw err;
   }
   return linkReply(be, [batch.id], eventId, wait);

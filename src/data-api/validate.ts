@@ -3,14 +3,16 @@
  * failure is a 400 whose message names the field by its path (`data[2].owner`), so bad
  * input is refused before anything is built or submitted.
  */
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import type { ApiError } from '../http/api-error.js';
 import { idFits, MAX_ID_BYTES } from '../http/ids.js';
 import { show } from '../http/show.js';
+import { dataErrors } from './errors.js';
 
 export type Obj = Record<string, unknown>;
 
 export function bad(message: string): ApiError {
-  return new ApiError(400, message);
+  return dataErrors.invalidBody({ reason: message });
 }
 
 export function isObj(v: unknown): v is Obj {

@@ -15,8 +15,9 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError, type HttpServer, type Reply } from '../http/server.js';
+import type { HttpServer, Reply } from '../http/server.js';
 import { log } from '../log.js';
+import { gatewayErrors } from '../ledger-api/errors.js';
 
 export const EXPLORER_PATH = '/explorer';
 
@@ -87,12 +88,12 @@ export function lookup(files: Map<string, StaticFile>, rawPath: string): StaticF
   try {
     name = rest === '' ? 'index.html' : decodeURIComponent(rest);
   } catch {
-    throw new ApiError(400, 'The explorer path is not valid percent-encoding');
+    throw gatewayErrors.explorerBadEncoding();
   }
-  if (/[\0/\\]/.test(name) || name === '.' || name === '..') throw new ApiError(400, 'The explorer path names no file');
+  if (/[\0/\\]/.test(name) || name === '.' || name === '..') throw gatewayErrors.explorerNoFileName();
   // Own properties of a Map only: `__proto__` or `constructor` are just unknown names.
   const file = files.get(name);
-  if (!file) throw new ApiError(404, `No explorer file ${JSON.stringify(name.slice(0, 100))}`);
+  if (!file) throw gatewayErrors.explorerFileNotFound({ name: JSON.stringify(name.slice(0, 100)) });
   return file;
 }
 

@@ -2,7 +2,8 @@
  * The one error type of the three interfaces. A handler (or a parser, or an interface's
  * permission hook) throws it; the server turns it into the interface's own error body
  * (ledger gateway: `{"error": {code, message, title}}`; node API and data API: `{"message"}`)
- * through the interface's `errorReply`.
+ * through the interface's `errorReply`. Handlers do not construct it themselves: each error is
+ * defined once in its interface's catalog and constructed by name (src/http/errors.ts).
  */
 export class ApiError extends Error {
   constructor(

@@ -3,7 +3,7 @@
  * gateway has its own, numbered, in src/ledger-api/errors.ts). Both interfaces' servers
  * are built with it as their `errorReply`.
  */
-import type { Reply } from './server.js';
+import type { Reply } from './types.js';
 
 export function messageErrorReply(status: number, message: string): Reply {
   return { status, body: JSON.stringify({ message }) };

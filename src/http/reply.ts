@@ -7,7 +7,7 @@
 import type { HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { log } from '../log.js';
 import { RETRY_AFTER_SEC } from '../store/alarms.js';
-import type { Reply } from './server.js';
+import type { Reply } from './types.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: '200 OK',

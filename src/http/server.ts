@@ -19,38 +19,12 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSock
 import { log } from '../log.js';
 import { idFits } from './ids.js';
 import { ApiError } from './api-error.js';
+import { httpRefusals, type Refusal } from './errors.js';
+import type { Handler, Method, Reply, Req } from './types.js';
 import { prepareReply, streamBody, type Prepared } from './reply.js';
 import { decodeURIComponentSafe, requestId } from './request-id.js';
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'del' | 'options';
-
-export interface Req {
-  method: string;
-  path: string;
-  /** Raw query string without '?'. */
-  rawQuery: string;
-  query: URLSearchParams;
-  /** Lower-case header names. */
-  headers: Record<string, string>;
-  params: string[];
-  body: Buffer;
-  /** Set when the client went away; handlers may check it before expensive work. */
-  aborted: boolean;
-  /** The peer's IP address as text (the TCP peer, not X-Forwarded-For). */
-  remoteAddress: string;
-}
-
-export interface Reply {
-  status: number;
-  body: string | Buffer | Uint8Array;
-  contentType?: string;
-  headers?: Record<string, string>;
-}
-
-export type Handler = (req: Req) => Reply | Promise<Reply>;
-
-/** The interfaces' error type (src/http/api-error.ts), also exported here beside the server. */
-export { ApiError } from './api-error.js';
+export type { Handler, Method, Reply, Req } from './types.js';
 
 /**
  * Request-target and header limits answered from JS (414 / 431). uWS closes the
@@ -143,7 +117,7 @@ export class HttpServer {
       this.app.any(pattern, (res, req) =>
         this.#immediate(res, req, () => {
           const allow = (this.#allowed.get(pattern) ?? []).join(', ');
-          const r = this.#opts.errorReply(405, `Method ${req.getMethod().toUpperCase()} is not allowed on ${req.getUrl()}`);
+          const r = this.#refuse(httpRefusals.methodNotAllowed({ method: req.getMethod().toUpperCase(), url: req.getUrl() }));
           return { ...r, headers: { ...r.headers, allow } };
         }),
       );
@@ -207,7 +181,7 @@ export class HttpServer {
 
   /** Registers the catch-all 404; call after every route. */
   #finish(): void {
-    this.app.any('/*', (res, req) => this.#immediate(res, req, () => this.#opts.errorReply(404, `No resource at ${req.getUrl()}`)));
+    this.app.any('/*', (res, req) => this.#immediate(res, req, () => this.#refuse(httpRefusals.noResource({ url: req.getUrl() }))));
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -247,12 +221,12 @@ export class HttpServer {
   /** 414 for a request target over MAX_URL_BYTES, 431 for headers over MAX_HEADER_BYTES, else null. */
   #headLimit(ureq: HttpRequest): Reply | null {
     const url = ureq.getUrl().length + (ureq.getQuery() ?? '').length;
-    if (url > MAX_URL_BYTES) return this.#opts.errorReply(414, `The request target exceeds ${MAX_URL_BYTES} bytes`);
+    if (url > MAX_URL_BYTES) return this.#refuse(httpRefusals.targetTooLong({ max: MAX_URL_BYTES }));
     let size = 0;
     ureq.forEach((k, v) => {
       size += k.length + v.length + 4;
     });
-    if (size > MAX_HEADER_BYTES) return this.#opts.errorReply(431, `The request headers exceed ${MAX_HEADER_BYTES} bytes`);
+    if (size > MAX_HEADER_BYTES) return this.#refuse(httpRefusals.headersTooLarge({ max: MAX_HEADER_BYTES }));
     return null;
   }
 
@@ -289,7 +263,7 @@ export class HttpServer {
         params.push(decodeURIComponentSafe(p));
       }
       if (this.#opts.boundParams !== false && !params.every(idFits)) {
-        return this.#finishReply(res, state, this.#opts.errorReply(404, `No resource at ${ureq.getUrl().slice(0, 200)}…`), withBody);
+        return this.#finishReply(res, state, this.#refuse(httpRefusals.noResource({ url: `${ureq.getUrl().slice(0, 200)}…` })), withBody);
       }
       req = {
         method: ureq.getMethod().toUpperCase(),
@@ -333,7 +307,7 @@ export class HttpServer {
         if (budget) {
           if (budget.used + ab.byteLength > budget.max) {
             chunks = [];
-            const r = this.#opts.errorReply(503, 'The node is receiving too many request bodies at once; try again later');
+            const r = this.#refuse(httpRefusals.bodyBudgetFull());
             this.#finishReply(res, state, { ...r, headers: { ...r.headers, 'retry-after': '1' } }, true);
             return;
           }
@@ -355,12 +329,12 @@ export class HttpServer {
   }
 
   #tooLarge(): Reply {
-    return this.#opts.errorReply(413, `Request body exceeds ${this.#opts.maxBodyBytes} bytes`);
+    return this.#refuse(httpRefusals.bodyTooLarge({ max: this.#opts.maxBodyBytes }));
   }
 
   #internalError(): Reply {
     try {
-      return this.#opts.errorReply(500, 'Internal server error');
+      return this.#refuse(httpRefusals.internal());
     } catch {
       return { status: 500, body: '{"message":"Internal server error"}' };
     }
@@ -371,7 +345,7 @@ export class HttpServer {
     try {
       const refused = req.method !== 'GET' && req.method !== 'HEAD' ? this.#opts.refuseWrite?.(req.method, req.path) : null;
       if (refused) {
-        this.#finishReply(res, state, this.#opts.errorReply(503, refused, 18));
+        this.#finishReply(res, state, this.#refuse(httpRefusals.readOnly({ reason: refused })));
         return;
       }
       out = handler(req);
@@ -389,14 +363,22 @@ export class HttpServer {
     }
   }
 
+  /** The reply to one of the server's own refusals, in this interface's error shape. */
+  #refuse(r: Refusal): Reply {
+    return this.#opts.errorReply(r.status, r.message, r.code);
+  }
+
+  /** The reply to `err` in this interface's error shape, with the error's own headers. */
+  #replyOf(err: ApiError): Reply {
+    const r = this.#opts.errorReply(err.status, err.message, err.code);
+    return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
+  }
+
   #errorToReply(err: unknown, method: string, path: string, id?: string): Reply {
     try {
-      if (err instanceof ApiError) {
-        const r = this.#opts.errorReply(err.status, err.message, err.code);
-        return err.headers ? { ...r, headers: { ...r.headers, ...err.headers } } : r;
-      }
+      if (err instanceof ApiError) return this.#replyOf(err);
       const storage = this.#opts.storageError?.(err);
-      if (storage) return this.#opts.errorReply(503, storage, 18);
+      if (storage) return this.#refuse(httpRefusals.storageFault({ reason: storage }));
       log.error(`${this.#opts.name}: unhandled error on ${method} ${path.slice(0, 200)}${id ? ` (request ${id})` : ''}`, err);
     } catch (e) {
       log.error(`${this.#opts.name}: error while building an error reply`, e);

@@ -1,9 +1,9 @@
 /** GET /state (leaves under an address prefix, paged by address) and GET /state/{address}. */
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
 import { answer, type Answer } from '../http/route.js';
 import { ledgerRoute, type LedgerRoute } from './route.js';
 import { CorruptStateError, UnknownRootError } from '../state/merkle.js';
-import { ledgerError, LedgerErrorCode } from './errors.js';
+import { gatewayErrors, ledgerError, LedgerErrorCode } from './errors.js';
 import { selfUrl } from './links.js';
 import { b64 } from './json.js';
 import { replies } from './schemas.js';
@@ -30,10 +30,7 @@ function withRoot<T>(chain: ChainReader, f: () => T): T {
       );
     if (err instanceof CorruptStateError) {
       chain.ledger.markFaulty(`state read failed its integrity check: ${err.message}`, 'CORRUPT');
-      throw new ApiError(
-        503,
-        'The stored state failed its integrity check and is not served; the node needs an operator (see the Durability section of the README)',
-      );
+      throw gatewayErrors.stateCorrupt();
     }
     throw err;
   }

@@ -13,12 +13,13 @@
  * prefixes) sends nothing.
  */
 import type { WebSocket } from '@trufflesuite/uws-js-unofficial';
-import { ApiError, type HttpServer } from '../http/server.js';
+import type { HttpServer } from '../http/server.js';
 import type { BlockEvent } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import type { ChainReader } from './chain.js';
 import { blockDelta, deltaFrame, type BlockDelta } from './deltas.js';
 import { show } from '../http/show.js';
+import { gatewayErrors } from './errors.js';
 
 interface SocketState {
   /** The subscription's prefixes ([] = every address), or null when not subscribed. */
@@ -57,7 +58,7 @@ export class Subscriptions {
       upgrade: (res, req, context) => {
         // uWS opens the socket within res.upgrade, so the count is exact here.
         if (this.#sockets.size >= limits.maxSockets) {
-          throw new ApiError(503, `Too many open subscriptions (${limits.maxSockets}); try again later`, undefined, { 'retry-after': '5' });
+          throw gatewayErrors.subscriptionsFull({ max: limits.maxSockets }, { 'retry-after': '5' });
         }
         res.upgrade<SocketState>(
           { prefixes: null, lastSent: null },
@@ -73,7 +74,7 @@ export class Subscriptions {
     });
     // A plain GET (no upgrade) falls through the websocket route to here.
     server.route('get', '/subscriptions', () => {
-      throw new ApiError(400, 'GET /subscriptions is a websocket endpoint: send an Upgrade: websocket request');
+      throw gatewayErrors.subscriptionsNotWebsocket();
     });
     this.#off = chain.ledger.onBlock((e) => {
       // Called from the committer's message handler: a throw here would end the process.

@@ -11,7 +11,8 @@ import { MerkleTree } from '../state/merkle.js';
 import { StateEngine } from '../state/engine.js';
 import type { StateStore } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
-import { HEAD_KEY, ReadModelDbs, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
+import { HEAD, ReadModelDbs, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
+import { isCount, MetaRecord } from '../store/meta-record.js';
 import type { FaultPoint } from '../testing/faults.js';
 import type { ReadModelWriter } from './read-model/index.js';
 import type { ProjectorEntry } from './catalog.js';
@@ -25,7 +26,7 @@ import { trackWrite } from '../store/write-errors.js';
 /** Default of ChainWriterOptions.stallMs. */
 export const DEFAULT_STALL_MS = 60_000;
 /** Meta key of the record a recovery probe writes. */
-const PROBE_KEY = 'probe';
+const PROBE = new MetaRecord<number>('probe', isCount);
 
 /** Parent id of block 0. */
 export const NULL_BLOCK_ID = '0000000000000000';
@@ -109,7 +110,7 @@ export class ChainWriter {
 
   /** The durable head, if the chain has one. */
   storedHead(): ChainHead | undefined {
-    return this.#s.meta.get(HEAD_KEY) as ChainHead | undefined;
+    return HEAD.get(this.#s.meta);
   }
 
   /**
@@ -152,7 +153,7 @@ export class ChainWriter {
     const s = this.#s;
     const probe = async (): Promise<void> => {
       await withinTime(
-        s.root.childTransaction(() => void s.meta.put(PROBE_KEY, Date.now())),
+        s.root.childTransaction(() => void PROBE.put(s.meta, Date.now())),
         this.#stallMs,
         'a ledger probe write',
       );
@@ -180,7 +181,7 @@ export class ChainWriter {
     const writeRound = (): void => {
       if (this.#halted) throw new Error('the committer stopped: this round is not written');
       this.#writeFault?.check();
-      const stored = s.meta.get(HEAD_KEY) as ChainHead | undefined;
+      const stored = HEAD.get(s.meta);
       if ((stored?.blockId ?? NULL_BLOCK_ID) !== built.parent.blockId) {
         throw new Error(`round built on block ${built.parent.blockNum}, but the stored head is ${stored?.blockNum ?? 'none'}`);
       }
@@ -197,7 +198,7 @@ export class ChainWriter {
         });
         s.blockIds.put(head.blockNum, encodeIdRecord(ids));
         s.receipts.put(head.blockNum, encodeReceipts(receipts));
-        s.meta.put(HEAD_KEY, head);
+        HEAD.put(s.meta, head);
         if (this.#projectors.length) this.#project(built, head, extras?.timestampSec);
       }
       for (const { entry, record } of built.invalid) s.invalid.put(entry.id, record);

@@ -5,6 +5,7 @@
  */
 import type { RootDatabase } from 'lmdb';
 import type { LedgerStores } from '../store/ledger-stores.js';
+import { isCount, MetaRecord } from '../store/meta-record.js';
 import type { IdIndex } from '../store/id-index.js';
 import type { BuiltBlock } from './block-builder.js';
 import { BatchPool, type PoolEntry } from './batch-pool.js';
@@ -17,7 +18,7 @@ const DEFAULT_DEPENDENCY_WAIT_MS = 60_000;
  * has been used. Written with each block or verdict, so that numbering never restarts
  * below a stored verdict's `seq` (which would make a resubmitted batch look settled).
  */
-const SEQ_KEY = 'next_seq';
+const SEQ = new MetaRecord<number>('next_seq', isCount);
 
 export interface PoolSourceOptions {
   stores: LedgerStores;
@@ -50,7 +51,7 @@ export class PoolSource implements BatchSource<PoolEntry> {
 
   async recover(): Promise<void> {
     const { stores: s, ids } = this.#o;
-    this.#seqMark = (s.meta.get(SEQ_KEY) as number | undefined) ?? 0;
+    this.#seqMark = SEQ.get(s.meta) ?? 0;
     await this.#pool.recover(this.#seqMark, (id, seq) => {
       if (ids.hasBatch(id)) return true;
       const verdict = s.invalid.get(id);
@@ -96,7 +97,7 @@ export class PoolSource implements BatchSource<PoolEntry> {
     for (const { entry } of built.included) if (entry.seq >= mark) mark = entry.seq + 1;
     for (const { entry } of built.invalid) if (entry.seq >= mark) mark = entry.seq + 1;
     this.#seqMark = mark;
-    return mark > prev ? { meta: [[SEQ_KEY, mark]] } : {};
+    return mark > prev ? { meta: [SEQ.entry(mark)] } : {};
   }
 
   settle(built: BuiltBlock<PoolEntry>, _plan: unknown, waiting: number): void {

@@ -8,15 +8,7 @@ import { StateReader } from '../state/reader.js';
 import { IdIndex } from '../store/id-index.js';
 import type { StateView } from '../state/state-store.js';
 import type { LeafEncoding } from '../state/node.js';
-import {
-  openLedgerStores,
-  HEAD_KEY,
-  type BatchPos,
-  type ChainHead,
-  type InvalidRecord,
-  type LedgerStores,
-  type TxnPos,
-} from '../store/ledger-stores.js';
+import { openLedgerStores, HEAD, type BatchPos, type ChainHead, type InvalidRecord, type LedgerStores, type TxnPos } from '../store/ledger-stores.js';
 
 /** Where a batch ([block number, index]) and a transaction ([block number, batch index, index]) sit in the chain. */
 export type { BatchPos, TxnPos };
@@ -51,7 +43,7 @@ export class LedgerQuery {
     this.#s = openLedgerStores(opts.db, opts.storePrefix);
     this.#ids = new IdIndex(this.#s);
     // At start, not on the first status asked for.
-    this.#ids.syncComplete((this.#s.meta.get(HEAD_KEY) as ChainHead | undefined)?.blockNum, `${this.#s.prefix}.block_ids`);
+    this.#ids.syncComplete(HEAD.get(this.#s.meta)?.blockNum, `${this.#s.prefix}.block_ids`);
     this.state = new StateReader(this.#s, {
       verify: true,
       leafEncoding: opts.leafEncoding,
@@ -64,7 +56,7 @@ export class LedgerQuery {
 
   /** Current head as stored (the same snapshot the reads of this turn use). */
   head(): ChainHead {
-    return (this.#s.meta.get(HEAD_KEY) as ChainHead | undefined) ?? this.#fallbackHead();
+    return HEAD.get(this.#s.meta) ?? this.#fallbackHead();
   }
 
   /** A serialized Block by id. */

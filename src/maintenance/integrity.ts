@@ -19,9 +19,9 @@ import { Batch, BlockHeader, decode, type BatchMsg, type BlockHeaderMsg } from '
 import { verify } from '../crypto/secp256k1.js';
 import { verifyBatchList } from '../ledger/verify.js';
 import { StateReader } from '../state/reader.js';
-import { PRUNED_BELOW_KEY } from '../state/deltas.js';
+import { PRUNED_BELOW, PRUNED_BELOW_KEY } from '../state/deltas.js';
 import { checkReplay } from '../state/engine.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
+import { openLedgerStores, HEAD, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
 import { encodeIdRecord } from '../store/id-index.js';
 import { pendingRecordProblems, poolIdentityProblem } from '../store/preflight.js';
 import { CorruptRecordError } from '../store/alarms.js';
@@ -120,7 +120,7 @@ function walkLedger(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir
   const tree = new StateReader(s, { verify: true, leafEncoding: 'cbor' });
   const report: CheckReport = { blocks: 0, batches: 0, transactions: 0, pendingRecords: 0, stateLeaves: 0, families: [], problems: [], notes: [] };
   const problem = (p: string): void => void report.problems.push(p);
-  const head = s.meta.get(HEAD_KEY) as ChainHead | undefined;
+  const head = HEAD.get(s.meta);
   // The families of committed transactions: a block records that the node executed them.
   const onChain = new Map<string, FamilySeen>();
   const committed: FamilyLookup = (name, version) => {
@@ -160,7 +160,7 @@ function walkLedger(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir
 /** Every block from genesis to the head, and the head's state; `known` tells (and records) the families of their transactions. */
 function walkBlocks(s: LedgerStores, tree: StateReader, head: ChainHead, report: CheckReport, known: FamilyLookup): void {
   const problem = (p: string): void => void report.problems.push(p);
-  const prunedBelow = (s.meta.get(PRUNED_BELOW_KEY) as number | undefined) ?? 0;
+  const prunedBelow = PRUNED_BELOW.get(s.meta) ?? 0;
   let prev = NULL_BLOCK_ID;
   for (let num = 0; num <= head.blockNum; num++) {
     const where = `block ${num}`;

@@ -10,9 +10,8 @@
 import type { RootDatabase } from 'lmdb';
 import { BlockHeader, Block, decode } from '../proto/index.js';
 import { parseRecord, BRANCH_HEAD, ENTRY } from '../state/records.js';
-import { deltaHead } from '../state/deltas.js';
-import { openLedgerStores, HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
-import { PRUNED_BELOW_KEY } from './integrity.js';
+import { deltaHead, PRUNED_BELOW } from '../state/deltas.js';
+import { openLedgerStores, HEAD } from '../store/ledger-stores.js';
 
 export interface PruneResult {
   keptFrom: number;
@@ -28,7 +27,7 @@ const CHUNK = 10_000;
 export async function pruneStateRoots(db: RootDatabase, keep: number): Promise<PruneResult> {
   if (!Number.isInteger(keep) || keep < 1) throw new RangeError('keep must be a positive integer');
   const s = openLedgerStores(db);
-  const head = s.meta.get(HEAD_KEY) as ChainHead | undefined;
+  const head = HEAD.get(s.meta);
   if (!head) throw new Error('the ledger has no head: nothing to prune');
   const keptFrom = Math.max(0, head.blockNum - keep + 1);
   const roots: Buffer[] = [];
@@ -83,8 +82,8 @@ export async function pruneStateRoots(db: RootDatabase, keep: number): Promise<P
     if (batch.length >= CHUNK) await flush();
   }
   if (batch.length) await flush();
-  const before = (s.meta.get(PRUNED_BELOW_KEY) as number | undefined) ?? 0;
-  await s.meta.put(PRUNED_BELOW_KEY, Math.max(before, keptFrom));
+  const before = PRUNED_BELOW.get(s.meta) ?? 0;
+  await PRUNED_BELOW.put(s.meta, Math.max(before, keptFrom));
   await db.flushed;
   return { keptFrom, head: head.blockNum, keptRecords: live.size, removedRecords, removedBytes };
 }

@@ -7,10 +7,10 @@
  */
 import type { Ledger } from '../ledger/ledger.js';
 import type { AlarmKind } from '../store/alarms.js';
-import { ApiError } from '../http/api-error.js';
 import type { Req } from '../http/server.js';
 import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
+import { nodeErrors } from './errors.js';
 
 const KINDS: readonly AlarmKind[] = ['NOSPACE', 'IO', 'STALLED', 'CORRUPT', 'COMMITTER', 'DIVERGED'];
 
@@ -22,7 +22,7 @@ function isKind(k: string): k is AlarmKind {
 function alarmKinds(req: Req): AlarmKind[] {
   const kinds = req.query.getAll('kind');
   const bad = kinds.find((k) => !isKind(k));
-  if (bad !== undefined) throw new ApiError(400, `unknown alarm kind ${JSON.stringify(bad.slice(0, 40))}: one of ${KINDS.join(', ')}`);
+  if (bad !== undefined) throw nodeErrors.unknownAlarmKind({ kind: JSON.stringify(bad.slice(0, 40)), kinds: KINDS.join(', ') });
   return kinds.filter(isKind);
 }
 

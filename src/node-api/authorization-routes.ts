@@ -3,7 +3,6 @@
  * `/authorization/assignments[/{identity_type}/{identity}]`, in upstream's shapes. Role
  * permissions must be names from the catalogue.
  */
-import { ApiError } from '../http/server.js';
 import { bad, objectBody, optString, PRINTABLE, reqString, reqStringArray, type JsonObject } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { isPermission, permissionList } from '../auth/permissions.js';
@@ -11,6 +10,7 @@ import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 import type { Rbac } from '../auth/rbac.js';
 import type { IdentityType } from './stores.js';
+import { nodeErrors } from './errors.js';
 
 const ID_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
 
@@ -49,10 +49,7 @@ function checkIdentity(type: IdentityType, identity: string, userExists: (id: st
     );
   }
   if (type === 'user' && !userExists(identity)) {
-    throw new ApiError(
-      404,
-      `Invalid assignment payload: no user with id ${JSON.stringify(identity.slice(0, 80))}; user ids come from /biome/register or /biome/users`,
-    );
+    throw nodeErrors.assignmentUserNotFound({ id: JSON.stringify(identity.slice(0, 80)) });
   }
 }
 
@@ -94,7 +91,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     reply: nodeReplies.role,
     handler: ({ params }) => {
       const role = rbac.getRole(params.role_id);
-      if (!role) throw new ApiError(404, 'Role not found');
+      if (!role) throw nodeErrors.roleNotFound();
       return json({ data: role });
     },
   });
@@ -121,7 +118,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     permission: 'authorization.rbac.write',
     reply: nodeReplies.message,
     handler: async ({ params }) => {
-      if (!(await rbac.removeRole(params.role_id))) throw new ApiError(404, 'Role not found');
+      if (!(await rbac.removeRole(params.role_id))) throw nodeErrors.roleNotFound();
       return json({ message: 'Role deleted successfully' });
     },
   });
@@ -161,7 +158,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     reply: nodeReplies.assignment,
     handler: ({ params }) => {
       const a = rbac.getAssignment(identityType(params.identity_type), params.identity);
-      if (!a) throw new ApiError(404, 'Assignment not found');
+      if (!a) throw nodeErrors.assignmentNotFound();
       return json({ data: a });
     },
   });
@@ -187,7 +184,7 @@ export function registerAuthorizationRoutes(r: Router, rbac: Rbac, userExists: (
     reply: nodeReplies.message,
     handler: async ({ params }) => {
       const type = identityType(params.identity_type);
-      if (!(await rbac.removeAssignment(type, params.identity))) throw new ApiError(404, 'Assignment not found');
+      if (!(await rbac.removeAssignment(type, params.identity))) throw nodeErrors.assignmentNotFound();
       return json({ message: 'Assignment deleted successfully' });
     },
   });

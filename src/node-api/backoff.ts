@@ -7,7 +7,7 @@
  * exist. Only a failed check counts: a check refused for load (503) does not. Memory is
  * bounded: the oldest entries are dropped beyond MAX_ENTRIES.
  */
-import { ApiError } from '../http/server.js';
+import { nodeErrors } from './errors.js';
 
 /** Per username: the third failed password in a row starts the lock (the fourth attempt gets 429). */
 export const USERNAME_LOCK_AFTER = 3;
@@ -76,9 +76,7 @@ export class LoginBackoff {
     const wait = e.lockedUntil - now;
     if (wait > 0 || (e.inFlight > 0 && e.failures + e.inFlight >= this.#lockAfter)) {
       const sec = Math.max(1, Math.ceil(wait / 1000));
-      throw new ApiError(429, `Too many failed login attempts for this ${this.#what}; retry in ${sec} s`, undefined, {
-        'retry-after': String(sec),
-      });
+      throw nodeErrors.tooManyLogins({ what: this.#what, sec }, { 'retry-after': String(sec) });
     }
     e.inFlight++;
     this.#entries.delete(key);

@@ -2,12 +2,14 @@
  * Request body parsing for the node API: JSON only, with a 400 `{message}` that names the
  * offending field for malformed JSON, wrong types and missing fields.
  */
-import { ApiError, type Req } from '../http/server.js';
+import type { Req } from '../http/server.js';
+import type { ApiError } from '../http/api-error.js';
+import { nodeErrors } from './errors.js';
 
 export type JsonObject = Record<string, unknown>;
 
 export function bad(message: string): ApiError {
-  return new ApiError(400, message);
+  return nodeErrors.invalidBody({ reason: message });
 }
 
 /** Parses the body as JSON; empty or malformed bodies are a 400. */

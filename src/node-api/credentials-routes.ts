@@ -2,7 +2,7 @@
  * Credentials: register, log in, log out, refresh, verify
  * (`/biome/register|login|logout|token|verify`).
  */
-import { ApiError } from '../http/server.js';
+import { ApiError } from '../http/api-error.js';
 import type { Answer } from '../http/route.js';
 import { log } from '../log.js';
 import { objectBody, optString, PRINTABLE, reqString, type JsonObject } from './body.js';
@@ -11,6 +11,7 @@ import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
 import { Denied } from '../store/record-errors.js';
 import type { TokenService } from '../auth/tokens.js';
+import { nodeErrors } from './errors.js';
 
 export const USERNAME_RULE = { max: 256, pattern: PRINTABLE, patternHelp: 'must not contain control characters' };
 export const PASSWORD_RULE = { max: 1024 };
@@ -59,7 +60,7 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
   const logout = async (c: AuthedCall): Promise<Answer> => {
     const userId = requireUser(c);
     if (c.identity.kind !== 'user' || c.identity.via !== 'biome') {
-      throw new ApiError(403, 'Log out needs a Biome token; OAuth sessions end with /oauth/logout');
+      throw nodeErrors.logoutNeedsBiome();
     }
     await users.logout(userId);
     return json({ message: 'User successfully logged out' });
@@ -87,10 +88,10 @@ export function registerCredentialRoutes(r: Router, users: UserStore, tokens: To
     body: objectBody,
     handler: async ({ body: b }) => {
       const jwt = optString(b, 'refresh_token', { max: 4096 }) ?? optString(b, 'token', { max: 4096 });
-      if (jwt === undefined) throw new ApiError(400, 'Missing field "refresh_token"');
+      if (jwt === undefined) throw nodeErrors.missingRefreshToken();
       const claims = await tokens.verifyRefresh(jwt);
       const u = claims ? users.get(claims.userId) : undefined;
-      if (!claims || !u || u.token_gen !== claims.gen) throw new ApiError(401, 'Invalid refresh token');
+      if (!claims || !u || u.token_gen !== claims.gen) throw nodeErrors.invalidRefreshToken();
       return json({ token: await tokens.issueAccess({ userId: u.user_id, gen: u.token_gen }) });
     },
   });

@@ -2,12 +2,12 @@
  * The caller's own keys (`/biome/keys`): list, replace all (v2), rename, add, fetch,
  * delete; and protocol version 1's delete form `/biome/users/{user_id}/keys/{public_key}`.
  */
-import { ApiError } from '../http/server.js';
 import type { Answer } from '../http/route.js';
 import { objectBody, parseJson, reqString } from './body.js';
 import { keyInput, keyJson, type KeyStore } from './keys-store.js';
 import { json, requireUser, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
+import { nodeErrors } from './errors.js';
 
 export function registerKeyRoutes(r: Router, keys: KeyStore): void {
   r.add({
@@ -27,8 +27,8 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     load: requireUser,
     body: (req) => {
       const body = parseJson(req);
-      if (!Array.isArray(body)) throw new ApiError(400, 'Request body must be a JSON array of keys');
-      if (body.length > 1000) throw new ApiError(400, 'At most 1000 keys can be stored per user');
+      if (!Array.isArray(body)) throw nodeErrors.keysNotArray();
+      if (body.length > 1000) throw nodeErrors.tooManyKeys();
       return body.map((k, i) => keyInput(k, `[${i}].`));
     },
     handler: async ({ loaded: userId, body }) => {
@@ -48,7 +48,7 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
       return { pk: reqString(b, 'public_key', { max: 520 }), name: reqString(b, 'new_display_name', { max: 256, empty: true }) };
     },
     handler: async ({ loaded: userId, body: { pk, name } }) => {
-      if (!(await keys.rename(userId, pk, name))) throw new ApiError(404, `Key with public key ${pk} and user ID ${userId} not found`);
+      if (!(await keys.rename(userId, pk, name))) throw nodeErrors.keyToRenameNotFound({ key: pk, user: userId });
       return json({ message: 'Key updated successfully' });
     },
   });
@@ -74,14 +74,14 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     handler: (c) => {
       const userId = requireUser(c);
       const k = keys.get(userId, c.params.public_key);
-      if (!k) throw new ApiError(404, `Failed to find key with public key: ${c.params.public_key} and user id: ${userId}`);
+      if (!k) throw nodeErrors.keyNotFound({ key: c.params.public_key, user: userId });
       return json({ data: keyJson(k) });
     },
   });
 
   const remove = async (userId: string, pk: string): Promise<Answer> => {
     const k = await keys.remove(userId, pk);
-    if (!k) throw new ApiError(404, `Failed to find key with public key: ${pk} and user id: ${userId}`);
+    if (!k) throw nodeErrors.keyNotFound({ key: pk, user: userId });
     return json({ message: 'Key successfully deleted', data: keyJson(k) });
   };
 
@@ -103,7 +103,7 @@ export function registerKeyRoutes(r: Router, keys: KeyStore): void {
     handler: (c) => {
       const userId = requireUser(c);
       const { user_id: pathUser, public_key: pk } = c.params;
-      if (pathUser !== userId) throw new ApiError(403, `A user can delete only its own keys; the path names user ${pathUser}`);
+      if (pathUser !== userId) throw nodeErrors.deleteOthersKey({ user: pathUser });
       return remove(userId, pk);
     },
   });

@@ -6,7 +6,7 @@
  * `access_token=OAuth2:<token>&display_name=<name>`.
  */
 import * as oidc from 'openid-client';
-import { ApiError, type Reply, type Req } from '../http/server.js';
+import type { Reply, Req } from '../http/server.js';
 import { log } from '../log.js';
 import type { Config } from '../config.js';
 import type { OidcClient } from './oauth-client.js';
@@ -19,6 +19,7 @@ import { json, requireUser, type Router } from './router.js';
 import { ANY_JSON } from '../http/route.js';
 import { nodeReplies } from './replies.js';
 import type { Stores } from './stores.js';
+import { nodeErrors } from './errors.js';
 
 export interface OAuthDeps {
   config: Config;
@@ -41,7 +42,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
   const policy = new RedirectPolicy(d.config.oauth.allowedRedirects, d.config.oauth.redirectUrl);
   const pending = new PendingLogins();
   const client = (): OidcClient => {
-    if (!d.client) throw new ApiError(404, 'OAuth is not configured on this node');
+    if (!d.client) throw nodeErrors.oauthNotConfigured();
     return d.client;
   };
 
@@ -56,9 +57,9 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     // Where the client wants to be sent back: `redirect_url`, else the Referer; an allowed address.
     query: (req) => {
       const target = req.query.get('redirect_url') ?? req.headers.referer;
-      if (!target) throw new ApiError(400, 'No valid redirect URL supplied');
+      if (!target) throw nodeErrors.oauthNoRedirect();
       const clientRedirect = policy.check(target);
-      if (!clientRedirect) throw new ApiError(400, 'The redirect URL is not an allowed client address (see CAIRN_OAUTH_ALLOWED_REDIRECTS)');
+      if (!clientRedirect) throw nodeErrors.oauthRedirectNotAllowed();
       return clientRedirect;
     },
     handler: async ({ req, loaded: c, query: clientRedirect }) => {
@@ -66,7 +67,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
       const verifier = oidc.randomPKCECodeVerifier();
       const redirectUri = callbackUri(d.config, req);
       const url = await c.authorizationUrl(redirectUri, state, verifier).catch(() => {
-        throw new ApiError(502, 'The OAuth provider is not reachable');
+        throw nodeErrors.oauthProviderUnreachable();
       });
       pending.add(state, { verifier, redirectUri, clientRedirect: clientRedirect.href });
       return redirect(url.href);
@@ -85,9 +86,9 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     query: (req) => {
       const state = req.query.get('state');
       const p = state ? pending.take(state) : undefined;
-      if (!state || !p) throw new ApiError(400, 'Unknown or expired OAuth state; start again at /oauth/login');
+      if (!state || !p) throw nodeErrors.oauthStateUnknown();
       const err = req.query.get('error');
-      if (err) throw new ApiError(400, `The OAuth provider refused the login: ${err.slice(0, 100)}`);
+      if (err) throw nodeErrors.oauthLoginRefused({ error: err.slice(0, 100) });
       return { state, p };
     },
     handler: async ({ req, loaded: c, query: { state, p } }) => {
@@ -96,7 +97,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
       url.search = req.rawQuery;
       const login = await c.exchange(url, state, p.verifier).catch((e: unknown) => {
         log.warn('OAuth code exchange failed', e);
-        throw new ApiError(400, 'The OAuth provider did not accept the authorization code');
+        throw nodeErrors.oauthCodeRefused();
       });
       const userId = await linkOAuthLogin(d.stores, login.subject, login.claims);
       const token = await d.sessions.create({
@@ -123,7 +124,7 @@ export function registerOAuthRoutes(r: Router, d: OAuthDeps): void {
     reply: nodeReplies.message,
     handler: async (c) => {
       requireUser(c);
-      if (c.identity.kind !== 'user' || c.identity.via !== 'oauth') throw new ApiError(403, 'OAuth log out needs an OAuth2 token');
+      if (c.identity.kind !== 'user' || c.identity.via !== 'oauth') throw nodeErrors.oauthLogoutNeedsOauth();
       await d.sessions.removeAllOfUser(c.identity.userId);
       return json({ message: 'User successfully logged out' });
     },

@@ -2,7 +2,7 @@
  * Offset/limit paging of the node API: offset default 0, limit default 100 (1..100),
  * and the paging object with root-relative links `<base>limit=L&offset=O`.
  */
-import { ApiError } from '../http/server.js';
+import { nodeErrors } from './errors.js';
 
 export const DEFAULT_LIMIT = 100;
 export const MAX_LIMIT = 100;
@@ -27,7 +27,7 @@ function intParam(query: URLSearchParams, name: string, dflt: number, min: numbe
   const raw = query.get(name);
   if (raw === null) return dflt;
   if (!/^\d{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ApiError(400, `Invalid ${name} value passed: ${raw.slice(0, 40)}. Error: expected an integer from ${min} to ${max}`);
+    throw nodeErrors.invalidPaging({ name, value: raw.slice(0, 40), min, max });
   }
   return Number(raw);
 }

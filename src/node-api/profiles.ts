@@ -3,10 +3,10 @@
  * profile is created with the account (subject = username, other fields null); an OAuth
  * user's profile is filled from the provider's claims at every login.
  */
-import { ApiError } from '../http/server.js';
 import { json, requireUser, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 import type { ProfileRecord, Stores } from './stores.js';
+import { nodeErrors } from './errors.js';
 
 export function profileJson(p: ProfileRecord): ProfileRecord {
   return {
@@ -53,7 +53,7 @@ export function registerProfileRoutes(r: Router, stores: Stores): void {
     reply: nodeReplies.profile,
     handler: ({ params }) => {
       const p = stores.profiles.get(params.user_id);
-      if (!p) throw new ApiError(404, `User ID not found: ${params.user_id}`);
+      if (!p) throw nodeErrors.userNotFound({ id: params.user_id });
       return json(profileJson(p));
     },
   });
@@ -67,7 +67,7 @@ export function registerProfileRoutes(r: Router, stores: Stores): void {
     handler: (c) => {
       const userId = requireUser(c);
       const p = stores.profiles.get(userId);
-      if (!p) throw new ApiError(404, `No profile for user ${userId}`);
+      if (!p) throw nodeErrors.profileNotFound({ id: userId });
       return json(profileJson(p));
     },
   });

@@ -1,11 +1,11 @@
 /** The node registry (`/registry/nodes[/{identity}]`). */
-import { ApiError } from '../http/server.js';
 import { objectBody } from './body.js';
 import { pageOf, parsePageQuery } from './paging.js';
 import { matches, parseFilter } from './registry-filter.js';
 import { nodeFromBody, nodeJson, type Registry } from './registry-store.js';
 import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
+import { nodeErrors } from './errors.js';
 
 export function registerRegistryRoutes(r: Router, registry: Registry): void {
   r.add({
@@ -47,7 +47,7 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     reply: nodeReplies.registryNode,
     handler: ({ params }) => {
       const n = registry.get(params.identity);
-      if (!n) throw new ApiError(404, 'Node not found');
+      if (!n) throw nodeErrors.nodeNotFound();
       return json({ data: nodeJson(n) });
     },
   });
@@ -60,7 +60,7 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     body: (req) => nodeFromBody(objectBody(req)),
     handler: async ({ params, body: n }) => {
       const identity = params.identity;
-      if (n.identity !== identity) throw new ApiError(400, `Invalid node: Node identity cannot be changed: ${n.identity}`);
+      if (n.identity !== identity) throw nodeErrors.nodeIdentityChanged({ identity: n.identity });
       const created = await registry.put(n, true);
       return json({ message: `Node ${identity} ${created ? 'added to' : 'replaced in'} the registry` });
     },
@@ -72,7 +72,7 @@ export function registerRegistryRoutes(r: Router, registry: Registry): void {
     permission: 'registry.write',
     reply: nodeReplies.message,
     handler: async ({ params }) => {
-      if (!(await registry.remove(params.identity))) throw new ApiError(404, 'Node not found');
+      if (!(await registry.remove(params.identity))) throw nodeErrors.nodeNotFound();
       return json({ message: `Node ${params.identity} removed from the registry` });
     },
   });

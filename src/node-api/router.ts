@@ -4,12 +4,13 @@
  * (`minVersion`). Order of checks: credentials (401), permission (403), then the
  * NodeProtocolVersion header (400): the version selects shapes, never skips a check.
  */
-import { ApiError, type Method, type Reply, type Req } from '../http/server.js';
+import type { Method, Reply, Req } from '../http/server.js';
 import { answer, ANY_JSON, type Answer, type ApiBinding, type HandlerResult, type Request, type RouteDef, type RouteSpec } from '../http/route.js';
 import type { Authenticator, Identity } from '../auth/identity.js';
 import type { Access } from '../auth/access.js';
 import { authorize } from '../auth/authorize.js';
 import type { Permission } from '../auth/permissions.js';
+import { nodeErrors } from './errors.js';
 
 export type Version = 1 | 2;
 export const LATEST_VERSION: Version = 2;
@@ -69,11 +70,11 @@ export function protocolVersion(req: Req): Version {
   const raw = a ?? b;
   if (raw === undefined) return LATEST_VERSION;
   if (a !== undefined && b !== undefined && a.trim() !== b.trim()) {
-    throw new ApiError(400, 'NodeProtocolVersion and SplinterProtocolVersion headers disagree');
+    throw nodeErrors.protocolVersionsDisagree();
   }
   const v = raw.trim();
   if (v === '1' || v === '2') return Number(v) as Version;
-  throw new ApiError(400, `Unsupported NodeProtocolVersion: ${JSON.stringify(v.slice(0, 20))}; this node supports 1 and 2`);
+  throw nodeErrors.unsupportedProtocolVersion({ version: JSON.stringify(v.slice(0, 20)) });
 }
 
 export { authorize };
@@ -87,7 +88,7 @@ export function nodeBinding(authn: Authenticator, access: Access): ApiBinding<Ca
       const version = protocolVersion(req);
       const minVersion = route.minVersion ?? 1;
       if (version < minVersion) {
-        throw new ApiError(400, `This operation needs protocol version ${minVersion} or greater; the request asked for ${version}`);
+        throw nodeErrors.protocolVersionTooLow({ min: minVersion, version });
       }
       return { identity, version };
     },
@@ -124,6 +125,6 @@ export class Router {
 
 /** The caller as a user, or 403 when it is a key (Cylinder) identity (a secured route's `load` step, or its handler). */
 export function requireUser(c: { identity: Identity }): string {
-  if (c.identity.kind !== 'user') throw new ApiError(403, 'This operation needs a user identity (a Biome or OAuth2 token)');
+  if (c.identity.kind !== 'user') throw nodeErrors.needsUserIdentity();
   return c.identity.userId;
 }

@@ -1,5 +1,4 @@
 /** User administration: list, fetch, update (password, new keys), delete (`/biome/users`). */
-import { ApiError } from '../http/server.js';
 import { log } from '../log.js';
 import { objectBody, optString, type JsonObject } from './body.js';
 import { credentialsBody, PASSWORD_RULE } from './credentials-routes.js';
@@ -8,14 +7,15 @@ import { json, type Router } from './router.js';
 import { nodeReplies } from './replies.js';
 import type { UserStore } from './users-store.js';
 import type { UserRecord } from './stores.js';
+import { nodeErrors } from './errors.js';
 
 const userJson = (u: UserRecord): { username: string; user_id: string } => ({ username: u.username, user_id: u.user_id });
 
 function newKeys(b: JsonObject): KeyInput[] {
   const v = b.new_key_pairs;
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw new ApiError(400, 'Field "new_key_pairs" must be an array');
-  if (v.length > 1000) throw new ApiError(400, 'Field "new_key_pairs" has more than 1000 entries');
+  if (!Array.isArray(v)) throw nodeErrors.newKeyPairsNotArray();
+  if (v.length > 1000) throw nodeErrors.newKeyPairsTooMany();
   return v.map((k, i) => keyInput(k, `new_key_pairs[${i}].`));
 }
 
@@ -35,7 +35,7 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     reply: nodeReplies.user,
     handler: ({ params }) => {
       const u = users.get(params.user_id);
-      if (!u) throw new ApiError(404, `User ID not found: ${params.user_id}`);
+      if (!u) throw nodeErrors.userNotFound({ id: params.user_id });
       return json(userJson(u));
     },
   });
@@ -52,7 +52,7 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     },
     handler: async ({ params, body: { username, password, newPassword, keys } }) => {
       const userId = params.user_id;
-      if (!users.get(userId)) throw new ApiError(404, `User ID not found: ${userId}`);
+      if (!users.get(userId)) throw nodeErrors.userNotFound({ id: userId });
       await users.checkPassword(username, password, userId);
       const added = await users.update(userId, newPassword, keys);
       log.info(`user ${userId} updated (${newPassword === undefined ? 'password kept' : 'password changed'}, ${added.length} key(s) added)`);
@@ -67,7 +67,7 @@ export function registerUserRoutes(r: Router, users: UserStore): void {
     reply: nodeReplies.message,
     handler: async ({ params }) => {
       const userId = params.user_id;
-      if (!(await users.remove(userId))) throw new ApiError(404, `User ID not found: ${userId}`);
+      if (!(await users.remove(userId))) throw nodeErrors.userNotFound({ id: userId });
       log.info(`user ${userId} deleted`);
       return json({ message: 'User deleted successfully' });
     },

@@ -7,7 +7,7 @@
 import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
-import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
+import { HEAD, type ChainHead } from '../store/ledger-stores.js';
 import { faultPoint } from '../testing/faults.js';
 import type { CircuitCommitterOptions, CommitterOptions, FromCommitter } from '../ledger/protocol.js';
 import { projectorEntries } from '../ledger/catalog.js';
@@ -15,7 +15,7 @@ import { BlockBuilder, type BuildEntry } from '../ledger/block-builder.js';
 import { ChainWriter } from '../ledger/chain-writer.js';
 import { Committer } from '../ledger/committer.js';
 import { ADMIN_SETTING_ADDRESS, adminSettingValue, scabbardFamilies } from './sabre.js';
-import { ROUND_KEY, openCircuitStores, scabbardPrefix, type CircuitStores } from './records.js';
+import { ROUND, openCircuitStores, scabbardPrefix, type CircuitStores } from './records.js';
 import { RoundReads } from './round-reads.js';
 import { AgreedRounds } from './round-source.js';
 import { AgreementConsensus } from './agreement-consensus.js';
@@ -37,8 +37,8 @@ async function initialState(s: CircuitStores, writer: ChainWriter, adminKeys: st
     'the initial state',
     s.ledger.root.transaction(() => {
       for (const [k, v] of update.writes) s.ledger.merkle.put(k, v);
-      s.ledger.meta.put(HEAD_KEY, head);
-      s.ledger.meta.put(ROUND_KEY, { height: 0, ts: 0 });
+      HEAD.put(s.ledger.meta, head);
+      ROUND.put(s.ledger.meta, { height: 0, ts: 0 });
     }),
   );
   writer.loadState();

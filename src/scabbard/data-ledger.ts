@@ -5,13 +5,13 @@
  * builds go into the service's durable intake, and statuses and waits come from its
  * stored statuses. The coordinator's back-pressure answers 429, as on the /scabbard route.
  */
-import { ApiError } from '../http/server.js';
 import type { DataLedger } from '../data-api/backend.js';
 import type { SubmitResult } from '../ledger/ingest.js';
 import type { StatusEntry } from '../ledger/query.js';
 import type { ScabbardService } from './service.js';
+import { SCABBARD_ERRORS, scabbardErrors } from './errors.js';
 
-const BUSY = 'The circuit state service is busy (too many queued batches); retry later';
+const BUSY = SCABBARD_ERRORS.busy.message;
 
 export class ScabbardDataLedger implements DataLedger {
   readonly fault: string | null = null;
@@ -27,7 +27,7 @@ export class ScabbardDataLedger implements DataLedger {
   }
 
   async submitTrusted(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    if (this.s.busy) throw new ApiError(429, BUSY);
+    if (this.s.busy) throw scabbardErrors.busy();
     await this.s.accept(batches);
   }
 

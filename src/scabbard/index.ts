@@ -19,6 +19,7 @@ import { Status, type CircuitMsg } from '../circuits/proto.js';
 import type { ServiceLedger } from '../data-api/backend.js';
 import { ScabbardDataLedger } from './data-ledger.js';
 import { ScabbardService, parseServiceArgs, scabbardPrefix, type BodyVerifier } from './service.js';
+import { scabbardErrors } from './errors.js';
 
 export interface ScabbardLimits {
   /** Batches per round at most (CAIRN_SCABBARD_ROUND_MAX). */
@@ -113,15 +114,13 @@ export class ScabbardServices {
     const shown = `scabbard service ${serviceId.slice(0, 64)} on circuit ${circuitId.slice(0, 64)}`;
     const c = this.admin.store.circuit(circuitId);
     if (!c || (c.circuitStatus || Status.ACTIVE) !== Status.ACTIVE || !mine(c, this.admin.nodeId).includes(serviceId))
-      throw new ApiError(404, `${shown} not found`);
+      throw scabbardErrors.serviceNotFound({ service: shown });
     const failed = this.#failed.get(key);
     if (failed && !this.#starting.has(key)) {
       const sec = Math.max(1, Math.ceil((failed.nextAt - Date.now()) / 1000));
-      throw new ApiError(503, `${shown} is not running: its last start failed (see the node's log); it is tried again`, undefined, {
-        'retry-after': String(sec),
-      });
+      throw scabbardErrors.serviceFailed({ service: shown }, { 'retry-after': String(sec) });
     }
-    throw new ApiError(503, `${shown} is starting`, undefined, { 'retry-after': String(STARTING_RETRY_S) });
+    throw scabbardErrors.serviceStarting({ service: shown }, { 'retry-after': String(STARTING_RETRY_S) });
   }
 
   /**

@@ -9,6 +9,7 @@ import { sha256 } from '../crypto/secp256k1.js';
 import { openLedgerStores, type InvalidRecord, type LedgerStores } from '../store/ledger-stores.js';
 import { scabbardDbNames } from '../store/names.js';
 import { openStore } from '../store/checksum.js';
+import { fields, MetaRecord } from '../store/meta-record.js';
 import type { BuiltBlock } from '../ledger/block-builder.js';
 import type { RoundRecordMsg } from './proto.js';
 
@@ -34,6 +35,8 @@ export interface RoundMeta {
   height: number;
   ts: number;
 }
+
+export const ROUND = new MetaRecord<RoundMeta>(ROUND_KEY, fields<RoundMeta>({ height: 'number', ts: 'number' }));
 
 export interface CircuitStores {
   ledger: LedgerStores;

@@ -11,7 +11,7 @@ import type { BuildEntry, BuiltBlock } from '../ledger/block-builder.js';
 import type { BatchSource, RoundPlan, RoundTag, RoundWrites, SourceFigures } from '../ledger/source.js';
 import type { AgreedRound, CircuitCommitterOptions, CircuitRound, FromCommitter } from '../ledger/protocol.js';
 import type { ChainHead } from '../store/ledger-stores.js';
-import { ROUND_KEY, hex, roundRoot, roundVerdicts, type CircuitStores, type RoundMeta, type StatusRecord } from './records.js';
+import { ROUND, hex, roundRoot, roundVerdicts, type CircuitStores, type StatusRecord } from './records.js';
 import { BatchListMsg, decode, encode } from './proto.js';
 
 const NONE = new Uint8Array(0);
@@ -72,7 +72,7 @@ export class AgreedRounds implements BatchSource {
   }
 
   async recover(): Promise<void> {
-    const r = (this.#s.ledger.meta.get(ROUND_KEY) as RoundMeta | undefined) ?? { height: 0, ts: 0 };
+    const r = ROUND.get(this.#s.ledger.meta) ?? { height: 0, ts: 0 };
     this.#tipHeight = r.height;
     this.#tipTs = r.ts;
     if (!this.#o.coordinator) return;
@@ -236,7 +236,7 @@ export class AgreedRounds implements BatchSource {
     const record = { height, timestampMs: ts, batches: Buffer.from(item.round.batches), stateRoot: roundRoot(built), verdicts: roundVerdicts(built) };
     const s = this.#s;
     return {
-      meta: [[ROUND_KEY, { height, ts } satisfies RoundMeta]],
+      meta: [ROUND.entry({ height, ts })],
       extras: {
         timestampSec: Math.floor(ts / 1000),
         also: () => {

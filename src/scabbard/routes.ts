@@ -4,13 +4,13 @@
  * `/scabbard/{circuit}/{service_id}/batches | batch_statuses | state | state/{address} | state_root`.
  */
 import type { Req } from '../http/server.js';
-import { ApiError } from '../http/api-error.js';
 import { ANY_JSON } from '../http/route.js';
 import { waitQuery } from '../http/wait.js';
 import { isHexId } from '../codec/hex.js';
 import { json, type Router } from '../node-api/router.js';
 import type { ScabbardService } from './service.js';
 import type { ScabbardServices } from './index.js';
+import { scabbardErrors } from './errors.js';
 
 const HEX_RE = /^[0-9a-f]*$/;
 const MAX_WAIT_S = 300;
@@ -38,7 +38,7 @@ function statusQuery(req: Req): StatusQuery {
 /** The `prefix` query of `state`: up to 70 lowercase hex characters (none: all entries). */
 function prefixQuery(req: Req): string {
   const prefix = req.query.get('prefix') ?? '';
-  if (!HEX_RE.test(prefix) || prefix.length > 70) throw new ApiError(400, 'Invalid query: prefix must be up to 70 lowercase hex characters');
+  if (!HEX_RE.test(prefix) || prefix.length > 70) throw scabbardErrors.invalidPrefix();
   return prefix;
 }
 
@@ -53,10 +53,10 @@ function batchListBytes(req: Req): Buffer {
 
 /** The batch ids of a `batch_statuses` query, distinct, each 128 lowercase hex characters. */
 function batchIds(raw: string | null): string[] {
-  if (!raw) throw new ApiError(400, 'No batch IDs specified');
+  if (!raw) throw scabbardErrors.noBatchIds();
   const ids = [...new Set(raw.split(','))];
   const bad = ids.find((id) => !isHexId(id));
-  if (bad !== undefined) throw new ApiError(400, `Invalid batch id: ${JSON.stringify(bad.slice(0, 140))} (128 lowercase hex characters expected)`);
+  if (bad !== undefined) throw scabbardErrors.invalidBatchId({ id: JSON.stringify(bad.slice(0, 140)) });
   return ids;
 }
 
@@ -80,8 +80,7 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
       // Checked in the verify workers, not on this thread.
       const v = await s.checkList(body);
       if (!v.ok) {
-        const m = v.code === 'UNDECODABLE' ? 'Invalid body: not a valid list of batches' : `No valid batches provided: ${v.message}`;
-        throw new ApiError(400, m);
+        throw v.code === 'UNDECODABLE' ? scabbardErrors.undecodableBatches() : scabbardErrors.noValidBatches({ reason: v.message });
       }
       await s.accept(v.batches.map((b) => ({ id: b.id, bytes: body.subarray(b.start, b.end) })));
       const ids = v.batches.map((b) => b.id).join(',');
@@ -121,9 +120,9 @@ export function registerScabbardRoutes(r: Router, services: ScabbardServices): v
     reply: ANY_JSON,
     load: service,
     handler: ({ params, loaded: s }) => {
-      if (!/^[0-9a-f]{70}$/.test(params.address)) throw new ApiError(400, 'Invalid address: 70 lowercase hex characters expected');
+      if (!/^[0-9a-f]{70}$/.test(params.address)) throw scabbardErrors.invalidAddress();
       const v = s.get(params.address);
-      if (!v) throw new ApiError(404, 'Address not set');
+      if (!v) throw scabbardErrors.addressNotSet();
       return json([...v]);
     },
   });

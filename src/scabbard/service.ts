@@ -20,11 +20,11 @@ import { ownBytes, type BlockEvent, type ToCommitter } from '../ledger/protocol.
 import type { StatusEntry } from '../ledger/query.js';
 import { StatusWaiters } from '../ledger/status-waiters.js';
 import { StateReader } from '../state/reader.js';
-import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
+import { HEAD, type ChainHead } from '../store/ledger-stores.js';
 import { dataDirOf } from '../store/db.js';
 import type { VerifyResult } from '../ledger/verify.js';
 import { MsgType, ScabbardMessage, decode, encode, type RoundRecordMsg, type ScabbardMsg } from './proto.js';
-import { ROUND_KEY, batchIdOf, openCircuitStores, scabbardPrefix, type CircuitStores, type RoundMeta } from './records.js';
+import { ROUND, batchIdOf, openCircuitStores, scabbardPrefix, type CircuitStores } from './records.js';
 import { BatchChecks, type BodyVerifier } from './checks.js';
 import { Agreement } from './agreement.js';
 import { CommitterLink } from './committer-link.js';
@@ -188,7 +188,7 @@ export class ScabbardService {
 
   #readHeight(): void {
     this.#s.ledger.root.resetReadTxn();
-    this.#height = (this.#s.ledger.meta.get(ROUND_KEY) as RoundMeta | undefined)?.height ?? 0;
+    this.#height = ROUND.get(this.#s.ledger.meta)?.height ?? 0;
   }
 
   /** Stops the service; resolves once its committer thread has finished the rounds in flight. */
@@ -231,7 +231,7 @@ export class ScabbardService {
   // ------------------------------------------------------------------ reads
 
   head(): ChainHead {
-    const head = this.#s.ledger.meta.get(HEAD_KEY) as ChainHead | undefined;
+    const head = HEAD.get(this.#s.ledger.meta);
     if (!head) throw new Error(`scabbard service ${this.serviceId}: the ledger has no head`);
     return head;
   }

@@ -17,6 +17,7 @@
  */
 import crypto from 'node:crypto';
 import type { Database } from 'lmdb';
+import { fields, isCount, MetaRecord, type MetaDb } from '../store/meta-record.js';
 import { CorruptStateError } from './merkle.js';
 
 const VERSION = 1;
@@ -47,6 +48,9 @@ export const CHECKPOINT_KEY = 'state_checkpoint';
 /** ledger.meta key: state roots of blocks below this number were pruned (src/maintenance/prune.ts). */
 export const PRUNED_BELOW_KEY = 'state_pruned_below';
 
+export const CHECKPOINT = new MetaRecord<Checkpoint>(CHECKPOINT_KEY, fields<Checkpoint>({ blockNum: 'number', root: 'string' }));
+export const PRUNED_BELOW = new MetaRecord<number>(PRUNED_BELOW_KEY, isCount);
+
 /** The stores the state engine and its readers use. */
 export interface StateStores {
   merkle: Database<Buffer, Buffer>;
@@ -54,7 +58,7 @@ export interface StateStores {
   deltas: Database<Buffer, number>;
   /** 32-byte root -> newest block number with that root */
   roots: Database<number, Buffer>;
-  meta: Database<unknown, string>;
+  meta: MetaDb;
 }
 
 export class CorruptDeltaError extends CorruptStateError {

@@ -21,7 +21,7 @@ import type { ChainHead } from '../store/ledger-stores.js';
 import { MerkleTree, CorruptStateError, EMPTY_ROOT } from './merkle.js';
 import type { LeafEncoding } from './node.js';
 import { BRANCH_HEAD, ENTRY, parseRecord } from './records.js';
-import { CHECKPOINT_KEY, decodeDelta, deltaHead, encodeDelta, type Checkpoint, type StateStores } from './deltas.js';
+import { CHECKPOINT, decodeDelta, deltaHead, encodeDelta, type Checkpoint, type StateStores } from './deltas.js';
 
 /** Default blocks between checkpoints. */
 export const DEFAULT_CHECKPOINT_BLOCKS = 256;
@@ -229,7 +229,7 @@ export class StateEngine {
       this.#s.merkle.put(key, m.rec);
     }
     if (w.next >= 0) return null;
-    this.#s.meta.put(CHECKPOINT_KEY, { blockNum: w.blockNum, root: w.root });
+    CHECKPOINT.put(this.#s.meta, { blockNum: w.blockNum, root: w.root });
     this.#checkpoint = { blockNum: w.blockNum, root: w.root };
     this.#writing = null;
     return w.blockNum;

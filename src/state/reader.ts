@@ -12,7 +12,7 @@
 import { MerkleTree, UnknownRootError } from './merkle.js';
 import type { LeafEncoding } from './node.js';
 import type { StateView } from './state-store.js';
-import { PRUNED_BELOW_KEY, decodeDelta, deltaHead, type StateStores } from './deltas.js';
+import { PRUNED_BELOW, decodeDelta, deltaHead, type StateStores } from './deltas.js';
 
 export interface StateReaderOptions {
   leafEncoding: LeafEncoding;
@@ -80,7 +80,7 @@ export class StateReader implements StateView {
     this.#tree = new MerkleTree(stores.merkle, { verify: opts.verify === true, leafEncoding: opts.leafEncoding });
     this.#history = opts.history ?? 0;
     this.#headNum = opts.headNum ?? (() => Number.MAX_SAFE_INTEGER);
-    this.#prunedBelow = (stores.meta.get(PRUNED_BELOW_KEY) as number | undefined) ?? 0;
+    this.#prunedBelow = PRUNED_BELOW.get(stores.meta) ?? 0;
   }
 
   /** Whether `root` is readable here. */

@@ -6,6 +6,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import { ledgerDbNames, NODE_LEDGER_PREFIX } from './names.js';
 import { openStore } from './checksum.js';
+import { fields, MetaRecord, type MetaDb } from './meta-record.js';
 
 export interface ChainHead {
   blockId: string;
@@ -32,7 +33,8 @@ export interface LedgerStores {
   blockIds: Database<Buffer, number>;
   /** Receipts of each block's transactions (appended). */
   receipts: Database<Buffer, number>;
-  meta: Database<unknown, string>;
+  /** Records of several shapes, each read and written through its MetaRecord (meta-record.ts). */
+  meta: MetaDb;
   invalid: Database<InvalidRecord, string>;
   /** State deltas by block number: appended, so a block's delta costs no random page write. */
   deltas: Database<Buffer, number>;
@@ -60,7 +62,15 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
 
 export const HEAD_KEY = 'head';
 
-/** Read-model sub-databases (msgpack values), opened lazily by name and cached. */
+/** The chain's head: the last block written, in the same transaction as the block. */
+export const HEAD = new MetaRecord<ChainHead>(HEAD_KEY, fields<ChainHead>({ blockId: 'string', blockNum: 'number', stateRoot: 'string' }));
+
+/**
+ * Read-model sub-databases (msgpack values), opened lazily by name and cached: the chain
+ * writer's side, which stores what each projector hands it and gives it back to that
+ * projector (which checks what it reads back). The values are the projector's; the typed
+ * reader of the supply-chain records is src/ledger/read-model/reader.ts.
+ */
 export class ReadModelDbs {
   readonly #dbs = new Map<string, Database<unknown, string>>();
   constructor(private readonly root: RootDatabase) {}

@@ -12,6 +12,7 @@ import { Batch, decode, type BatchMsg } from '../proto/index.js';
 import { openPendingEnv } from './db.js';
 import { lmdbFileProblem } from './files.js';
 import { openLedgerStores } from './ledger-stores.js';
+import { isText, MetaRecord } from './meta-record.js';
 import { StartupError } from './lock.js';
 import { sealExisting } from './checksum.js';
 import { isHexId } from '../codec/hex.js';
@@ -20,6 +21,7 @@ import { scanInChild } from './scan.js';
 
 /** Key in ledger.meta of the identity of the pending pool this ledger acknowledges into. */
 export const POOL_ID_META = 'pending_pool_id';
+const POOL_ID = new MetaRecord<string>(POOL_ID_META, isText);
 
 export const LEDGER_FILE = 'ledger.mdb';
 export const PENDING_FILE = 'pending.mdb';
@@ -45,7 +47,7 @@ export function fileProblems(dir: string): string[] {
  */
 export function poolIdentityProblem(db: RootDatabase, pending: RootDatabase<Buffer, number>, dir: string): string | null {
   const meta = openLedgerStores(db).meta;
-  const want = meta.get(POOL_ID_META) as string | undefined;
+  const want = POOL_ID.get(meta);
   const have = pending.get(POOL_ID_KEY);
   const file = join(dir, PENDING_FILE);
   if (want === undefined) return null;
@@ -103,8 +105,8 @@ async function adoptPoolIdentity(db: RootDatabase, pending: RootDatabase<Buffer,
     await pending.put(POOL_ID_KEY, have);
     await pending.flushed;
   }
-  if (meta.get(POOL_ID_META) === undefined) {
-    await meta.put(POOL_ID_META, have.toString('hex'));
+  if (POOL_ID.get(meta) === undefined) {
+    await POOL_ID.put(meta, have.toString('hex'));
     await db.flushed;
   }
 }

@@ -302,6 +302,11 @@ function sameRecord(a: unknown, b: object): boolean {
   return strip(a) === strip(b);
 }
 
+/** The `grid.address` record: the `[database, key]` pairs an address produced (none when absent). */
+function isPairList(v: unknown): v is Array<[string, string]> {
+  return Array.isArray(v) && v.every((p) => Array.isArray(p) && p.length === 2 && typeof p[0] === 'string' && typeof p[1] === 'string');
+}
+
 export const gridProjector: Projector = {
   namespaces: [GRID_NAMESPACE],
   project(address: string, value: Uint8Array | undefined, rm: ReadModelWriter, block: BlockInfo): void {
@@ -314,7 +319,8 @@ export const gridProjector: Projector = {
         rows = [];
       }
     }
-    const previous = (rm.get(GRID_DB.address, address) as Array<[string, string]> | undefined) ?? [];
+    const stored = rm.get(GRID_DB.address, address);
+    const previous = isPairList(stored) ? stored : [];
     const current = new Set(rows.map(([db, key]) => pairKey(db, key)));
     for (const [db, key] of previous) {
       if (!current.has(pairKey(db, key))) rm.remove(db, key);
