@@ -72,7 +72,8 @@ export async function startCluster(
   n: number,
   opts: { etcdMembers?: number; init?: string[]; nodeEnv?: Record<string, string>; nodeEnvOf?: (i: number) => Record<string, string> } = {},
 ): Promise<TestCluster> {
-  const etcd = await startEtcdCluster(opts.etcdMembers ?? 3);
+  // The cluster command's modules load while etcd starts (cairn cluster init runs in this process).
+  const [etcd] = await Promise.all([startEtcdCluster(opts.etcdMembers ?? 3), import('../../src/cli/cluster.js')]);
   const dir = mkdtempSync(join(tmpdir(), 'cairn-cluster-'));
   const chainKey = join(dir, 'chain.key');
   const init = await cairnCluster(['init', '--etcd', etcd.endpoints.join(','), '--chain-key', chainKey, ...(opts.init ?? [])]);
