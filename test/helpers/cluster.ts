@@ -1,6 +1,8 @@
 /**
- * A Cairn cluster for tests: real etcd members (helpers/etcd.ts), `cairn cluster init`, and
- * real Cairn nodes as child processes (helpers/child.ts) that share the chain.
+ * A Cairn cluster for tests: real etcd members (helpers/etcd.ts), `cairn cluster init` (run
+ * in the test process, as every `cairn cluster` command of the tests), and real Cairn nodes as
+ * child processes (helpers/child.ts) that share the chain. A start that fails stops whatever
+ * it had started; each child is killed at exit if the test never stops it (helpers/procs.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
