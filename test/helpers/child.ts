@@ -85,9 +85,10 @@ export function startLine(log: string): RegExpExecArray | null {
  * Spawns a node; resolves with it once it listens, or rejects with the log if it exits or
  * misses its start deadline. The process is registered for a kill at exit the moment it is
  * spawned (procs.ts), and one that misses its deadline is stopped (SIGKILL) before the
- * rejection: nothing holds its data directory when the caller goes on.
+ * rejection (the error carries its `pid`): nothing holds its data directory when the caller
+ * goes on. `deadlineMs` replaces the measured deadline (the harness's own test).
  */
-export function startChild(dir: string, env: Record<string, string> = {}): Promise<ChildNode> {
+export function startChild(dir: string, env: Record<string, string> = {}, opts: { deadlineMs?: number } = {}): Promise<ChildNode> {
   const t0 = Date.now();
   const child = spawn(process.execPath, [...TS_ARGS, 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
   killOnExit(child);
@@ -95,13 +96,13 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const deadline = startDeadline('node', 60_000);
+    const deadline = opts.deadlineMs ?? startDeadline('node', 60_000);
     let late = false;
     const timer = setTimeout(() => {
       late = true;
       child.stderr!.off('data', onData);
       if (running(child)) child.kill('SIGKILL');
-      void exited.then(() => reject(new Error(`node did not start within ${deadline} ms (stopped): ${log}`)));
+      void exited.then(() => reject(Object.assign(new Error(`node did not start within ${deadline} ms (stopped): ${log}`), { pid: child.pid })));
     }, deadline);
     const onData = (): void => {
       const m = startLine(log);
