@@ -80,7 +80,10 @@ t.test('cluster faults', async (t) => {
     for (const until = Date.now() + 30_000; progress.acked < 60 && Date.now() < until; ) await sleep(100);
     await c.nodes[2]?.kill9();
     victimUp = false;
-    await sleep(1500);
+    // The load goes on against the two others for a while: until they have acknowledged
+    // twenty batches more (bounded, for a machine where they cannot).
+    const atKill = progress.acked;
+    for (const until = Date.now() + 10_000; progress.acked < atKill + 20 && Date.now() < until; ) await sleep(50);
     stop = true;
     const results = await Promise.all(runs);
     const acked = results.flatMap((r) => r.acked);
@@ -115,11 +118,13 @@ t.test('cluster faults', async (t) => {
         2,
       ),
     ];
-    await sleep(1500);
+    // Commits flow before the kill (two new heads seen), and the load goes on after it until
+    // three blocks more have been committed (at most 9 s: a longer pause fails below).
+    for (const until = Date.now() + 10_000; heads.length < 2 && Date.now() < until; ) await sleep(50);
     const leader = await c.etcd.leader();
     const killedAt = Date.now();
     await c.etcd.kill(leader);
-    await sleep(9000);
+    for (const until = killedAt + 9_000; heads.filter((h) => h.at > killedAt).length < 3 && Date.now() < until; ) await sleep(50);
     stop = true;
     const results = await Promise.all(runs);
     await watch;

@@ -12,6 +12,7 @@ import { batchList, intkeyBatch, newSigner, postBatches, waitCommitted } from '.
 import { startChild, startRefused } from './helpers/child.js';
 import { cairnCluster, stopOrKill } from './helpers/cluster.js';
 import { freePorts } from './helpers/ports.js';
+import { killOnExit, running, startDeadline, startTook, stopChild } from './helpers/procs.js';
 
 /** A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl. */
 function certificates(dir: string): { ca: string; serverCert: string; serverKey: string; clientCert: string; clientKey: string } {
@@ -66,20 +67,20 @@ t.test('etcd over TLS with client certificates', async (t) => {
     ],
     { stdio: 'ignore' },
   );
-  const exited = new Promise((r) => etcd.once('exit', r));
-  t.teardown(async () => {
-    etcd.kill('SIGKILL');
-    await exited;
-  });
+  killOnExit(etcd);
+  t.teardown(() => stopChild(etcd, 0, 'SIGKILL'));
   const tls = ['--cluster-etcd-ca', c.ca, '--cluster-etcd-cert', c.clientCert, '--cluster-etcd-key', c.clientKey];
   const chainKey = join(dir, 'chain.key');
-  // etcd takes a moment to listen: init is tried until it answers.
+  // etcd takes a moment to listen: init is tried until it answers, within an etcd start's deadline.
+  const started = Date.now();
+  const deadline = started + startDeadline('etcd', 30_000);
   let init = await cairnCluster(['init', '--etcd', url, '--chain-key', chainKey, ...tls]);
-  for (let k = 0; k < 20 && init.code !== 0; k++) {
-    await new Promise((r) => setTimeout(r, 250));
+  while (init.code !== 0 && Date.now() < deadline && running(etcd)) {
+    await new Promise((r) => setTimeout(r, 100));
     init = await cairnCluster(['init', '--etcd', url, '--chain-key', chainKey, ...tls]);
   }
   t.equal(init.code, 0, init.log);
+  if (init.code === 0) startTook('etcd', Date.now() - started);
 
   // The CA alone is a usage error, found before etcd is asked (docs/cli.md: exit 2).
   const noCert = await cairnCluster(['status', '--etcd', url, '--cluster-etcd-ca', c.ca]);

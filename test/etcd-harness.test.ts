@@ -1,10 +1,16 @@
 /**
  * The etcd test harness against real etcd: a three-member loopback cluster keeps taking
  * writes after its leader is killed with SIGKILL, elects another member, and takes the
- * killed member back, which then holds the write it missed.
+ * killed member back, which then holds the write it missed. And the process harness
+ * (helpers/child.ts): a node that misses its start deadline is stopped before the start
+ * fails, so that its data directory is free for the next start.
  */
 import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Etcd3, type IPutResponse } from 'etcd3';
+import { startChild } from './helpers/child.js';
 import { startEtcdCluster } from './helpers/etcd.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -87,4 +93,21 @@ t.test('a three-member cluster survives a SIGKILLed leader and takes it back', a
     [false, false, false],
     'stop ends every member',
   );
+});
+
+t.test('a node that misses its start deadline is stopped before the start fails', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'cairn-late-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // No node listens within 1 ms.
+  const err = (await startChild(dir, {}, { deadlineMs: 1 }).then(
+    (n) => n.kill9().then(() => null),
+    (e: unknown) => e,
+  )) as (Error & { pid?: number }) | null;
+  t.match(err?.message, /^node did not start within 1 ms \(stopped\)/);
+  t.type(err?.pid, 'number');
+  t.throws(() => process.kill(err?.pid ?? 0, 0), { code: 'ESRCH' }, 'its process is gone');
+  // Nothing holds the data directory: a node starts on it.
+  const node = await startChild(dir);
+  t.teardown(() => node.stop());
+  t.match(node.ledgerUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
 });

@@ -5,6 +5,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { killOnExit, running, startDeadline, startTook, stopChild, TIME_SCALE } from './procs.js';
+
+/**
+ * How long stop() lets a node end cleanly after SIGTERM before it SIGKILLs it: a node stops in
+ * well under a second; a stop that hangs (a bug, or a machine starved of CPU) must not hold the
+ * test, and a SIGKILLed node only loses its coverage.
+ */
+const STOP_GRACE_MS = 30_000;
 
 export interface ChildNode {
   child: ChildProcess;
@@ -73,21 +81,37 @@ export function startLine(log: string): RegExpExecArray | null {
   return null;
 }
 
-/** Spawns a node; resolves with it once it listens, or rejects with the log if it exits. */
-export function startChild(dir: string, env: Record<string, string> = {}): Promise<ChildNode> {
+/**
+ * Spawns a node; resolves with it once it listens, or rejects with the log if it exits or
+ * misses its start deadline. The process is registered for a kill at exit the moment it is
+ * spawned (procs.ts), and one that misses its deadline is stopped (SIGKILL) before the
+ * rejection (the error carries its `pid`): nothing holds its data directory when the caller
+ * goes on. `deadlineMs` replaces the measured deadline (the harness's own test).
+ */
+export function startChild(dir: string, env: Record<string, string> = {}, opts: { deadlineMs?: number } = {}): Promise<ChildNode> {
+  const t0 = Date.now();
   const child = spawn(process.execPath, [...TS_ARGS, 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
+  killOnExit(child);
   let log = '';
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not start: ${log}`)), 60_000);
+    const deadline = opts.deadlineMs ?? startDeadline('node', 60_000);
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      child.stderr!.off('data', onData);
+      if (running(child)) child.kill('SIGKILL');
+      void exited.then(() => reject(Object.assign(new Error(`node did not start within ${deadline} ms (stopped): ${log}`), { pid: child.pid })));
+    }, deadline);
     const onData = (): void => {
       const m = startLine(log);
       if (!m) return;
       clearTimeout(timer);
+      startTook('node', Date.now() - t0);
       child.stderr!.off('data', onData);
       const kill9 = async (): Promise<void> => {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+        if (running(child)) child.kill('SIGKILL');
         await exited;
       };
       resolve({
@@ -100,8 +124,9 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
         log: () => log,
         kill9,
         kill: kill9,
+        // SIGTERM (a clean stop writes the process's coverage), SIGKILL if it has not exited after a grace.
         stop: async () => {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+          await stopChild(child, STOP_GRACE_MS);
           return exited;
         },
       });
@@ -109,7 +134,7 @@ export function startChild(dir: string, env: Record<string, string> = {}): Promi
     child.stderr!.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`node exited with ${code}: ${log}`));
+      if (!late) reject(new Error(`node exited with ${code}: ${log}`));
     });
   });
 }
@@ -123,10 +148,11 @@ export function runToExit(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90
     // A node that should have refused but serves: end it, the log tells what happened.
     if (args[0] === 'src/main.ts' && startLine(log)) child.kill('SIGKILL');
   };
+  killOnExit(child);
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs * TIME_SCALE);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       resolve({ code: code ?? (signal ? -1 : null), log: log + (signal ? `\n[killed by ${signal}]` : '') });

@@ -1,6 +1,8 @@
 /**
- * A Cairn cluster for tests: real etcd members (helpers/etcd.ts), `cairn cluster init`, and
- * real Cairn nodes as child processes (helpers/child.ts) that share the chain.
+ * A Cairn cluster for tests: real etcd members (helpers/etcd.ts), `cairn cluster init` (run
+ * in the test process, as every `cairn cluster` command of the tests), and real Cairn nodes as
+ * child processes (helpers/child.ts) that share the chain. A start that fails stops whatever
+ * it had started; each child is killed at exit if the test never stops it (helpers/procs.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +10,8 @@ import { join } from 'node:path';
 import { runToExit, startChild, TS_ARGS, type ChildNode, type Exited } from './child.js';
 import { getJson } from './batches.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd.js';
+import { TIME_SCALE } from './procs.js';
+import { run, runCommand, USAGE, wantsJson } from '../../src/cli/cairn.js';
 
 export { TS_ARGS };
 
@@ -29,16 +33,49 @@ export async function stopOrKill(node: ChildNode, ms = 20_000): Promise<void> {
   clearTimeout(timer);
 }
 
-/** `cairn cluster …` with the given arguments. */
+// One in-process command at a time: each takes this process's stdout and stderr while it runs.
+let inProcessTurn: Promise<unknown> = Promise.resolve();
+
+/**
+ * `cairn cluster …` with the given arguments; resolves with its exit code and its output
+ * (stdout and stderr, in the order written). It runs in this process, through the CLI's own
+ * entry (run and runCommand of src/cli/cairn.ts, as test/cli.test.ts does): what a process
+ * would print and exit with, without the second or two a process takes to load (the cairn
+ * process itself is tested by test/cli.test.ts). With an `env` of its own it runs as a process.
+ */
 export function cairnCluster(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Exited> {
-  return runToExit(['src/cli/cairn.ts', 'cluster', ...args], env, 60_000);
+  if (env !== process.env) return runToExit(['src/cli/cairn.ts', 'cluster', ...args], env, 60_000);
+  const argv = ['cluster', ...args];
+  const turn = inProcessTurn.then(async (): Promise<Exited> => {
+    let log = '';
+    const out = process.stdout.write;
+    const err = process.stderr.write;
+    const exitCode = process.exitCode;
+    const capture = ((c: string | Uint8Array) => {
+      log += typeof c === 'string' ? c : Buffer.from(c).toString();
+      return true;
+    }) as typeof process.stdout.write;
+    process.stdout.write = capture;
+    process.stderr.write = capture;
+    try {
+      const code = await runCommand('cairn', USAGE, () => run(argv), wantsJson(argv));
+      return { code, log };
+    } finally {
+      process.stdout.write = out;
+      process.stderr.write = err;
+      process.exitCode = exitCode;
+    }
+  });
+  inProcessTurn = turn.catch(() => undefined);
+  return turn;
 }
 
 export async function startCluster(
   n: number,
   opts: { etcdMembers?: number; init?: string[]; nodeEnv?: Record<string, string>; nodeEnvOf?: (i: number) => Record<string, string> } = {},
 ): Promise<TestCluster> {
-  const etcd = await startEtcdCluster(opts.etcdMembers ?? 3);
+  // The cluster command's modules load while etcd starts (cairn cluster init runs in this process).
+  const [etcd] = await Promise.all([startEtcdCluster(opts.etcdMembers ?? 3), import('../../src/cli/cluster.js')]);
   const dir = mkdtempSync(join(tmpdir(), 'cairn-cluster-'));
   const chainKey = join(dir, 'chain.key');
   const init = await cairnCluster(['init', '--etcd', etcd.endpoints.join(','), '--chain-key', chainKey, ...(opts.init ?? [])]);
@@ -90,7 +127,7 @@ export async function head(url: string): Promise<{ id: string; num: number; root
 }
 
 /** Waits until every url has the same head block at `minNum` or above; resolves with it. */
-export async function sameHead(urls: string[], minNum = 0, seconds = 30): Promise<{ id: string; num: number; root: string }> {
+export async function sameHead(urls: string[], minNum = 0, seconds = 30 * TIME_SCALE): Promise<{ id: string; num: number; root: string }> {
   const until = Date.now() + seconds * 1000;
   let last: unknown;
   for (;;) {
@@ -107,7 +144,7 @@ export async function sameHead(urls: string[], minNum = 0, seconds = 30): Promis
  * sameHead over the cluster's running nodes; a failure also carries the last lines of each
  * node's log and its cluster view (/status), so that a run that fails under CI load says why.
  */
-export async function sameHeadOf(c: TestCluster, minNum = 0, seconds = 30): Promise<{ id: string; num: number; root: string }> {
+export async function sameHeadOf(c: TestCluster, minNum = 0, seconds = 30 * TIME_SCALE): Promise<{ id: string; num: number; root: string }> {
   const urls = c.nodes.map((n) => n?.ledgerUrl ?? '');
   try {
     return await sameHead(urls, minNum, seconds);

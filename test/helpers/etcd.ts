@@ -12,10 +12,10 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { Writable } from 'node:stream';
 // The cluster benchmark's core pinning (its launcher is this one).
 import { pinned } from '../../bench/lib/pin.js';
 import { freePorts } from './ports.js';
+import { keepDir, killOnExit, removeOnExit, startDeadline, startTook } from './procs.js';
 
 export interface EtcdMember {
   name: string;
@@ -68,67 +68,9 @@ export function etcdAvailable(): boolean {
   return false;
 }
 
-// Every etcd this process started that still runs, and the dirs of clusters not stopped yet.
-const live = new Set<ChildProcess>();
-const roots = new Set<string>();
-let exitHook = false;
-let watchdog: (Writable & { unref?: () => void }) | undefined;
-
-// A shell that holds the pids of running members and SIGKILLs them when its stdin closes: the
-// test process died without running its exit hook (a signal, such as tap's timeout).
-const WATCHDOG = `pids=' '
-while read -r op pid; do
-  case $op in
-    +) pids="$pids$pid " ;;
-    -) pids=$(printf '%s' "$pids" | sed "s/ $pid / /") ;;
-  esac
-done
-kill -9 $pids 2>/dev/null`;
-
-function tellWatchdog(line: string): void {
-  if (!watchdog) {
-    const w = spawn('sh', ['-c', WATCHDOG], { stdio: ['pipe', 'ignore', 'ignore'], detached: false });
-    w.on('error', () => {});
-    w.unref();
-    watchdog = w.stdin as Writable & { unref?: () => void };
-    watchdog.on('error', () => {}); // the watchdog is gone: the exit hook still covers a normal exit
-    watchdog.unref?.();
-  }
-  watchdog.write(`${line}\n`);
-}
-
-/** On exit (a failed test that never reached stop(), an uncaught error), SIGKILL what runs. */
-function hookExit(): void {
-  if (exitHook) return;
-  exitHook = true;
-  process.on('exit', () => {
-    for (const c of live) c.kill('SIGKILL');
-    for (const r of roots) {
-      try {
-        rmSync(r, { recursive: true, force: true });
-      } catch {
-        // a member still dying wrote into it: left in tmpdir
-      }
-    }
-  });
-}
-
-/**
- * SIGKILLs `child`, if it still runs, when this process exits however it exits: the exit hook,
- * or the watchdog shell when this process dies without running it. Every etcd member is
- * tracked so; any other child process may be too (the cluster bench's nodes).
- */
-export function killOnExit(child: ChildProcess): void {
-  hookExit();
-  const pid = child.pid;
-  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  live.add(child);
-  tellWatchdog(`+ ${pid}`);
-  child.once('exit', () => {
-    live.delete(child);
-    tellWatchdog(`- ${pid}`);
-  });
-}
+// The exit hook and watchdog that kill what a test process leaves running live in procs.ts;
+// the cluster bench (bench/lib/reaper.ts) imports killOnExit from here.
+export { killOnExit };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -236,9 +178,9 @@ export class EtcdCluster {
   }
 
   /** Starts member i again on its ports and data dir, rejoining the cluster; resolves once it is healthy. */
-  async restart(i: number, timeoutMs = 20_000): Promise<void> {
+  async restart(i: number, timeoutMs?: number): Promise<void> {
     this.spawn(i, 'existing');
-    await this.waitHealthy(timeoutMs, [i]);
+    await this.waitHealthy(timeoutMs ?? startDeadline('etcd', 20_000), [i]);
   }
 
   /**
@@ -328,7 +270,7 @@ export class EtcdCluster {
     await Promise.all(this.members.map((_, i) => this.kill(i, 'SIGKILL')));
     if (!this.opts.ownsRoot) return;
     rmSync(this.root, { recursive: true, force: true });
-    roots.delete(this.root);
+    keepDir(this.root);
   }
 
   private member(i: number): EtcdMember {
@@ -342,9 +284,8 @@ export class EtcdCluster {
 export async function startEtcdCluster(n = 3, opts: EtcdClusterOptions = {}): Promise<EtcdCluster> {
   if (!etcdAvailable()) throw new Error(NOT_FOUND);
   const ports = await freePorts(2 * n);
-  hookExit();
   const root = opts.dir ?? mkdtempSync(join(tmpdir(), 'cairn-etcd-'));
-  if (opts.dir === undefined) roots.add(root);
+  if (opts.dir === undefined) removeOnExit(root);
   const members = Array.from({ length: n }, (_, i): EtcdMember => {
     const dir = join(root, `m${i}`);
     mkdirSync(dir, { recursive: true });
@@ -365,8 +306,12 @@ export async function startEtcdCluster(n = 3, opts: EtcdClusterOptions = {}): Pr
     ownsRoot: opts.dir === undefined,
   });
   try {
+    // Each member was registered for a kill at exit as it was spawned (spawn()): a start that
+    // misses its deadline stops them here, and a test process that dies meanwhile kills them.
+    const t0 = Date.now();
     for (let i = 0; i < n; i++) cluster.spawn(i, 'new');
-    await cluster.waitHealthy(30_000);
+    await cluster.waitHealthy(startDeadline('etcd', 30_000));
+    startTook('etcd', Date.now() - t0);
   } catch (e) {
     await cluster.stop();
     throw e;
