@@ -37,12 +37,31 @@ export interface CircuitNode {
   restart(): Promise<void>;
 }
 
+/**
+ * Deadlines of the waits below follow how long this machine took to start a node, not a
+ * guess: a wait on a circuit's event is given at least WAIT_STARTS times the slowest node
+ * start this process measured (a node start is the heaviest thing these tests do; on a quiet
+ * 2-core machine about 3 s, under a CPU burner several times that), and never less than the
+ * base a quiet machine needs with room to spare. Too short fails a correct test on a busy
+ * machine; too long only delays the report of a real failure.
+ */
+const WAIT_STARTS = 10;
+let slowestStartMs = 0;
+
+/** `baseMs`, or more where node starts on this machine were slow. */
+export function deadline(baseMs: number): number {
+  return Math.max(baseMs, WAIT_STARTS * slowestStartMs);
+}
+
 function key(dir: string, name: string): Signer {
   return new Signer(readFileSync(join(dir, 'keys', name), 'utf8').trim());
 }
 
 async function boot(id: string, dir: string, networkPort = 0): Promise<ChildNode> {
-  return startChild(dir, { ...FAST_ENV, CAIRN_NODE_ID: id, CAIRN_NETWORK_BIND: `127.0.0.1:${networkPort}` });
+  const t0 = Date.now();
+  const child = await startChild(dir, { ...FAST_ENV, CAIRN_NODE_ID: id, CAIRN_NETWORK_BIND: `127.0.0.1:${networkPort}` });
+  slowestStartMs = Math.max(slowestStartMs, Date.now() - t0);
+  return child;
 }
 
 /**
@@ -161,8 +180,8 @@ export class EventClient {
     return this.frames.slice(1).map((f) => JSON.parse(f) as AdminEvent);
   }
 
-  /** Waits until an event matches (by type and circuit id); returns it. */
-  async waitFor(type: string, circuitId: string, also = '', timeoutMs = 30_000): Promise<AdminEvent> {
+  /** Waits until an event matches (by type and circuit id); returns it. The default deadline grows with measured node starts. */
+  async waitFor(type: string, circuitId: string, also = '', timeoutMs = deadline(30_000)): Promise<AdminEvent> {
     const find = (): AdminEvent | undefined =>
       this.events.find(
         (e) => e.eventType === type && JSON.stringify(e.message).includes(`"circuit_id":"${circuitId}"`) && JSON.stringify(e.message).includes(also),
