@@ -57,11 +57,36 @@ function key(dir: string, name: string): Signer {
   return new Signer(readFileSync(join(dir, 'keys', name), 'utf8').trim());
 }
 
+/**
+ * A start that failed may leave its process running: child.ts's deadline rejects without
+ * stopping it (seen under a heavy load: three nodes still running after their file had
+ * ended, and a later start in the same directory refused as "in use by another process").
+ * Its pid is in the log the error carries (the node's first log lines); the process is
+ * killed when it is still this process's child (its parent pid is ours), nothing else.
+ */
+function killStartedChild(err: unknown): void {
+  const pid = Number(/"pid":(\d+)/.exec(String((err as Error)?.message))?.[1]);
+  if (!pid) return;
+  try {
+    // /proc/<pid>/stat: "pid (comm) state ppid …"; comm may hold spaces, so read after the last ')'.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === process.pid) process.kill(pid, 'SIGKILL');
+  } catch {
+    // gone already, or no /proc: nothing to do
+  }
+}
+
 async function boot(id: string, dir: string, networkPort = 0): Promise<ChildNode> {
   const t0 = Date.now();
-  const child = await startChild(dir, { ...FAST_ENV, CAIRN_NODE_ID: id, CAIRN_NETWORK_BIND: `127.0.0.1:${networkPort}` });
-  slowestStartMs = Math.max(slowestStartMs, Date.now() - t0);
-  return child;
+  try {
+    const child = await startChild(dir, { ...FAST_ENV, CAIRN_NODE_ID: id, CAIRN_NETWORK_BIND: `127.0.0.1:${networkPort}` });
+    slowestStartMs = Math.max(slowestStartMs, Date.now() - t0);
+    return child;
+  } catch (err) {
+    killStartedChild(err);
+    throw err;
+  }
 }
 
 /**
