@@ -276,8 +276,10 @@ t.test('a hostile member forwards a forged batch: the coordinator drops it, an h
   await until('the honest batch stored', async () => (await statusOf(A, honest.id)) === 'Pending');
   t.equal(await statusOf(A, F3.id), 'Unknown', 'the forged batch is not stored');
   // Forwarded again (members do that every few seconds): checked and dropped again, never stored.
+  const dropped = (): number => A.child.log().split(`batch ${F3.id} forwarded by sC00 fails the signature checks`).length - 1;
+  const before = dropped();
   h.send(A, 'sC00', encode(ScabbardMessage, { messageType: MsgType.NEW_BATCH, newBatch: F3.bytes }));
-  await sleep(500);
+  await until('the forged batch dropped again', () => dropped() > before);
   t.equal(await statusOf(A, F3.id), 'Unknown', 'still not stored');
   await hostiles.pop()?.close();
   await C.restart();

@@ -44,8 +44,10 @@ t.test('batch acknowledgements keep flowing under a failed-login flood', async (
     }
   };
   const clients = Array.from({ length: 32 }, (_, c) => client(c));
-  // Let the flood fill the password queue first.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Let the flood fill the password queue first: until the first login is refused (the gate
+  // is full), not for a fixed time, which a busy machine may not fill it in.
+  for (const end = Date.now() + 30_000; Date.now() < end && !logins.some((l) => l.status === 429 || l.status === 503); )
+    await new Promise((r) => setTimeout(r, 20));
   const loaded: number[] = [];
   for (let i = 0; i < 8; i++) loaded.push(await ackMs());
   flooding = false;
