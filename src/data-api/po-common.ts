@@ -16,7 +16,7 @@ import { ApiError } from '../http/server.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 
 const REVISION: Shape = {
   revision_number: 'integer',

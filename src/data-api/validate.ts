@@ -5,7 +5,7 @@
  */
 import { ApiError, type Req } from '../http/server.js';
 import { idFits, MAX_ID_BYTES } from '../http/ids.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 
 export type Obj = Record<string, unknown>;
 

@@ -18,7 +18,7 @@ import type { BlockEvent } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import type { ChainReader } from './chain.js';
 import { blockDelta, deltaFrame, type BlockDelta } from './deltas.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 
 interface SocketState {
   /** The subscription's prefixes ([] = every address), or null when not subscribed. */

@@ -18,7 +18,7 @@ import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
 import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
-import { migrateIdIndexes } from '../maintenance/id-migration.js';
+import { migrateIdIndexes } from '../store/id-migration.js';
 import { withinTime } from '../store/alarms.js';
 import { trackWrite } from '../store/write-errors.js';
 
