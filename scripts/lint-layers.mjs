@@ -108,7 +108,9 @@ export function placeOf(file, layers = LAYERS) {
 
 /** The file a relative specifier of `from` names (its .ts source for a `.js` name), or null outside the tree. */
 function resolveImport(root, from, spec, known) {
-  const base = relative(root, resolve(root, dirname(from), spec)).split(sep).join('/');
+  const base = relative(root, resolve(root, dirname(from), spec))
+    .split(sep)
+    .join('/');
   const candidates = [base, base.replace(/\.js$/, '.ts'), base.replace(/\.mjs$/, '.mts'), `${base}.ts`, `${base}/index.ts`];
   return candidates.find((c) => known.has(c)) ?? null;
 }
@@ -187,14 +189,17 @@ export function check(root, { layers = LAYERS, upwardAllowed = UPWARD_ALLOWED, c
   const allowed = new Map(upwardAllowed.map((u) => [u.pair, u.why]));
   if (upwardAllowed.length > 2) findings.push(`UPWARD_ALLOWED holds ${upwardAllowed.length} entries: 2 at most`);
   for (const [pair, via] of upward) {
-    if (!allowed.has(pair)) findings.push(`upward import ${pair} (${layers[placeOf(via[0].split(' -> ')[0], layers).floor].floor} imports from above): ${via.join(', ')}`);
+    if (!allowed.has(pair))
+      findings.push(`upward import ${pair} (${layers[placeOf(via[0].split(' -> ')[0], layers).floor].floor} imports from above): ${via.join(', ')}`);
   }
 
   const rings = circles(files, edges).map((g) => g.join(' <-> '));
   const ringsAllowed = new Map(circlesAllowed.map((c) => [c.ring, c.why]));
   for (const r of rings) if (!ringsAllowed.has(r)) findings.push(`circle ${r}`);
 
-  const plugged = new Set(edges.filter((e) => e.from.startsWith(ENGINE) && PLUG_INS.some((p) => e.to.startsWith(p))).map((e) => `${e.from} -> ${e.to}`));
+  const plugged = new Set(
+    edges.filter((e) => e.from.startsWith(ENGINE) && PLUG_INS.some((p) => e.to.startsWith(p))).map((e) => `${e.from} -> ${e.to}`),
+  );
   for (const e of plugged) findings.push(`engine imports a plug-in: ${e}`);
 
   return {

@@ -89,7 +89,9 @@ t.test('upward imports, type-only circles and engine imports of a plug-in fail; 
 
 t.test('a module on no floor fails', async (t) => {
   const root = tree({ 'src/stray.ts': 'export const s = 1;\n' });
-  t.same(check(root, { layers: LAYERS, upwardAllowed: [], circlesAllowed: [] }).findings, ['src/stray.ts: on no floor (add it to LAYERS in scripts/lint-layers.mjs)']);
+  t.same(check(root, { layers: LAYERS, upwardAllowed: [], circlesAllowed: [] }).findings, [
+    'src/stray.ts: on no floor (add it to LAYERS in scripts/lint-layers.mjs)',
+  ]);
 });
 
 t.test('the project source itself passes, and the figures are printed', async (t) => {

@@ -38,7 +38,6 @@ import { ValidationError, checkEnvelope, isCircuitId, parsePayload, type Envelop
 export type { AdminOptions } from './admin-changes.js';
 export type { EventSink } from './admin-effects.js';
 
-
 interface AdminMsg {
   messageType: number;
   consensusMessage: Buffer;
