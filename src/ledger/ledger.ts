@@ -27,11 +27,9 @@ import { PendingWriter } from './pending-writer.js';
 import { StatusWaiters } from './status-waiters.js';
 import { LedgerQuery, type StatusEntry } from './query.js';
 import { ANY_FAMILY } from './catalog.js';
-import type { ComponentOptions } from '../component/server.js';
 import type { VerifyResult } from './verify.js';
-import type { CommitterFaultCode, CommitterOptions, ToCommitter } from './protocol.js';
+import type { CommitterFaultCode, CommitterOptions, PluginOptionsOf, SharedLogOptions, ToCommitter } from './protocol.js';
 import type { AckWriter } from './ack-writer.js';
-import type { ClusterCommitterOptions } from '../cluster/protocol.js';
 import { AlarmBoard, ROOM_TO_CLEAR_BYTES, classifyInDir, freeBytes, type AlarmKind } from '../store/alarms.js';
 import { DEFAULT_STALL_MS } from './chain-writer.js';
 
@@ -65,8 +63,16 @@ export interface LedgerStartOptions {
   description?: LedgerDescription;
   /** Metrics hooks of the ingest (src/metrics.ts); absent when metrics are off. */
   metrics?: IngestMetrics;
-  /** Serve the component endpoint for transaction processors (the node's own ledger only). */
-  component?: ComponentOptions;
+  /**
+   * The plug-ins' options for the committer (the component endpoint for transaction
+   * processors, under `component`: the node's own ledger only).
+   */
+  plugins?: PluginOptionsOf;
+  /**
+   * An external executor (the component endpoint's processors) may serve families the ledger
+   * does not know: a batch of any family is accepted, and waits for a processor.
+   */
+  anyFamily?: boolean;
   /** The node's alarm board (a board of its own when absent). */
   alarms?: AlarmBoard;
   /** Other durable writes a recovery must see succeed (e.g. the node API's stores). */
@@ -92,7 +98,8 @@ export interface SharedLogHooks {
 
 /** A log several nodes share, in place of the pending pool (src/cluster/link.ts). */
 export interface SharedLog {
-  committer: ClusterCommitterOptions;
+  /** What the committer over the log needs (its plug-in declares it: src/cluster/protocol.ts). */
+  committer: SharedLogOptions;
   open(h: SharedLogHooks): AckWriter & { applied(rev: number, durable: boolean): void; start(): void; readThrough(timeoutMs: number): Promise<void> };
 }
 
@@ -200,7 +207,7 @@ export class Ledger {
       nodePublicKey: this.nodePublicKey,
       poolThreads: config.poolThreads,
       // With processors, a batch of any family is accepted: it waits for one (src/component).
-      families: opts.component ? [...description.families, ANY_FAMILY] : description.families,
+      families: opts.anyFamily ? [...description.families, ANY_FAMILY] : description.families,
       writer: this.#writer,
       queueLimit: () => this.queueLimit,
       settled: (id) => this.query.isBatchCommitted(id) || this.query.hasVerdict(id),
@@ -222,11 +229,11 @@ export class Ledger {
       queueMultiplier: config.queueMultiplier,
       queueInitialAverage: config.queueInitialAverage,
       dependencyWaitMs: config.dependencyWaitSec * 1000,
-      component: opts.component,
+      ...opts.plugins,
       stateCheckpointBlocks: config.stateCheckpointBlocks,
       stateCheckpointChunk: config.stateCheckpointChunk,
       storageStallMs: (config.storageStallSec ?? DEFAULT_STALL_MS / 1000) * 1000,
-      ...(opts.log ? { cluster: opts.log.committer } : {}),
+      ...(opts.log ? { sharedLog: opts.log.committer } : {}),
     };
     let started: Awaited<ReturnType<typeof CommitterClient.start>>;
     try {

@@ -9,7 +9,9 @@ import type { Signer } from '../crypto/secp256k1.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
 import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
 import { faultPoint } from '../testing/faults.js';
-import type { CircuitCommitterOptions, CommitterOptions, FromCommitter } from '../ledger/protocol.js';
+import type { CommitterOptions, FromCommitter } from '../ledger/protocol.js';
+import type { CircuitCommitterOptions } from './protocol.js';
+import { registerComposition } from '../ledger/plugins.js';
 import { projectorEntries } from '../ledger/catalog.js';
 import { BlockBuilder, type BuildEntry } from '../ledger/block-builder.js';
 import { ChainWriter } from '../ledger/chain-writer.js';
@@ -73,7 +75,7 @@ export function composeCircuitCommitter(
       source: rounds,
       consensus,
       genesis: () => initialState(stores, writer, c.adminKeys),
-      component: null,
+      executor: null,
       minBlockIntervalMs: 0,
       immediateRounds: true,
     },
@@ -81,3 +83,24 @@ export function composeCircuitCommitter(
   );
   return { committer, rounds, consensus };
 }
+
+registerComposition('circuit', ({ db, signer, opts, post }) => {
+  const circuit = opts.circuit;
+  if (!circuit) throw new Error('a circuit committer needs its options (circuit)');
+  const c = composeCircuitCommitter(db, signer, opts, circuit, post);
+  return {
+    committer: c.committer,
+    envs: [],
+    handle: (m) => {
+      if (m.type === 'intake') c.rounds.add(m.batches);
+      else if (m.type === 'propose') c.rounds.propose(m.round);
+      else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
+      else if (m.type === 'catch-up') {
+        // A member's held proposal is given up: the agreed rounds take its place. (The
+        // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
+        if (!circuit.coordinator) c.consensus.abandon();
+        c.rounds.catchUp(m.from, m.rounds);
+      }
+    },
+  };
+});
