@@ -139,6 +139,32 @@ export class ChainWriter {
   }
 
   /**
+   * Writes an initial state that no block made (a circuit ledger's round 0: its admin setting
+   * on the empty root): the state's Merkle records, `head` and `meta`, in one transaction,
+   * durable when this resolves; then loads the state as of it. The test hook's write fault
+   * counts rounds, not this. A ledger whose first block is built (genesis.ts) writes it
+   * with `write`.
+   */
+  async writeInitialState(head: ChainHead, merkleWrites: Iterable<[Buffer, Buffer]>, meta: Array<[string, unknown]> = []): Promise<void> {
+    const s = this.#s;
+    const commit = async (): Promise<void> => {
+      await withinTime(
+        s.root.transaction(() => {
+          if ((s.meta.get(HEAD_KEY) as ChainHead | undefined) !== undefined) throw new Error('the initial state goes on an empty chain only');
+          for (const [k, v] of merkleWrites) s.merkle.put(k, v);
+          s.meta.put(HEAD_KEY, head);
+          for (const [k, v] of meta) s.meta.put(k, v);
+        }),
+        this.#stallMs,
+        'the transaction of the initial state',
+      );
+      await withinTime(s.root.flushed, this.#stallMs, 'the sync of the initial state');
+    };
+    await trackWrite('the initial state', commit());
+    this.loadState();
+  }
+
+  /**
    * Writes no more rounds: those whose transaction lmdb-js runs from now on write nothing. A
    * failed committer calls it, so that a round it handed over before cannot land after a new
    * committer, in another thread, read the head it builds on.

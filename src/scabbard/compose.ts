@@ -7,7 +7,7 @@
 import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
-import { HEAD_KEY, type ChainHead } from '../store/ledger-stores.js';
+import type { ChainHead } from '../store/ledger-stores.js';
 import { faultPoint } from '../testing/faults.js';
 import type { CommitterOptions, FromCommitter } from '../ledger/protocol.js';
 import type { CircuitCommitterOptions } from './protocol.js';
@@ -21,7 +21,6 @@ import { ROUND_KEY, openCircuitStores, scabbardPrefix, type CircuitStores } from
 import { RoundReads } from './round-reads.js';
 import { AgreedRounds } from './round-source.js';
 import { AgreementConsensus } from './agreement-consensus.js';
-import { trackWrite } from '../store/write-errors.js';
 
 export interface CircuitCommitter {
   committer: Committer<BuildEntry>;
@@ -29,21 +28,16 @@ export interface CircuitCommitter {
   consensus: AgreementConsensus;
 }
 
-/** The initial state of a circuit ledger: the admin setting on the empty root, as round 0. */
-async function initialState(s: CircuitStores, writer: ChainWriter, adminKeys: string[]): Promise<ChainHead> {
+/**
+ * The initial state of a circuit ledger: the admin setting on the empty root, as round 0,
+ * written by the chain writer (its Merkle records, the head and the round log's start).
+ */
+async function initialState(writer: ChainWriter, merkle: CircuitStores['ledger']['merkle'], adminKeys: string[]): Promise<ChainHead> {
   await writer.writeEmptyRoot();
-  const tree = new MerkleTree(s.ledger.merkle, { leafEncoding: 'raw' });
+  const tree = new MerkleTree(merkle, { leafEncoding: 'raw' });
   const update = tree.update(EMPTY_ROOT, new Map([[ADMIN_SETTING_ADDRESS, adminSettingValue(adminKeys)]]), []);
   const head: ChainHead = { blockId: `initial-${update.root.slice(0, 16)}`, blockNum: 0, stateRoot: update.root };
-  await trackWrite(
-    'the initial state',
-    s.ledger.root.transaction(() => {
-      for (const [k, v] of update.writes) s.ledger.merkle.put(k, v);
-      s.ledger.meta.put(HEAD_KEY, head);
-      s.ledger.meta.put(ROUND_KEY, { height: 0, ts: 0 });
-    }),
-  );
-  writer.loadState();
+  await writer.writeInitialState(head, update.writes, [[ROUND_KEY, { height: 0, ts: 0 }]]);
   return head;
 }
 
@@ -74,7 +68,7 @@ export function composeCircuitCommitter(
       builder: new BlockBuilder(new RoundReads(writer.state), signer, scabbardFamilies),
       source: rounds,
       consensus,
-      genesis: () => initialState(stores, writer, c.adminKeys),
+      genesis: () => initialState(writer, stores.ledger.merkle, c.adminKeys),
       executor: null,
       minBlockIntervalMs: 0,
       immediateRounds: true,
