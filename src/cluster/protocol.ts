@@ -1,7 +1,7 @@
 /**
  * What the cluster's parts pass between threads and keep in etcd (plain data), declared to
  * the engine's protocol: a cluster member's ledger is a ledger over a shared log
- * (src/ledger/ledger.ts, SharedLog), its committer composed as `sharedLog`
+ * (src/ledger/shared-log.ts, SharedLog), its committer composed as `sharedLog`
  * (src/cluster/compose.ts).
  */
 

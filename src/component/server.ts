@@ -38,7 +38,7 @@ import type { ProcessorsReport } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import * as P from './proto.js';
 
-/** What the committer thread is told about the endpoint (plain data, see ledger/protocol.ts). */
+/** What the committer thread is told about the endpoint (plain data: CommitterOptions.component, declared at the end of this file). */
 export interface ComponentOptions {
   /** host:port to bind. */
   bind: string;

@@ -60,7 +60,7 @@ export interface EngineCommitterOptions {
   stateCheckpointBlocks?: number;
   /** Merkle records a block writes for a checkpoint at most (default 4096). */
   stateCheckpointChunk?: number;
-  /** Set on a committer started by a recovery (src/ledger/ledger.ts) rather than at the node's start. */
+  /** Set on a committer started by a recovery (src/ledger/recovery.ts) rather than at the node's start. */
   recovery?: boolean;
   /** Longest a block's transaction may take to become durable before it counts as failed (ms; default 15 000). */
   storageStallMs?: number;
