@@ -1,15 +1,15 @@
 /**
  * scripts/lint-layers.mjs, the layering `npm run lint` checks: an upward import, a circle
  * (type-only included) and an engine import of a plug-in fail it; an allowed upward pair
- * passes; the project's own tree passes. Run on temp trees and, as `npm run lint` runs it,
- * on the project.
+ * passes; the project's own tree passes, and docs/architecture.md draws the script's
+ * floors. Run on temp trees and, as `npm run lint` runs it, on the project.
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { check, placeOf } from '../scripts/lint-layers.mjs';
+import { LAYERS as LAYERS_OF_SCRIPT, check, placeOf } from '../scripts/lint-layers.mjs';
 
 const SCRIPT = join(import.meta.dirname, '..', 'scripts', 'lint-layers.mjs');
 
@@ -98,4 +98,20 @@ t.test('the project source itself passes, and the figures are printed', async (t
   const r = spawnSync(process.execPath, [SCRIPT], { cwd: join(import.meta.dirname, '..'), encoding: 'utf8' });
   t.equal(r.status, 0, r.stderr);
   t.match(r.stdout, /^lint-layers: \d+ floors, \d+ modules, \d+ imports; [012] upward, \d+ circles/);
+});
+
+t.test("docs/architecture.md's Layers table is the script's LAYERS", async (t) => {
+  const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'architecture.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Layers'), doc.indexOf('\n## ', doc.indexOf('## Layers') + 1));
+  const rows = section
+    .split('\n')
+    .filter((l) => /^\| \d+ /.test(l))
+    .map((l) => {
+      const cells = l.split('|').map((c) => c.trim());
+      return { floor: (cells[1] ?? '').replace(/^\d+ /, ''), holds: [...(cells[2] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1]) };
+    });
+  t.same(
+    rows,
+    LAYERS_OF_SCRIPT.map((l) => ({ floor: l.floor, holds: l.holds })),
+  );
 });
