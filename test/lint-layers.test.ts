@@ -85,6 +85,9 @@ t.test('upward imports, type-only circles and engine imports of a plug-in fail; 
     circlesAllowed: [],
   });
   t.ok(many.findings.includes('UPWARD_ALLOWED holds 3 entries: 2 at most'));
+  t.ok(many.findings.includes('UPWARD_ALLOWED names a, which no module imports any more: remove it'), 'an allowance for what is gone fails');
+  const stale = check(root, { layers: LAYERS, upwardAllowed: [], circlesAllowed: [{ ring: 'src/x.ts <-> src/y.ts', why: '' }] });
+  t.ok(stale.findings.includes('CIRCLES_ALLOWED names src/x.ts <-> src/y.ts, which is no circle any more: remove it'));
 });
 
 t.test('a module on no floor fails', async (t) => {
