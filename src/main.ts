@@ -68,7 +68,7 @@ function stop(why: string, code: number): void {
  * An error nothing handled (a rejected promise, e.g. from inside the store library, or a
  * throw): the node can no longer vouch for what it was doing. It raises an alarm (a storage
  * alarm by the error's cause, else COMMITTER): writes are refused, reads served, and the
- * ledger recovers by itself (src/ledger/ledger.ts). The process does not exit.
+ * ledger recovers by itself (src/ledger/recovery.ts). The process does not exit.
  */
 function onProcessError(what: string, err: unknown): void {
   // A failed LMDB commit rejects with a generic "Commit failed" whose `commitError` holds

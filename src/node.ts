@@ -173,7 +173,9 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
       nodeKeyFile,
       description: NODE_LEDGER,
       metrics: metrics?.ingest,
-      component,
+      // The component endpoint is the committer's external executor (src/component/server.ts
+      // registers it); with it, batches of families the node does not know wait for a processor.
+      ...(component ? { plugins: { component }, anyFamily: true } : {}),
       alarms,
       probes: [probeMain],
       ...(member ? { log: member.sharedLog() } : {}),

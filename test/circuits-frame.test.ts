@@ -1,6 +1,6 @@
 import t from 'tap';
 import { FrameReader, frame, lrc } from '../src/circuits/frame.js';
-import { CircuitProposal, decode, encode } from '../src/circuits/proto.js';
+import { CircuitProposal, decode, encode } from '../src/proto/circuits.js';
 
 t.test('the 7-byte header with its LRC, as upstream', async (t) => {
   t.same(frame(new Uint8Array(0)), Buffer.from([0, 1, 0, 0, 0, 0, 0xff]), 'an empty frame');

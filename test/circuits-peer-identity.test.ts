@@ -42,7 +42,7 @@ import {
   TwoPhase,
   TwoPhaseMessage,
   encode,
-} from '../src/circuits/proto.js';
+} from '../src/proto/circuits.js';
 import { challengeToken, type Token } from '../src/circuits/connection.js';
 import { checkEnvelope, parsePayload, sha256Hex } from '../src/circuits/validate.js';
 import { PeerNetwork } from '../src/circuits/peers.js';

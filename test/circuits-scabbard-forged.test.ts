@@ -23,7 +23,7 @@ import { createContractRegistryTxn } from '../src/scabbard/payloads.js';
 import { ScabbardService, scabbardPrefix } from '../src/scabbard/service.js';
 import { contractRegistryAddress } from '../src/scabbard/sabre.js';
 import { MsgType, Proposal, ScabbardMessage, decode, encode, type RoundRecordMsg, type ScabbardMsg } from '../src/scabbard/proto.js';
-import { CircuitDirectMessage, CircuitMessage, CircuitMsgType, ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../src/circuits/proto.js';
+import { CircuitDirectMessage, CircuitMessage, CircuitMsgType, ConsensusMessage, TwoPhase, TwoPhaseMessage } from '../src/proto/circuits.js';
 import { PeerNetwork } from '../src/circuits/peers.js';
 import { openEnv } from '../src/store/db.js';
 import { scabbardDbNames } from '../src/store/names.js';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { runToExit } from './helpers/child.js';
 import { randomBytes } from 'node:crypto';
 import { frame } from '../src/circuits/frame.js';
-import { AuthChallengeSubmitRequest, AuthorizationMessage, AuthProtocolRequest, NetworkMessage, encode } from '../src/circuits/proto.js';
+import { AuthChallengeSubmitRequest, AuthorizationMessage, AuthProtocolRequest, NetworkMessage, encode } from '../src/proto/circuits.js';
 import { createPayload, idPayload, votePayload, type CircuitSpec } from '../src/circuits/payloads.js';
 import { startCircuitNodes, submit, EventClient, type CircuitNode } from './helpers/circuits.js';
 

@@ -54,7 +54,7 @@ import {
   NetworkType,
   TwoPhaseMessage,
   encode,
-} from '../src/circuits/proto.js';
+} from '../src/proto/circuits.js';
 import { MsgType, Proposal, ScabbardMessage, encode as encodeScabbard } from '../src/scabbard/proto.js';
 import { createContractRegistryTxn } from '../src/scabbard/payloads.js';
 import { intkeyBatch, newSigner, postBatches, waitCommitted } from './helpers/batches.js';

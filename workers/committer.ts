@@ -1,23 +1,29 @@
 /**
  * Entry of the committer thread (worker_threads) of one ledger. Opens its own handle on
- * the LMDB environment (and, for the node's ledger, on its pending pool), composes the
- * committer with its collaborators (the node ledger's: src/ledger/compose.ts; a circuit's:
- * src/scabbard/compose.ts) and runs it; all traffic with the HTTP thread is messages.
+ * the LMDB environment, runs the composition its options select (src/ledger/plugins.ts:
+ * the node ledger's, src/ledger/compose.ts; a circuit's, src/scabbard/compose.ts; a
+ * cluster member's, src/cluster/compose.ts), which opens what else it needs (the node's
+ * pending pool), and hands it the HTTP thread's messages; all traffic is messages.
+ *
+ * This entry is the top of the layers: it loads the plug-ins, which register themselves
+ * with the engine (compositions and the component endpoint's executor).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { RootDatabase } from 'lmdb';
-import { openEnv, openPendingEnv } from '../src/store/db.js';
+import { openEnv } from '../src/store/db.js';
 import { loadOrCreateKey } from '../src/store/keys.js';
 import { writeFailure } from '../src/store/errors.js';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
 import { watchLmdbWriteErrors, writerStuck } from '../src/store/write-errors.js';
 import { envPanicked } from '../src/store/reopen.js';
 import { log } from '../src/log.js';
-import { NODE_LEDGER } from '../src/ledger/description.js';
-import { composeNodeCommitter } from '../src/ledger/compose.js';
-import { composeCircuitCommitter } from '../src/scabbard/compose.js';
-import { composeClusterCommitter } from '../src/cluster/compose.js';
+import { compositionFor } from '../src/ledger/plugins.js';
 import type { CommitterOptions, FromCommitter, ToCommitter } from '../src/ledger/protocol.js';
+// The plug-ins: each registers its composition or executor with the engine as it loads.
+import '../src/ledger/compose.js';
+import '../src/scabbard/compose.js';
+import '../src/cluster/compose.js';
+import '../src/component/server.js';
 
 if (parentPort === null) throw new Error('workers/committer.ts runs only as a worker thread');
 const port = parentPort;
@@ -29,45 +35,9 @@ function run(opts: CommitterOptions): void {
   // A circuit ledger started without the node's key file (a test's own service) signs with a
   // key of its own: members compare state roots and verdicts, never block ids.
   const signer = opts.nodeKeyFile ? loadOrCreateKey(opts.nodeKeyFile) : new Signer(randomPrivateKey());
-  const envs: RootDatabase[] = [db];
-
-  /** What the messages of the HTTP thread reach, by ledger kind. */
-  type Handle = (m: ToCommitter) => void;
-  let handle: Handle;
-  const circuit = opts.circuit;
-  const { committer } = (() => {
-    if (circuit) {
-      const c = composeCircuitCommitter(db, signer, opts, circuit, post);
-      handle = (m) => {
-        if (m.type === 'intake') c.rounds.add(m.batches);
-        else if (m.type === 'propose') c.rounds.propose(m.round);
-        else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
-        else if (m.type === 'catch-up') {
-          // A member's held proposal is given up: the agreed rounds take its place. (The
-          // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
-          if (!circuit.coordinator) c.consensus.abandon();
-          c.rounds.catchUp(m.from, m.rounds);
-        }
-      };
-      return c;
-    }
-    if (opts.cluster) {
-      // A cluster member signs its blocks with the chain key: every member writes the same ones.
-      const c = composeClusterCommitter(db, loadOrCreateKey(opts.cluster.chainKeyFile), opts, post);
-      handle = (m) => {
-        if (m.type === 'log') c.log.add(m.envelopes);
-      };
-      return c;
-    }
-    const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
-    envs.push(pending);
-    const n = composeNodeCommitter(db, pending, signer, opts, post);
-    handle = (m) => {
-      if (m.type === 'enqueue') n.enqueue(m.seg, m.batches);
-      else if (m.type === 'client-send') n.committer.sendClient(m.peer, m.body);
-    };
-    return n;
-  })();
+  const composed = compositionFor(opts).compose({ db, signer, opts, post });
+  const { committer } = composed;
+  const envs: RootDatabase[] = [db, ...composed.envs];
 
   // An error nothing handled stops block production and is reported as a fault (the node
   // then stops acknowledging and restarts), instead of ending this thread silently.
@@ -92,7 +62,8 @@ function run(opts: CommitterOptions): void {
   });
 
   port.on('message', (m: ToCommitter) => {
-    if (m.type !== 'shutdown') return handle(m);
+    if (m.type === 'begin') return;
+    if (m.type !== 'shutdown') return composed.handle(m);
     void committer
       .close()
       // A failed committer says it is done at once (its component endpoint closed): the next

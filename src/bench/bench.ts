@@ -11,17 +11,10 @@ import { Generator, ListSource, SignerPool, type Batch, type BatchSource } from 
 import { loadPayloads } from './payloads.js';
 import { checkSawtooth, spawnNode, Target, type Spawned } from './target.js';
 import { runLoad, type RunStats } from './run.js';
-import { html, markdown, progressLine, summary } from './report.js';
+import { html, markdown, progressLine, summary, type BenchResult } from './report.js';
 import { compareRuns, describe, runsOf, type Comparison } from './compare.js';
 
-export interface BenchResult extends RunStats {
-  tool: 'cairn bench';
-  startedAt: string;
-  targets: string[];
-  settings: Omit<BenchOptions, 'urls' | 'json' | 'markdown' | 'html' | 'baseline' | 'quiet'>;
-  generatorCapacityBatchesPerSec: number;
-  generatorWorkers: number;
-}
+export type { BenchResult } from './report.js';
 
 export interface Io {
   /** The result: the text summary, or the JSON report with `--json -`. */

@@ -3,8 +3,18 @@
  * (for a CI comment) and a self-contained HTML page whose charts are inline SVG drawn here
  * (no script, no network: it opens anywhere, under any Content Security Policy).
  */
-import type { Latency, Tick } from './run.js';
-import type { BenchResult } from './bench.js';
+import type { Latency, RunStats, Tick } from './run.js';
+import type { BenchOptions } from './options.js';
+
+/** What a run of `cairn bench` reports (the JSON report; the text, Markdown and HTML ones are made from it). */
+export interface BenchResult extends RunStats {
+  tool: 'cairn bench';
+  startedAt: string;
+  targets: string[];
+  settings: Omit<BenchOptions, 'urls' | 'json' | 'markdown' | 'html' | 'baseline' | 'quiet'>;
+  generatorCapacityBatchesPerSec: number;
+  generatorWorkers: number;
+}
 
 const n0 = (x: number): string => Math.round(x).toLocaleString('en-US');
 const n1 = (x: number): string => (Math.round(x * 10) / 10).toLocaleString('en-US');

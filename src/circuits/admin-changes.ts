@@ -3,7 +3,7 @@
  * vote or disband against this node's store and key registry, and the proposal it results
  * in (the one every member hashes and compares in the two-phase commit). No side effects.
  */
-import { Action, Circuit, ProposalType, Status, encode, type CircuitMsg, type ProposalMsg } from './proto.js';
+import { Action, Circuit, ProposalType, Status, encode, type CircuitMsg, type ProposalMsg } from '../proto/circuits.js';
 import type { AdminStore } from './store.js';
 import { ValidationError, checkCircuit, sha256Hex, voteOf, type Envelope } from './validate.js';
 

@@ -14,7 +14,7 @@ import { log } from '../log.js';
 import type { Token } from './connection.js';
 import type { Change } from './admin-changes.js';
 import { shown, type AdminLinks } from './admin-links.js';
-import { AdminType, CircuitProposal, ProposalType, Status, Vote, decode, encode, type CircuitMsg, type ProposalMsg } from './proto.js';
+import { AdminType, CircuitProposal, ProposalType, Status, Vote, decode, encode, type CircuitMsg, type ProposalMsg } from '../proto/circuits.js';
 import type { AdminStore, EventRecord, NewEvent } from './store.js';
 
 export type EventSink = (seq: number, rec: EventRecord) => void;

@@ -8,7 +8,7 @@
 import { log } from '../log.js';
 import { challengeToken, type Token } from './connection.js';
 import type { PeerNetwork } from './peers.js';
-import { AdminDirectMessage, AdminMessage, AuthorizationType, CircuitMessage, CircuitMsgType, encode, type CircuitMsg } from './proto.js';
+import { AdminDirectMessage, AdminMessage, AuthorizationType, CircuitMessage, CircuitMsgType, encode, type CircuitMsg } from '../proto/circuits.js';
 import type { AdminStore } from './store.js';
 import { circuitIdOf } from './admin-changes.js';
 import { isCircuitId, type Envelope } from './validate.js';

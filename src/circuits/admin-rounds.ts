@@ -13,7 +13,7 @@ import type { Token } from './connection.js';
 import { circuitIdOf, fail, proposeChange, type AdminOptions, type Change } from './admin-changes.js';
 import type { AdminEffects } from './admin-effects.js';
 import { ADMIN, shown, type AdminLinks } from './admin-links.js';
-import { Action, AdminType, CircuitProposal, RequiredVerifiers, Status, decode, encode, type PayloadMsg } from './proto.js';
+import { Action, AdminType, CircuitProposal, RequiredVerifiers, Status, decode, encode, type PayloadMsg } from '../proto/circuits.js';
 import type { AdminStore } from './store.js';
 import { checkEnvelope, sha256Hex, type Envelope } from './validate.js';
 

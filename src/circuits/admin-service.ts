@@ -30,20 +30,13 @@ import {
   Status,
   decode,
   encode,
-} from './proto.js';
+} from '../proto/circuits.js';
 import type { AdminStore } from './store.js';
+import type { ServiceHooks } from '../scabbard/index.js';
 import { ValidationError, checkEnvelope, isCircuitId, parsePayload, type Envelope } from './validate.js';
 
 export type { AdminOptions } from './admin-changes.js';
 export type { EventSink } from './admin-effects.js';
-
-/** What the state services get from the admin service's peer connections, and what they tell it. */
-export interface ServiceHooks {
-  message(circuit: string, sender: string, recipient: string, payload: Buffer): void;
-  reachable(nodeId: string): void;
-  /** Whether every service of the circuit that runs on this node has started (this node's MEMBER_READY waits for it). */
-  running(circuitId: string): boolean;
-}
 
 interface AdminMsg {
   messageType: number;

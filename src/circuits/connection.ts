@@ -26,7 +26,7 @@ import {
   PeerAuth,
   decode,
   encode,
-} from './proto.js';
+} from '../proto/circuits.js';
 
 /** A peer identity: a node id (trust) or `public_key::<hex>` (challenge). */
 export type Token = string;

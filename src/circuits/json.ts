@@ -3,8 +3,8 @@
  * stored protobuf records, so every member renders the same bytes for the same record.
  * Roster arguments are [key, value] pairs in submitted order everywhere.
  */
-import type { CircuitMsg, NodeMsg, ProposalMsg, ServiceMsg } from './proto.js';
-import { Status } from './proto.js';
+import type { CircuitMsg, NodeMsg, ProposalMsg, ServiceMsg } from '../proto/circuits.js';
+import { Status } from '../proto/circuits.js';
 
 export type Version = 1 | 2;
 

@@ -15,7 +15,7 @@ import {
   Status,
   Vote,
   encode,
-} from './proto.js';
+} from '../proto/circuits.js';
 
 export interface MemberSpec {
   node_id: string;

@@ -10,7 +10,7 @@ import { createServer, connect, type Server } from 'node:net';
 import type { Bind } from '../config.js';
 import { log } from '../log.js';
 import { Connection, type LocalIdentity, type Token } from './connection.js';
-import { NetworkType } from './proto.js';
+import { NetworkType } from '../proto/circuits.js';
 
 export interface NetworkOptions {
   bind: Bind;

@@ -15,7 +15,7 @@ import type { Access } from '../auth/access.js';
 import { pageOf, parsePageQuery } from '../node-api/paging.js';
 import type { AdminService } from './admin-service.js';
 import { circuitJson, eventJson, proposalJson, type Version } from './json.js';
-import { CircuitProposal, Status, decode, type ProposalMsg } from './proto.js';
+import { CircuitProposal, Status, decode, type ProposalMsg } from '../proto/circuits.js';
 import type { EventRecord } from './store.js';
 import { ValidationError } from './validate.js';
 import { circuitErrors } from './errors.js';

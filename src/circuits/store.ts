@@ -5,7 +5,7 @@
  * members have not all reported ready yet. Every commit effect is one transaction.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import { Circuit, CircuitProposal, decode, encode, type CircuitMsg, type ProposalMsg } from './proto.js';
+import { Circuit, CircuitProposal, decode, encode, type CircuitMsg, type ProposalMsg } from '../proto/circuits.js';
 import type { EventType } from './json.js';
 import { openStore } from '../store/checksum.js';
 import { CIRCUITS_DB } from '../store/names.js';

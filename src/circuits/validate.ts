@@ -20,7 +20,7 @@ import {
   type CircuitMsg,
   type HeaderMsg,
   type PayloadMsg,
-} from './proto.js';
+} from '../proto/circuits.js';
 
 export class ValidationError extends Error {}
 const fail = (m: string): never => {

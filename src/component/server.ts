@@ -6,7 +6,9 @@
  * (each transaction sees the writes of those before it) without crossing threads, and
  * blocks of native families never touch it.
  *
- * It is the engine's ExternalFamilies (src/ledger/executor.ts): it says where a family
+ * It is the engine's ExternalExecutor (src/ledger/executor.ts), registered as `component`
+ * (src/ledger/plugins.ts; the committer thread makes one when its options carry
+ * `component`, see the end of this file): it says where a family
  * runs, and runs a transaction on a processor of its family, retrying on another one (or
  * deferring the batch) when the processor goes away or answers INTERNAL_ERROR.
  *
@@ -30,12 +32,13 @@ import { encode } from '../proto/index.js';
 import { InvalidTransaction, type TxnContext, type TxnInfo } from '../families/types.js';
 import { TRANSACTION_FAMILIES_SETTING, familyKey, readAllowed } from './families-setting.js';
 import { stateDelete, stateGet, stateSet } from './state-requests.js';
-import { ExternalUnavailable, type ExternalFamilies, type FamilyRoute, type StateReader } from '../ledger/executor.js';
+import { ExternalUnavailable, type ExternalExecutor, type FamilyRoute, type StateReader } from '../ledger/executor.js';
+import { registerExecutor } from '../ledger/plugins.js';
 import type { ProcessorsReport } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import * as P from './proto.js';
 
-/** What the committer thread is told about the endpoint (plain data, see ledger/protocol.ts). */
+/** What the committer thread is told about the endpoint (plain data: CommitterOptions.component, declared at the end of this file). */
 export interface ComponentOptions {
   /** host:port to bind. */
   bind: string;
@@ -159,7 +162,7 @@ function decodeAnswer(content: Uint8Array): P.ProcessResponseMsg {
   }
 }
 
-export class ComponentServer implements ExternalFamilies {
+export class ComponentServer implements ExternalExecutor {
   readonly #sock: Router;
   readonly #opts: Required<ComponentOptions>;
   readonly #external: Set<string>;
@@ -610,3 +613,23 @@ export class ComponentServer implements ExternalFamilies {
     return pending && pending.processor === p ? pending.ctx : undefined;
   }
 }
+
+declare module '../ledger/protocol.js' {
+  interface PluginOptions {
+    /** The component endpoint for transaction processors; absent: none. */
+    component: ComponentOptions;
+  }
+}
+
+registerExecutor('component', (opts, post) =>
+  opts.component
+    ? new ComponentServer(
+        opts.component,
+        {
+          message: (peer, body) => post({ type: 'client', peer, body }),
+          gone: (peer, why) => post({ type: 'client-gone', peer, why }),
+        },
+        (report) => post({ type: 'processors', report }),
+      )
+    : null,
+);

@@ -15,7 +15,7 @@
  * Pure logic: sending, verifying, applying and timers are the caller's (see TwoPhaseDeps);
  * the encoding of the messages on the wire is here once (encodeConsensus/decodeConsensus).
  */
-import { ConsensusMessage, TwoPhase as Wire, TwoPhaseMessage, decode, encode } from '../circuits/proto.js';
+import { ConsensusMessage, TwoPhase as Wire, TwoPhaseMessage, decode, encode } from '../proto/circuits.js';
 
 /** The wire constants of Splinter's TwoPhaseMessage. */
 export const TwoPhase = Wire;

@@ -15,7 +15,7 @@ import { WORKFLOW_IDS } from '../families/grid/workflow.js';
 import type { DataBackend } from './backend.js';
 import { sameService } from './records.js';
 import { at, bad, checkId, checkShape, reqString, type Obj, type Shape } from './validate.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 import { dataErrors } from './errors.js';
 
 const REVISION: Shape = {

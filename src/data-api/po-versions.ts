@@ -16,7 +16,7 @@ import { ok, type DataRouter } from './router.js';
 import { dataReplies } from './replies.js';
 import { submitActions, writeQuery } from './submit.js';
 import { at, bad, dataItems, isObj, objectBody, uniqueIn } from './validate.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 import { dataErrors } from './errors.js';
 
 function requireVersion(be: DataBackend, po: PurchaseOrderRecord, vid: string): VersionRecord {

@@ -6,7 +6,7 @@
 import type { Req } from '../http/server.js';
 import type { ApiError } from '../http/api-error.js';
 import { idFits, MAX_ID_BYTES } from '../http/ids.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 import { dataErrors } from './errors.js';
 
 export type Obj = Record<string, unknown>;

@@ -18,7 +18,7 @@ import type { BlockEvent } from '../ledger/protocol.js';
 import { log } from '../log.js';
 import type { ChainReader } from './chain.js';
 import { blockDelta, deltaFrame, type BlockDelta } from './deltas.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 import { gatewayErrors } from './errors.js';
 
 interface SocketState {

@@ -19,7 +19,7 @@ import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
 import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
-import { migrateIdIndexes } from '../maintenance/id-migration.js';
+import { migrateIdIndexes } from '../store/id-migration.js';
 import { withinTime } from '../store/alarms.js';
 import { trackWrite } from '../store/write-errors.js';
 
@@ -137,6 +137,32 @@ export class ChainWriter {
         for (const [k, v] of MerkleTree.emptyRootWrites()) this.#s.merkle.put(k, v);
       }),
     );
+  }
+
+  /**
+   * Writes an initial state that no block made (a circuit ledger's round 0: its admin setting
+   * on the empty root): the state's Merkle records, `head` and `meta`, in one transaction,
+   * durable when this resolves; then loads the state as of it. The test hook's write fault
+   * counts rounds, not this. A ledger whose first block is built (genesis.ts) writes it
+   * with `write`.
+   */
+  async writeInitialState(head: ChainHead, merkleWrites: Iterable<[Buffer, Buffer]>, meta: Array<[string, unknown]> = []): Promise<void> {
+    const s = this.#s;
+    const commit = async (): Promise<void> => {
+      await withinTime(
+        s.root.transaction(() => {
+          if (HEAD.get(s.meta) !== undefined) throw new Error('the initial state goes on an empty chain only');
+          for (const [k, v] of merkleWrites) s.merkle.put(k, v);
+          HEAD.put(s.meta, head);
+          for (const [k, v] of meta) s.meta.put(k, v);
+        }),
+        this.#stallMs,
+        'the transaction of the initial state',
+      );
+      await withinTime(s.root.flushed, this.#stallMs, 'the sync of the initial state');
+    };
+    await trackWrite('the initial state', commit());
+    this.loadState();
   }
 
   /**

@@ -6,7 +6,16 @@
 import { resolve as resolvePath } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { workerFile } from './worker-file.js';
-import type { BlockEvent, ClientTraffic, CommitterFaultCode, CommitterOptions, FromCommitter, RoundSummary, ToCommitter } from './protocol.js';
+import {
+  isPluginNews,
+  type BlockEvent,
+  type ClientTraffic,
+  type CommitterFaultCode,
+  type CommitterOptions,
+  type FromCommitter,
+  type PluginNews,
+  type ToCommitter,
+} from './protocol.js';
 
 /** What the committer says of transaction processors: their families, and the batches that wait on one. */
 export type ProcessorsMessage = Extract<FromCommitter, { type: 'processors' | 'set-aside' }>;
@@ -15,12 +24,12 @@ export type CommitterReady = Extract<FromCommitter, { type: 'ready' }>;
 
 export interface CommitterHandlers {
   onBlock(e: BlockEvent): void;
-  /** A message from a client of the component endpoint, or its departure. */
+  /** A message from a client of the external executor's endpoint, or its departure. */
   onClient?(m: ClientTraffic): void;
-  /** The component endpoint's processors changed, or batches wait on one (see ProcessorsMessage). */
+  /** The external executor's processors changed, or batches wait on one (see ProcessorsMessage). */
   onProcessors?(m: ProcessorsMessage): void;
-  /** A circuit's round summarized for its agreement, or given up (see src/scabbard). */
-  onRound?(m: RoundSummary | { type: 'dropped'; id: string }): void;
+  /** A plug-in's message (a circuit's round summarized for its agreement, or given up: src/scabbard). */
+  onPlugin?(m: PluginNews): void;
   /** The committer stopped: `reason` says why, for the fault report. */
   onFault(reason: string, code: CommitterFaultCode | 'THREAD_FAILED' | 'THREAD_EXITED'): void;
 }
@@ -85,8 +94,8 @@ export class CommitterClient {
       if (m.type === 'block') h.onBlock(m);
       else if (m.type === 'fatal') h.onFault(`committer: ${m.message}`, m.code);
       else if (m.type === 'client' || m.type === 'client-gone') h.onClient?.(m);
-      else if (m.type === 'summary' || m.type === 'dropped') h.onRound?.(m);
       else if (m.type === 'processors' || m.type === 'set-aside') h.onProcessors?.(m);
+      else if (isPluginNews(m)) h.onPlugin?.(m);
     });
     worker.on('error', (err) => h.onFault(`committer thread failed: ${err instanceof Error ? err.message : String(err)}`, 'THREAD_FAILED'));
     worker.on('exit', (code) => {
@@ -130,12 +139,12 @@ export class CommitterClient {
     this.#worker.postMessage({ type: 'enqueue', seg, batches } satisfies ToCommitter, transfer);
   }
 
-  /** A message of a circuit's agreement or intake (see ToCommitter). */
+  /** A message of a plug-in (a circuit's agreement or intake, a shared log's envelopes; see ToCommitter). */
   tell(m: ToCommitter): void {
     if (!this.#closed) this.#worker.postMessage(m);
   }
 
-  /** An envelope for a client of the component endpoint. */
+  /** An envelope for a client of the external executor's endpoint. */
   sendClient(peer: string, body: Uint8Array): void {
     if (!this.#closed) this.#worker.postMessage({ type: 'client-send', peer, body } satisfies ToCommitter);
   }

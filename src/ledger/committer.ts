@@ -4,8 +4,9 @@
  * of the tip, asks consensus (consensus.ts) whether the built round may be written, and
  * has the chain writer write it (one LMDB transaction per round); once a round is durable
  * its batches leave the source and its event goes to the HTTP thread. Its collaborators
- * (source, consensus, builder, writer, component endpoint, genesis) are given to it:
- * workers/committer.ts composes them for the node's ledger (compose.ts) or a circuit's.
+ * (source, consensus, builder, writer, external executor, genesis) are given to it: the
+ * committer thread (workers/committer.ts) runs the composition its options name
+ * (plugins.ts): the node's ledger (compose.ts), a circuit's, a cluster member's.
  *
  * Rounds are pipelined: round N+1 is built on round N's state while N's transaction is
  * still being written and synced (the chain writer stages a round's state records), and a
@@ -18,7 +19,7 @@ import { log } from '../log.js';
 import type { CommitterFaultCode, FromCommitter } from './protocol.js';
 import type { BlockBuilder, BuildEntry, BuiltBlock } from './block-builder.js';
 import type { ChainWriter } from './chain-writer.js';
-import type { ComponentServer } from '../component/server.js';
+import type { ExternalExecutor } from './executor.js';
 import type { BatchSource, RoundPlan } from './source.js';
 import type { Consensus } from './consensus.js';
 
@@ -47,8 +48,8 @@ export interface CommitterParts<E extends BuildEntry> {
   consensus: Consensus<E>;
   /** Makes block 0 (or the initial state) of an empty chain; resolves with its head once durable. */
   genesis(): Promise<ChainHead>;
-  /** The component endpoint (external transaction processors), when enabled. */
-  component: ComponentServer | null;
+  /** The external executor (the component endpoint's transaction processors), when enabled. */
+  executor: ExternalExecutor | null;
   /** Least time between two blocks (ms). */
   minBlockIntervalMs: number;
   /**
@@ -95,7 +96,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
   }
 
   async init(): Promise<void> {
-    const { writer, stores, source, component } = this.#p;
+    const { writer, stores, source, executor } = this.#p;
     writer.loadState();
     // Built from the id records now rather than on the first lookup (~0.5 s at a million batches).
     writer.ids.syncComplete(writer.storedHead()?.blockNum, `${stores.prefix}.block_ids`);
@@ -107,7 +108,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     // A start is also how the ledger recovers from a storage alarm: it counts only once the
     // ledger file takes a durable write again.
     await writer.probe();
-    const componentEndpoint = component ? await component.start() : undefined;
+    const componentEndpoint = executor ? await executor.start() : undefined;
     const ready = this.#p.readyInfo?.() ?? { pendingIds: [], nextSeq: 0 };
     this.#post({ type: 'ready', componentEndpoint, head: this.#head, ...ready, queueLimit: this.queueLimit });
     this.#schedule();
@@ -324,9 +325,9 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     this.#schedule();
   }
 
-  /** An envelope the HTTP thread answers a client of the component endpoint with. */
+  /** An envelope the HTTP thread answers a client of the executor's endpoint with. */
   sendClient(peer: string, body: Uint8Array): void {
-    this.#p.component?.sendTo(peer, body);
+    this.#p.executor?.sendTo(peer, body);
   }
 
   /** Whether the committer stopped for a failure (see #fail): its writes in flight may never settle. */
@@ -338,7 +339,7 @@ export class Committer<E extends BuildEntry = BuildEntry> {
     this.#closing = true;
     this.#clearTimer();
     this.#p.consensus.close();
-    await this.#p.component?.close();
+    await this.#p.executor?.close();
     // After a failure nothing more is written, and what was in flight is redone by the next
     // committer from the source: waiting for it could mean waiting for ever (lmdb-js settles
     // none of the writes of a transaction whose pages it could not write).

@@ -1,15 +1,18 @@
 /**
- * Composition of the node's own ledger committer (workers/committer.ts): the chain writer
- * over the ledger's stores, the block builder with its families (and the component
- * endpoint, when enabled), the pending pool as the batch source, and solo consensus.
+ * Composition of the node's own ledger committer (workers/committer.ts), registered as the
+ * default (`node`, plugins.ts): the chain writer over the ledger's stores, the block builder
+ * with its families (and the external executor its options enable: the component
+ * endpoint's processors), the pending pool as the batch source, and solo consensus.
  */
 import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { openLedgerStores } from '../store/ledger-stores.js';
 import { faultPoint } from '../testing/faults.js';
 import { writeFailure } from '../store/errors.js';
-import { ComponentServer } from '../component/server.js';
+import { openPendingEnv } from '../store/db.js';
 import type { CommitterOptions, FromCommitter } from './protocol.js';
+import type { ExternalExecutor } from './executor.js';
+import { DEFAULT_COMPOSITION, executorFor, registerComposition } from './plugins.js';
 import { NODE_LEDGER } from './description.js';
 import { familyLookup, projectorEntries } from './catalog.js';
 import { BlockBuilder } from './block-builder.js';
@@ -45,7 +48,7 @@ export class NodeCommitter {
 }
 
 /** The chain writer and block builder of the node's ledger (a single node's or a cluster member's). */
-export function nodeLedgerParts(root: RootDatabase, signer: Signer, opts: CommitterOptions, component: ComponentServer | null) {
+export function nodeLedgerParts(root: RootDatabase, signer: Signer, opts: CommitterOptions, executor: ExternalExecutor | null) {
   const d = opts.description ?? NODE_LEDGER;
   const stores = openLedgerStores(root, d.storePrefix);
   const writer = new ChainWriter({
@@ -58,7 +61,7 @@ export function nodeLedgerParts(root: RootDatabase, signer: Signer, opts: Commit
     checkpointChunk: opts.stateCheckpointChunk,
     stallMs: opts.storageStallMs,
   });
-  const builder = new BlockBuilder(writer.state, signer, familyLookup(d.families), component ?? undefined);
+  const builder = new BlockBuilder(writer.state, signer, familyLookup(d.families), executor ?? undefined);
   return { stores, writer, builder, genesis: () => makeGenesis(signer, d.genesis, builder, writer) };
 }
 
@@ -69,17 +72,8 @@ export function composeNodeCommitter(
   opts: CommitterOptions,
   post: (m: FromCommitter) => void,
 ): NodeCommitter {
-  const component = opts.component
-    ? new ComponentServer(
-        opts.component,
-        {
-          message: (peer, body) => post({ type: 'client', peer, body }),
-          gone: (peer, why) => post({ type: 'client-gone', peer, why }),
-        },
-        (report) => post({ type: 'processors', report }),
-      )
-    : null;
-  const { stores, writer, builder, genesis } = nodeLedgerParts(root, signer, opts, component);
+  const executor = executorFor(opts, post);
+  const { stores, writer, builder, genesis } = nodeLedgerParts(root, signer, opts, executor);
   let committer: Committer<PoolEntry> | null = null;
   const pool = new PoolSource({
     stores,
@@ -99,7 +93,7 @@ export function composeNodeCommitter(
       source: pool,
       consensus: new SoloConsensus(),
       genesis,
-      component,
+      executor,
       minBlockIntervalMs: opts.minBlockIntervalMs,
       readyInfo: () => ({ pendingIds: pool.pendingIds, nextSeq: pool.nextSeq }),
     },
@@ -107,3 +101,16 @@ export function composeNodeCommitter(
   );
   return new NodeCommitter(committer, pool);
 }
+
+registerComposition(DEFAULT_COMPOSITION, ({ db, signer, opts, post }) => {
+  const pending = openPendingEnv(opts.dataDir, (opts.description ?? NODE_LEDGER).pendingFile);
+  const n = composeNodeCommitter(db, pending, signer, opts, post);
+  return {
+    committer: n.committer,
+    envs: [pending],
+    handle: (m) => {
+      if (m.type === 'enqueue') n.enqueue(m.seg, m.batches);
+      else if (m.type === 'client-send') n.committer.sendClient(m.peer, m.body);
+    },
+  };
+});

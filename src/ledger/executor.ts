@@ -56,6 +56,20 @@ export interface ExternalFamilies {
   process<C extends TxnContext>(txn: TxnInfo, headerBytes: Uint8Array, context: () => C): Promise<C>;
 }
 
+/**
+ * An external executor: families run outside the engine (the component endpoint's
+ * transaction processors, src/component/server.ts, implements it). It serves an endpoint
+ * of its own, whose clients' traffic the committer relays (ClientTraffic, protocol.ts).
+ * Its module registers a maker under its name (src/ledger/plugins.ts).
+ */
+export interface ExternalExecutor extends ExternalFamilies {
+  /** Starts serving; resolves with its endpoint's address. */
+  start(): Promise<string>;
+  /** An envelope for a client of its endpoint (hex routing id). */
+  sendTo(peer: string, body: Uint8Array): void;
+  close(): Promise<void>;
+}
+
 export type FamilyRoute = (name: string, version: string, native: boolean) => 'native' | 'external' | 'unserved' | Unserved | { invalid: string };
 
 /** No processor could finish the transaction now; its batch waits (see ExternalFamilies). */

@@ -2,12 +2,45 @@
  * Messages between the HTTP thread and the ledger's threads (committer thread, verify
  * workers). Plain data only. Workers import these types from here; src/ never imports
  * from workers/.
+ *
+ * The engine lists only its own messages. A plug-in (a batch source with its consensus, an
+ * external executor) declares its options and messages in its own module, by declaration
+ * merging into the interfaces below (`declare module '../ledger/protocol.js'`: see
+ * src/scabbard/protocol.ts, src/cluster/protocol.ts, src/component/server.ts); the
+ * engine carries them without knowing them (src/ledger/plugins.ts).
  */
 import type { ChainHead } from '../store/ledger-stores.js';
 import type { LedgerDescription } from './description.js';
-import type { ComponentOptions } from '../component/server.js';
 
-export interface CommitterOptions {
+/**
+ * Options of the plug-ins, each under the name it registers (src/ledger/plugins.ts): a
+ * committer runs the composition whose name is a key of its options.
+ */
+// biome-ignore lint/suspicious/noEmptyInterface: plug-ins add their members by declaration merging
+export interface PluginOptions {}
+
+/** Messages of the plug-ins to their parts in the committer thread, one union per plug-in name. */
+// biome-ignore lint/suspicious/noEmptyInterface: plug-ins add their members by declaration merging
+export interface PluginToCommitter {}
+
+/** Messages of the plug-ins' parts in the committer thread to the HTTP thread, one union per plug-in name. */
+// biome-ignore lint/suspicious/noEmptyInterface: plug-ins add their members by declaration merging
+export interface PluginFromCommitter {}
+
+/** What a shared log's committer needs (CommitterOptions.sharedLog; its plug-in declares the members). */
+// biome-ignore lint/suspicious/noEmptyInterface: plug-ins add their members by declaration merging
+export interface SharedLogOptions {}
+
+type OneOf<T> = T[keyof T];
+
+/** A message of a plug-in to its part in the committer thread. */
+export type PluginMessage = OneOf<PluginToCommitter>;
+
+/** A message of a plug-in's part in the committer thread to the HTTP thread. */
+export type PluginNews = OneOf<PluginFromCommitter>;
+
+/** What the engine itself needs to run a committer. */
+export interface EngineCommitterOptions {
   dataDir: string;
   /** The ledger this committer writes (the node's own when absent). */
   description?: LedgerDescription;
@@ -23,33 +56,22 @@ export interface CommitterOptions {
    * start); then it is settled INVALID. Default 60 000.
    */
   dependencyWaitMs?: number;
-  /** The component endpoint for transaction processors (src/component); absent: none. */
-  component?: ComponentOptions;
   /** Blocks between state checkpoints (default 256; see src/state/engine.ts). */
   stateCheckpointBlocks?: number;
   /** Merkle records a block writes for a checkpoint at most (default 4096). */
   stateCheckpointChunk?: number;
-  /** Set on a committer started by a recovery (src/ledger/ledger.ts) rather than at the node's start. */
+  /** Set on a committer started by a recovery (src/ledger/recovery.ts) rather than at the node's start. */
   recovery?: boolean;
   /** Longest a block's transaction may take to become durable before it counts as failed (ms; default 15 000). */
   storageStallMs?: number;
-  /** Set for a circuit's ledger (src/scabbard): its rounds come from the circuit's agreement. */
-  circuit?: CircuitCommitterOptions;
-  /** Set on a cluster member (src/cluster): its rounds come from the cluster's log. */
-  cluster?: import('../cluster/protocol.js').ClusterCommitterOptions;
+  /** Set on a ledger over a shared log (LedgerStartOptions.log): its rounds come from the log. */
+  sharedLog?: SharedLogOptions;
 }
 
-/** What the committer of a circuit's ledger (one scabbard service) needs to know. */
-export interface CircuitCommitterOptions {
-  circuitId: string;
-  serviceId: string;
-  /** Whether this service coordinates (builds rounds from its intake) or verifies the coordinator's. */
-  coordinator: boolean;
-  /** The circuit's admin keys: the initial state of its ledger. */
-  adminKeys: string[];
-  /** Batches per round at most. */
-  roundMax: number;
-}
+/** A plug-in's options, each under its name (at most one composition's; an executor's beside it). */
+export type PluginOptionsOf = { [K in keyof PluginOptions]?: PluginOptions[K] };
+
+export type CommitterOptions = EngineCommitterOptions & PluginOptionsOf;
 
 /**
  * `bytes` in a buffer of its own size, for a message to another thread: a message copies
@@ -58,40 +80,6 @@ export interface CircuitCommitterOptions {
  */
 export function ownBytes(bytes: Uint8Array): Uint8Array {
   return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
-}
-
-/** A round of a circuit: its batches as an encoded BatchList, where it goes and what it gives. */
-export interface CircuitRound {
-  id: string;
-  height: number;
-  ts: number;
-  /** State root of the round it follows. */
-  parentRoot: string;
-  batches: Uint8Array;
-}
-
-/** A round committed elsewhere (catch-up): what it must give here. */
-export interface AgreedRound {
-  height: number;
-  ts: number;
-  batches: Uint8Array;
-  root: string;
-  verdicts: string;
-}
-
-/**
- * A circuit round executed by the committer, for the agreement on the HTTP thread: the
- * coordinator's round to propose, or a member's result for a proposal to vote on.
- * `follows: false`: the proposal does not follow this member's tip (or is undecodable),
- * nothing was executed; `height` is then the member's tip height.
- */
-export interface RoundSummary extends CircuitRound {
-  type: 'summary';
-  follows: boolean;
-  root: string;
-  verdicts: string;
-  included: string[];
-  invalid: string[];
 }
 
 /** One piscina task: many submitted bodies, verified together (see ledger/verify-pool.ts). */
@@ -117,26 +105,19 @@ export interface VerifyWorkerData {
   families: string[];
 }
 
-export type ToCommitter =
+/** The engine's own messages to the committer thread. */
+export type EngineToCommitter =
   /** Batches already durable in the pending pool as segment `seg`. */
   | { type: 'enqueue'; seg: number; batches: Array<{ id: string; bytes: Uint8Array }> }
-  /** An envelope for a client of the component endpoint (hex routing id). */
+  /** An envelope for a client of the external executor's endpoint (hex routing id). */
   | { type: 'client-send'; peer: string; body: Uint8Array }
-  /** A circuit's accepted batches, durable in its intake (the coordinator builds rounds of them). */
-  | { type: 'intake'; batches: Array<{ id: string; bytes: Uint8Array }> }
-  /** A circuit member: execute the coordinator's proposed round and summarize it. */
-  | { type: 'propose'; round: CircuitRound }
-  /** Rounds committed elsewhere, their batches checked: re-execute and write them. */
-  | { type: 'catch-up'; from: string; rounds: AgreedRound[] }
-  /** The agreement's decision on a summarized round (`pauseMs`: wait before the next one). */
-  | { type: 'decide'; id: string; finalize: boolean; pauseMs?: number }
-  /** A cluster member: envelopes of the log, in order (src/cluster/link.ts). */
-  | { type: 'log'; envelopes: import('../cluster/protocol.js').LogEnvelope[] }
   /** A spare thread (started with `{ standby: true }`, its modules loaded): run as this ledger's committer. */
   | { type: 'begin'; opts: CommitterOptions }
   | { type: 'shutdown' };
 
-/** Client traffic of the component endpoint, relayed to the HTTP thread (src/component/client-service.ts). */
+export type ToCommitter = EngineToCommitter | PluginMessage;
+
+/** Client traffic of the external executor's endpoint, relayed to the HTTP thread (src/component/client-service.ts). */
 export type ClientTraffic =
   | { type: 'client'; peer: string; body: Uint8Array }
   | { type: 'client-gone'; peer: string; why: 'disconnected' | 'cut off' };
@@ -151,11 +132,11 @@ export interface BlockEvent {
   queueLimit: number;
   /** Time the committer spent building this round (for metrics). */
   buildMs?: number;
-  /** A circuit's round: its id, height and agreed time. */
+  /** A round agreed elsewhere (a circuit's, a shared log's): its id, height and agreed time. */
   round?: { id: string; height: number; ts: number };
 }
 
-/** The component endpoint's processors, as /status and the metrics show them (sent on each change). */
+/** The external executor's processors, as /status and the metrics show them (sent on each change). */
 export interface ProcessorsReport {
   /** Families served now, with the processors registered for each. */
   families: Array<{ family: string; processors: number }>;
@@ -179,16 +160,33 @@ export type CommitterFaultCode =
   /** An error nothing handled, in the committer thread. */
   | 'UNHANDLED';
 
-export type FromCommitter =
+/** The engine's own messages from the committer thread. */
+export type EngineFromCommitter =
   | { type: 'ready'; head: ChainHead; pendingIds: string[]; nextSeq: number; queueLimit: number; componentEndpoint?: string | undefined }
   | BlockEvent
   | ClientTraffic
-  | RoundSummary
-  /** A summarized round the committer gave up waiting for (a catch-up replaced it). */
-  | { type: 'dropped'; id: string }
-  /** The component endpoint's processors changed. */
+  /** The external executor's processors changed. */
   | { type: 'processors'; report: ProcessorsReport }
   /** Batches that wait on a transaction processor (newly, or for a new reason), with why. */
   | { type: 'set-aside'; batches: Array<[string, string]> }
   | { type: 'fatal'; code: CommitterFaultCode; message: string }
   | { type: 'closed' };
+
+/** The `type` of every engine message from the committer: any other is a plug-in's. */
+export const ENGINE_NEWS: ReadonlySet<string> = new Set<EngineFromCommitter['type']>([
+  'ready',
+  'block',
+  'client',
+  'client-gone',
+  'processors',
+  'set-aside',
+  'fatal',
+  'closed',
+]);
+
+export type FromCommitter = EngineFromCommitter | PluginNews;
+
+/** Whether a message from the committer is a plug-in's (not one of the engine's own). */
+export function isPluginNews(m: FromCommitter): m is PluginNews {
+  return !ENGINE_NEWS.has(m.type);
+}

@@ -5,7 +5,7 @@
  * Operators = != > < >= <= compare strings; a node without the property passes only !=.
  */
 import { bad } from './body.js';
-import { show } from '../http/show.js';
+import { show } from '../codec/show.js';
 
 const OPS = ['=', '!=', '>', '<', '>=', '<='] as const;
 type Op = (typeof OPS)[number];

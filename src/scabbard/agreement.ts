@@ -11,7 +11,8 @@
  */
 import { log } from '../log.js';
 import { TwoPhaseCommit, decodeConsensus, encodeConsensus } from '../consensus/two-phase.js';
-import { ownBytes, type RoundSummary, type ToCommitter } from '../ledger/protocol.js';
+import { ownBytes, type ToCommitter } from '../ledger/protocol.js';
+import type { RoundSummary } from './protocol.js';
 import { MsgType, Proposal, decode, encode, type ProposalMsg, type ScabbardMsg } from './proto.js';
 import type { BatchChecks, Forged } from './checks.js';
 

@@ -7,11 +7,12 @@
 import { setFlagsFromString } from 'node:v8';
 import { log } from '../log.js';
 import { CommitterClient } from '../ledger/committer-client.js';
-import type { BlockEvent, CircuitCommitterOptions, CommitterOptions, RoundSummary, ToCommitter } from '../ledger/protocol.js';
+import type { BlockEvent, CommitterOptions, ToCommitter } from '../ledger/protocol.js';
+import type { CircuitCommitterOptions, CircuitFromCommitter } from './protocol.js';
 
 export interface LinkHandlers {
   onBlock(e: BlockEvent): void;
-  onRound(m: RoundSummary | { type: 'dropped'; id: string }): void;
+  onRound(m: CircuitFromCommitter): void;
   /** The thread stopped: `reason` says why; a new one is being started. */
   onLost(reason: string): void;
   /** A new thread runs (after `onLost`). */
@@ -56,7 +57,9 @@ export class CommitterLink {
     const gen = ++this.#gen;
     const { client } = await CommitterClient.start({ ...this.opts, recovery }, () => ({
       onBlock: (e) => gen === this.#gen && this.h.onBlock(e),
-      onRound: (m) => gen === this.#gen && this.h.onRound(m),
+      onPlugin: (m) => {
+        if (gen === this.#gen && (m.type === 'summary' || m.type === 'dropped')) this.h.onRound(m);
+      },
       onFault: (reason) => gen === this.#gen && this.#lost(reason),
     }));
     this.#client = client;

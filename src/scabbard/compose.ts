@@ -7,9 +7,11 @@
 import type { RootDatabase } from 'lmdb';
 import type { Signer } from '../crypto/secp256k1.js';
 import { EMPTY_ROOT, MerkleTree } from '../state/merkle.js';
-import { HEAD, type ChainHead } from '../store/ledger-stores.js';
+import type { ChainHead } from '../store/ledger-stores.js';
 import { faultPoint } from '../testing/faults.js';
-import type { CircuitCommitterOptions, CommitterOptions, FromCommitter } from '../ledger/protocol.js';
+import type { CommitterOptions, FromCommitter } from '../ledger/protocol.js';
+import type { CircuitCommitterOptions } from './protocol.js';
+import { registerComposition } from '../ledger/plugins.js';
 import { projectorEntries } from '../ledger/catalog.js';
 import { BlockBuilder, type BuildEntry } from '../ledger/block-builder.js';
 import { ChainWriter } from '../ledger/chain-writer.js';
@@ -19,7 +21,6 @@ import { ROUND, openCircuitStores, scabbardPrefix, type CircuitStores } from './
 import { RoundReads } from './round-reads.js';
 import { AgreedRounds } from './round-source.js';
 import { AgreementConsensus } from './agreement-consensus.js';
-import { trackWrite } from '../store/write-errors.js';
 
 export interface CircuitCommitter {
   committer: Committer<BuildEntry>;
@@ -27,21 +28,16 @@ export interface CircuitCommitter {
   consensus: AgreementConsensus;
 }
 
-/** The initial state of a circuit ledger: the admin setting on the empty root, as round 0. */
-async function initialState(s: CircuitStores, writer: ChainWriter, adminKeys: string[]): Promise<ChainHead> {
+/**
+ * The initial state of a circuit ledger: the admin setting on the empty root, as round 0,
+ * written by the chain writer (its Merkle records, the head and the round log's start).
+ */
+async function initialState(writer: ChainWriter, merkle: CircuitStores['ledger']['merkle'], adminKeys: string[]): Promise<ChainHead> {
   await writer.writeEmptyRoot();
-  const tree = new MerkleTree(s.ledger.merkle, { leafEncoding: 'raw' });
+  const tree = new MerkleTree(merkle, { leafEncoding: 'raw' });
   const update = tree.update(EMPTY_ROOT, new Map([[ADMIN_SETTING_ADDRESS, adminSettingValue(adminKeys)]]), []);
   const head: ChainHead = { blockId: `initial-${update.root.slice(0, 16)}`, blockNum: 0, stateRoot: update.root };
-  await trackWrite(
-    'the initial state',
-    s.ledger.root.transaction(() => {
-      for (const [k, v] of update.writes) s.ledger.merkle.put(k, v);
-      HEAD.put(s.ledger.meta, head);
-      ROUND.put(s.ledger.meta, { height: 0, ts: 0 });
-    }),
-  );
-  writer.loadState();
+  await writer.writeInitialState(head, update.writes, [ROUND.entry({ height: 0, ts: 0 })]);
   return head;
 }
 
@@ -72,8 +68,8 @@ export function composeCircuitCommitter(
       builder: new BlockBuilder(new RoundReads(writer.state), signer, scabbardFamilies),
       source: rounds,
       consensus,
-      genesis: () => initialState(stores, writer, c.adminKeys),
-      component: null,
+      genesis: () => initialState(writer, stores.ledger.merkle, c.adminKeys),
+      executor: null,
       minBlockIntervalMs: 0,
       immediateRounds: true,
     },
@@ -81,3 +77,24 @@ export function composeCircuitCommitter(
   );
   return { committer, rounds, consensus };
 }
+
+registerComposition('circuit', ({ db, signer, opts, post }) => {
+  const circuit = opts.circuit;
+  if (!circuit) throw new Error('a circuit committer needs its options (circuit)');
+  const c = composeCircuitCommitter(db, signer, opts, circuit, post);
+  return {
+    committer: c.committer,
+    envs: [],
+    handle: (m) => {
+      if (m.type === 'intake') c.rounds.add(m.batches);
+      else if (m.type === 'propose') c.rounds.propose(m.round);
+      else if (m.type === 'decide') c.consensus.decide(m.id, m.finalize, m.pauseMs);
+      else if (m.type === 'catch-up') {
+        // A member's held proposal is given up: the agreed rounds take its place. (The
+        // coordinator's round awaiting its votes is decided first: its agreement waits for it.)
+        if (!circuit.coordinator) c.consensus.abandon();
+        c.rounds.catchUp(m.from, m.rounds);
+      }
+    },
+  };
+});

@@ -14,8 +14,7 @@
 import type { RootDatabase } from 'lmdb';
 import { ApiError } from '../http/api-error.js';
 import { log } from '../log.js';
-import type { AdminService } from '../circuits/admin-service.js';
-import { Status, type CircuitMsg } from '../circuits/proto.js';
+import { Status, type CircuitMsg } from '../proto/circuits.js';
 import type { ServiceLedger } from '../data-api/backend.js';
 import { ScabbardDataLedger } from './data-ledger.js';
 import { ScabbardService, parseServiceArgs, scabbardPrefix, type BodyVerifier } from './service.js';
@@ -60,6 +59,30 @@ interface Failed {
   timer: NodeJS.Timeout;
 }
 
+/** What the state services get from the admin service's peer connections, and what they tell it. */
+export interface ServiceHooks {
+  message(circuit: string, sender: string, recipient: string, payload: Buffer): void;
+  reachable(nodeId: string): void;
+  /** Whether every service of the circuit that runs on this node has started (this node's MEMBER_READY waits for it). */
+  running(circuitId: string): boolean;
+}
+
+/**
+ * What the services need of the circuits' admin service (src/circuits/admin-service.ts, the
+ * layer above, implements it): the circuits it keeps, this node's id, its peer connections.
+ */
+export interface CircuitAdmin {
+  readonly store: { circuit(id: string): CircuitMsg | undefined; circuits(): CircuitMsg[] };
+  readonly nodeId: string;
+  attachServices(hooks: ServiceHooks): void;
+  /** Every service of the circuit on this node has started. */
+  servicesStarted(circuitId: string): void;
+  sendDirect(nodeId: string, circuit: string, sender: string, recipient: string, payload: Uint8Array): void;
+  reachable(nodeId: string): boolean;
+  /** Calls `sink` after each committed change of the circuits; returns the unsubscribe. */
+  subscribe(sink: () => void): () => void;
+}
+
 export class ScabbardServices {
   readonly #services = new Map<string, ScabbardService>();
   readonly #starting = new Map<string, Promise<void>>();
@@ -69,7 +92,7 @@ export class ScabbardServices {
   #closed = false;
 
   constructor(
-    private readonly admin: AdminService,
+    private readonly admin: CircuitAdmin,
     private readonly db: RootDatabase,
     /** The node's key file: the services' committer threads sign their blocks with it. */
     private readonly nodeKeyFile: string,

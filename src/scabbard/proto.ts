@@ -2,7 +2,7 @@
 import type protobuf from 'protobufjs';
 import { loadProto } from '../proto/index.js';
 
-export { encode, decode } from '../circuits/proto.js';
+export { encode, decode } from '../proto/circuits.js';
 
 const root = loadProto('scabbard.proto');
 const t = (name: string): protobuf.Type => root.lookupType(`cairn.scabbard.${name}`);

@@ -9,7 +9,8 @@ import { Batch, TransactionHeader, decode as decodePb } from '../proto/index.js'
 import { log } from '../log.js';
 import type { BuildEntry, BuiltBlock } from '../ledger/block-builder.js';
 import type { BatchSource, RoundPlan, RoundTag, RoundWrites, SourceFigures } from '../ledger/source.js';
-import type { AgreedRound, CircuitCommitterOptions, CircuitRound, FromCommitter } from '../ledger/protocol.js';
+import type { FromCommitter } from '../ledger/protocol.js';
+import type { AgreedRound, CircuitCommitterOptions, CircuitRound } from './protocol.js';
 import type { ChainHead } from '../store/ledger-stores.js';
 import { ROUND, hex, roundRoot, roundVerdicts, type CircuitStores, type StatusRecord } from './records.js';
 import { BatchListMsg, decode, encode } from './proto.js';

@@ -10,7 +10,7 @@
  * threads of a process, counted by handle). The data on disk is intact: the meta page that
  * counts is the previous one. A restart of the committer thread alone does not help, since
  * this thread still holds its handle; the ledger's recovery therefore ends the committer
- * thread first, then reopens this thread's handle here (src/ledger/ledger.ts), and the next
+ * thread first, then reopens this thread's handle here (src/ledger/recovery.ts), and the next
  * committer opens a sound environment.
  *
  * The stores of this thread keep the objects they were given. lmdb-js keeps an environment's

@@ -4,7 +4,7 @@
  * input throws GridBuildError.
  */
 import { DATA_TYPE_NAMES, DataType } from './common.js';
-import { show } from '../../http/show.js';
+import { show } from '../../codec/show.js';
 
 export class GridBuildError extends Error {
   constructor(message: string) {

@@ -7,9 +7,9 @@
  * new one.
  */
 import { Block, decode } from '../proto/index.js';
-import { encodeIdRecord, encodeReceipts } from '../store/id-index.js';
-import type { LedgerStores } from '../store/ledger-stores.js';
-import { ledgerDbNames } from '../store/names.js';
+import { encodeIdRecord, encodeReceipts } from './id-index.js';
+import type { LedgerStores } from './ledger-stores.js';
+import { ledgerDbNames } from './names.js';
 
 /** Builds the missing id and receipt records; returns how many blocks got them. */
 export function migrateIdIndexes(s: LedgerStores): number {

@@ -1,11 +1,11 @@
 /**
- * The circuit wire messages (src/proto/circuits.proto) and a canonical encoder: fields in
+ * The circuit wire messages (circuits.proto beside it) and a canonical encoder: fields in
  * number order (protobufjs sorts them) and proto3 defaults left out, as upstream's encoder
  * writes them. Hashes of proposals are taken over these bytes, so every member must
  * produce the same bytes for the same message.
  */
 import type protobuf from 'protobufjs';
-import { loadProto } from '../proto/index.js';
+import { loadProto } from './index.js';
 
 const root = loadProto('circuits.proto');
 const t = (name: string): protobuf.Type => root.lookupType(`cairn.circuits.${name}`);
