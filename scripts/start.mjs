@@ -7,6 +7,10 @@
  * build runs here rather than in `prestart` because npm skips pre-scripts under
  * ignore-scripts.
  *
+ * `CAIRN_BUILD_ONLY=1` builds (when needed) and exits without starting the node: `npm test`
+ * (scripts/test.mjs) builds once before the tests that run `npm start` side by side, so that
+ * they do not each compile dist/ at the same time.
+ *
  * The node runs with V8's `--initial-old-space-size=64` (package.json "start", the `cairn`
  * command's first line): where the first full collection of the main thread's heap comes,
  * not memory taken up front. From V8's default start a busy node ran a full mark-compact
@@ -46,4 +50,4 @@ if (built === 0 || sources > built || newest(MAIN) === 0) {
   mkdirSync(dirname(STAMP), { recursive: true });
   writeFileSync(STAMP, `${new Date().toISOString()}\n`);
 }
-await import(pathToFileURL(MAIN).href);
+if (process.env.CAIRN_BUILD_ONLY !== '1') await import(pathToFileURL(MAIN).href);

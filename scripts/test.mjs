@@ -15,6 +15,9 @@
  *   the files not run and the command that enables them. A missing system package never
  *   fails the run.
  *
+ * - dist/ built (scripts/start.mjs with CAIRN_BUILD_ONLY=1) when a source changed, once, before
+ *   the walk-throughs that run `npm start` side by side would each compile it.
+ *
  * The output is tap's own (its summary `# { total: … }` and each file's `ok N - test/… #
  * time=…ms` line, which .ci/run reads), and the exit status is tap's.
  */
@@ -92,6 +95,10 @@ if (!(await tapBuilt())) {
   console.log("tap's built plugin set differs from package.json's: tap build");
   run(TAP, ['build']);
 }
+
+// The walk-throughs run `npm start`, which compiles dist/ when a source changed; tap starts the
+// slowest files first, side by side, and each would compile it at the same time.
+run(process.execPath, [join(ROOT, 'scripts', 'start.mjs')], { ...process.env, CAIRN_BUILD_ONLY: '1' });
 
 let notRun = [];
 let tapArgs = [...args];
