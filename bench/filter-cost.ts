@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { LIMITS, type MatchBlock } from '../src/component/filters.js';
 import { compileSubscriptions, select, type Subscription } from '../src/component/filter-engine.js';
-import { EVENT_VALUE_LIMIT } from '../src/component/server.js';
+import { EVENT_VALUE_LIMIT } from '../src/component/state-requests.js';
 import * as P from '../src/component/proto.js';
 import { envInt } from './lib/env.js';
 

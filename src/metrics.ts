@@ -138,7 +138,7 @@ export class NodeMetrics {
         for (const a of ledger.alarms.list()) this.set({ kind: a.kind, cause: a.cause }, 1);
       },
     });
-    // Transaction processors that stopped answering (src/component/server.ts). The report
+    // Transaction processors that stopped answering (src/component/processors.ts). The report
     // carries totals since the committer started; the counters add what each report adds.
     const txnsSetAside = new Counter({
       name: 'cairn_transactions_set_aside_total',

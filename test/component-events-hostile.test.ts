@@ -14,7 +14,7 @@ import { newSigner, buildBatch, buildTransaction, batchList, intkeyBatch, type S
 import { TestProcessor, tallySpec } from './helpers/processor.js';
 import { ZmqClient, pb, MT, attr, type DecodedEvent } from './helpers/zmq-client.js';
 import { intkeyAddress } from '../src/families/intkey.js';
-import { EVENT_VALUE_LIMIT } from '../src/component/server.js';
+import { EVENT_VALUE_LIMIT } from '../src/component/state-requests.js';
 import { LIMITS } from '../src/component/filters.js';
 
 const F = pb.EventFilter.FilterType;

@@ -17,16 +17,17 @@
  * CATCH_UP_STEP blocks, subscribers waiting their turn in order (those at the same block in
  * one job); at most WAITING_PER_PEER and WAITING_ALL event requests waiting; and the
  * endpoint's per-peer queue (a subscriber that stops reading is cut off by the committer
- * thread and forgotten here).
+ * thread and forgotten here). The subscriptions and their match jobs are kept by
+ * event-delivery.ts; this module takes the requests and answers them.
  */
-import { randomBytes } from 'node:crypto';
 import type { Ledger } from '../ledger/ledger.js';
 import type { ClientTraffic } from '../ledger/protocol.js';
 import { ChainReader } from '../ledger-api/chain.js';
-import { encode, EventList } from '../proto/index.js';
+import { encode } from '../proto/index.js';
 import { log } from '../log.js';
+import { EventDelivery, slice, type Subscriber } from './event-delivery.js';
 import { assemble, blockEvents, toMatchBlock, type BlockEvents, type EventMsg } from './events.js';
-import { MATCH_BUDGET_MS, precheck } from './filters.js';
+import { precheck } from './filters.js';
 import { FilterClient } from './filter-client.js';
 import type { FromFilters } from './filter-thread.js';
 import * as P from './proto.js';
@@ -41,42 +42,9 @@ const MAX_BLOCK_IDS = 256;
 const REQUEST_TYPES = new Set([100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 125, 127, 128, 129, 500, 502, 505]);
 /** Client messages handled per turn of the event loop (a status request's refusal costs about 0.1 ms here). */
 const INTAKE_SLICE = 64;
-/** Blocks in one match job (a subscriber catching up). */
-const CATCH_UP_STEP = 64;
-/** A job takes no further block once it holds this many values to match (attributes and addresses). */
-const JOB_VALUES = 16_384;
-/**
- * Match jobs at the filter thread at once: one keeps it busy while this thread reads the
- * next; more would only hold more blocks in memory.
- */
-const JOBS_IN_FLIGHT = 2;
 /** Event requests (subscribe, unsubscribe, get) waiting their turn: of one peer, and of all. */
 const WAITING_PER_PEER = 4;
 const WAITING_ALL = 64;
-/**
- * Work of one job or get on this thread (reading blocks, building and sending events)
- * between turns of the event loop: a catch-up of many large blocks for many subscribers
- * is done in slices (a 31-block catch-up of 200-change blocks for 16 subscribers held
- * /status for 2.7 s in one piece; bench/events.ts).
- */
-const SLICE_MS = 10;
-
-/** Resolves on the next turn of the event loop once `SLICE_MS` has been used since `start.at`. */
-async function slice(start: { at: number }): Promise<void> {
-  if (performance.now() - start.at < SLICE_MS) return;
-  await new Promise((resolve) => setImmediate(resolve));
-  start.at = performance.now();
-}
-
-interface Subscriber {
-  peer: string;
-  /** The filter thread's name for its filters. */
-  set: number;
-  /** Number of the next block to deliver. */
-  next: number;
-  /** Waiting for a match job, or in one. */
-  queued: boolean;
-}
 
 /** The event requests of one peer, taken in order. */
 interface PeerQueue {
@@ -96,20 +64,16 @@ export interface ClientServiceOptions {
 export class ClientService {
   readonly #ledger: Ledger;
   readonly #chain: ChainReader;
-  readonly #subscribers = new Map<string, Subscriber>();
   readonly #maxSubscribers: number;
   readonly #config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes'>;
   /** Batch-status waits held for clients, bounded per client and in all. */
   readonly #waits: WaitLimits;
   readonly #off: () => void;
   readonly #filters: FilterClient;
-  /** Subscribers waiting for a match job, in order. */
-  #queue: Subscriber[] = [];
-  #jobs = 0;
+  /** The subscriptions and their match jobs. */
+  readonly #delivery: EventDelivery;
   readonly #peers = new Map<string, PeerQueue>();
   #waiting = 0;
-  /** The last block's events (every subscriber reads the same block as it commits). */
-  #cached: BlockEvents | undefined;
   #closed = false;
   /** Client messages relayed and not handled yet, by peer in the order peers first sent (see #take). */
   readonly #intake = new Map<string, ClientTraffic[]>();
@@ -123,21 +87,18 @@ export class ClientService {
     this.#waits = new WaitLimits(opts.config.componentWaitsPerClient, opts.config.componentWaits);
     this.#filters = new FilterClient((why) => {
       // Its subscriptions went with it: their peers may subscribe again (with their last block).
-      const ended = this.#subscribers.size;
-      this.#subscribers.clear();
-      this.#queue = [];
+      const ended = this.#delivery.size;
+      this.#delivery.clear();
       log.error(`event filter thread ${why}: ${ended} event subscriptions ended`);
     });
-    this.#off = ledger.onBlock(() => {
-      for (const s of this.#subscribers.values()) this.#enqueue(s);
-      this.#dispatch();
-    });
+    this.#delivery = new EventDelivery(ledger, this.#chain, this.#filters);
+    this.#off = ledger.onBlock(() => this.#delivery.onBlock());
     ledger.onClientMessage((m) => this.#take(m));
   }
 
   /** Peers subscribed now. */
   get subscribers(): number {
-    return this.#subscribers.size;
+    return this.#delivery.size;
   }
 
   /** The event filter thread's client (tests end the thread through it). */
@@ -148,8 +109,7 @@ export class ClientService {
   close(): void {
     this.#closed = true;
     this.#off();
-    this.#subscribers.clear();
-    this.#queue = [];
+    this.#delivery.close();
     this.#filters.close();
   }
 
@@ -188,9 +148,9 @@ export class ClientService {
 
   #onTraffic(m: ClientTraffic): void {
     if (m.type === 'client-gone') {
-      const sub = this.#subscribers.get(m.peer);
+      const sub = this.#delivery.get(m.peer);
       if (sub) {
-        this.#end(sub);
+        this.#delivery.end(sub);
         log.info(`event subscriber ${m.peer.slice(0, 12)} ${m.why}`);
       }
       const q = this.#peers.get(m.peer);
@@ -233,8 +193,8 @@ export class ClientService {
           peer,
           () => answer(P.AckStatus.ERROR),
           async () => {
-            const sub = this.#subscribers.get(peer);
-            if (sub) this.#end(sub);
+            const sub = this.#delivery.get(peer);
+            if (sub) this.#delivery.end(sub);
             answer(P.AckStatus.OK);
           },
         );
@@ -294,8 +254,8 @@ export class ClientService {
       peer,
       () => answer(S.INVALID_FILTER, 'Too many event requests waiting; try again once they are answered'),
       async (q) => {
-        const current = this.#subscribers.get(peer);
-        if (!current && this.#subscribers.size >= this.#maxSubscribers) return full();
+        const current = this.#delivery.get(peer);
+        if (!current && this.#delivery.size >= this.#maxSubscribers) return full();
         let known: number | undefined;
         if (m.lastKnownBlockIds.length > 0) {
           known = this.#newestKnown(m.lastKnownBlockIds);
@@ -311,16 +271,14 @@ export class ClientService {
         if ('error' in r) return answer(S.INVALID_FILTER, r.error);
         if (q.gone || this.#closed) return this.#filters.drop(set);
         // (the thread dropped `current`'s filters for these: `current`, if still here, is replaced)
-        if (!this.#subscribers.has(peer) && this.#subscribers.size >= this.#maxSubscribers) {
+        if (!this.#delivery.has(peer) && this.#delivery.size >= this.#maxSubscribers) {
           this.#filters.drop(set);
           return full();
         }
         const next = known === undefined ? this.#chain.current().num + 1 : known + 1;
         answer(S.OK);
         const sub: Subscriber = { peer, set, next, queued: false };
-        this.#subscribers.set(peer, sub);
-        this.#enqueue(sub);
-        this.#dispatch();
+        this.#delivery.add(sub);
       },
     );
   }
@@ -333,109 +291,6 @@ export class ClientService {
       if (num !== undefined && (best === undefined || num > best)) best = num;
     }
     return best;
-  }
-
-  /** Ends a subscription (unsubscribed, gone, cut off). */
-  #end(sub: Subscriber): void {
-    if (this.#subscribers.get(sub.peer) === sub) this.#subscribers.delete(sub.peer);
-    this.#filters.drop(sub.set);
-  }
-
-  /** Puts a subscriber that has blocks to get in line for a match job. */
-  #enqueue(sub: Subscriber): void {
-    if (sub.queued || this.#closed || this.#subscribers.get(sub.peer) !== sub || sub.next > this.#chain.current().num) return;
-    sub.queued = true;
-    this.#queue.push(sub);
-  }
-
-  /** Starts match jobs while there is room: the first in line, with everyone in line at its block. */
-  #dispatch(): void {
-    while (this.#jobs < JOBS_IN_FLIGHT && this.#queue.length > 0) {
-      const live = (s: Subscriber): boolean => this.#subscribers.get(s.peer) === s;
-      const first = this.#queue.shift() as Subscriber;
-      if (!live(first)) continue;
-      const group = [first];
-      this.#queue = this.#queue.filter((s) => {
-        if (!live(s)) return false;
-        if (s.next !== first.next) return true;
-        group.push(s);
-        return false;
-      });
-      void this.#job(group);
-    }
-  }
-
-  /**
-   * One match job: the blocks from the group's next one (up to CATCH_UP_STEP, JOB_VALUES
-   * values, the head), matched on the filter thread for each subscriber of the group; each
-   * gets its events in order, then waits in line again if it has more blocks to get.
-   */
-  async #job(group: Subscriber[]): Promise<void> {
-    this.#jobs++;
-    try {
-      await this.#runJob(group);
-    } finally {
-      this.#jobs--;
-      for (const sub of group) sub.queued = false;
-    }
-    for (const sub of group) this.#enqueue(sub);
-    this.#dispatch();
-  }
-
-  async #runJob(group: Subscriber[]): Promise<void> {
-    const start = { at: performance.now() };
-    const from = (group[0] as Subscriber).next;
-    const head = this.#chain.current().num;
-    const blocks: Array<BlockEvents | undefined> = [];
-    let values = 0;
-    for (let n = from; n <= head && blocks.length < CATCH_UP_STEP && values < JOB_VALUES; n++) {
-      const b = this.#eventsOf(n);
-      blocks.push(b);
-      if (b) values += b.changes.length + [b.commit, ...b.added].reduce((sum, e) => sum + e.attributes.length, 0);
-      await slice(start);
-    }
-    let r: FromFilters | undefined;
-    try {
-      const match = blocks.map((b) => (b ? toMatchBlock(b) : { events: [], addresses: [] }));
-      r = await this.#filters.ask({ op: 'match', sets: group.map((s) => s.set), blocks: match });
-    } catch {
-      return; // the thread was lost: its subscriptions are ended already
-    }
-    start.at = performance.now();
-    // A peer that went, unsubscribed or subscribed anew meanwhile gets nothing more of this job.
-    const current = (sub: Subscriber): boolean => !this.#closed && this.#subscribers.get(sub.peer) === sub;
-    for (const [i, sub] of group.entries()) {
-      if (!current(sub)) continue;
-      const result = 'results' in r ? r.results[i] : undefined;
-      if (!result) {
-        this.#end(sub);
-        log.warn(
-          `event subscriber ${sub.peer.slice(0, 12)} cut off: ${'error' in r ? r.error : 'its filters are gone from the event filter thread'}`,
-        );
-        continue;
-      }
-      for (const [k, selection] of result.selections.entries()) {
-        if (!current(sub)) break;
-        const b = blocks[k];
-        const events = b ? assemble(b, selection) : [];
-        if (events.length > 0) this.#send(sub.peer, P.Kind.CLIENT_EVENTS, randomBytes(16).toString('hex'), encode(EventList, { events }));
-        sub.next = from + k + 1;
-        await slice(start);
-      }
-      if (result.over && current(sub)) {
-        this.#end(sub);
-        log.warn(
-          `event subscriber ${sub.peer.slice(0, 12)} cut off: its filters took ${result.over.ms} ms on block ${sub.next} (at most ${MATCH_BUDGET_MS} ms a block)`,
-        );
-      }
-    }
-  }
-
-  #eventsOf(num: number): BlockEvents | undefined {
-    const block = this.#chain.byNum(num);
-    if (!block) return undefined;
-    if (this.#cached?.blockId !== block.id) this.#cached = blockEvents(this.#chain, block);
-    return this.#cached;
   }
 
   #get(peer: string, env: P.EnvelopeMsg): void {

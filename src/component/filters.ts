@@ -21,13 +21,13 @@
  * each evaluated once with an empty DFA, cost 0.3 to 1.3 ms against a 70-character address,
  * 0.4 to 1.4 ms against a 128-character block id (up to 13 ms once, with the machine busy),
  * and 20 to 80 ms against a 4,096-character processor attribute value (EVENT_VALUE_LIMIT,
- * src/component/server.ts, the longest a filter can meet); compiling one takes at most
+ * src/component/state-requests.ts, the longest a filter can meet); compiling one takes at most
  * 4.5 ms. `^([0-9a-f]+)+z$` costs 0.01 ms; the patterns subscribers write (`^1cf126`,
  * `^[0-9a-f]{128}$`, `^1cf126[0-9a-f]{64}$`) 1.5 to 14 µs a value, their DFA warm.
  *
  * The work one value costs all subscribers together is thus at most LIMITS.nodeProgram ×
  * its length steps; on top of it, the filter thread ends a subscription whose matching of
- * one block takes more than MATCH_BUDGET_MS (client-service.ts cuts it off and says so).
+ * one block takes more than MATCH_BUDGET_MS (event-delivery.ts cuts it off and says so).
  */
 import * as P from './proto.js';
 

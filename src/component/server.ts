@@ -20,22 +20,27 @@
  * answer serves again once it answers late or registers again; one set aside for missed
  * pings, once it says anything at all.
  *
+ * The processors, their families, the process requests in flight to them and the set-aside
+ * bookkeeping are kept by the registry (src/component/processors.ts); this module owns the
+ * socket, its clients and the executor's turns (retries, back-off); a processor's requests
+ * on its transaction's context are answered by src/component/state-requests.ts.
+ *
  * Clients share the socket, as on the validator's port: the client requests and the event
  * service (message types 100-130 and 500-506) are handed to the HTTP thread as they came
  * (`ClientLink`), which answers them from the query service; the answers come back through
  * `sendTo`. A client that stops reading is cut off when its ZeroMQ queue is full: nothing
  * waits for it. Any other message type is answered NETWORK_ACK ERROR.
  */
-import { randomBytes } from 'node:crypto';
 import { Router } from 'zeromq';
 import { encode } from '../proto/index.js';
 import { InvalidTransaction, type TxnContext, type TxnInfo } from '../families/types.js';
 import { TRANSACTION_FAMILIES_SETTING, familyKey, readAllowed } from './families-setting.js';
-import { stateDelete, stateGet, stateSet } from './state-requests.js';
+import { eventAdd, receiptAddData, stateDelete, stateGet, stateSet } from './state-requests.js';
 import { ExternalUnavailable, type ExternalExecutor, type FamilyRoute, type StateReader } from '../ledger/executor.js';
 import { registerExecutor } from '../ledger/plugins.js';
 import type { ProcessorsReport } from '../ledger/protocol.js';
 import { log } from '../log.js';
+import { MAX_MISSED_PINGS, ProcessorRegistry } from './processors.js';
 import * as P from './proto.js';
 
 /** What the committer thread is told about the endpoint (plain data: CommitterOptions.component, declared at the end of this file). */
@@ -63,15 +68,6 @@ export interface ClientLink {
 /** The highest TpRegisterRequest.protocol_version served (RAW header style came with 1). */
 export const MAX_PROCESSOR_PROTOCOL_VERSION = 1;
 
-/**
- * Longest attribute value of an event a processor adds (characters); an event with a longer
- * one is refused (TpEventAddResponse ERROR). Attribute values are what subscribers' filters
- * match (src/component/filters.ts): one regular expression evaluation costs up to its
- * program size times the value's length, so this bounds what one value costs. Upstream has
- * no bound but the message size; ids, keys and addresses are far shorter.
- */
-export const EVENT_VALUE_LIMIT = 4096;
-
 /** Client message types: requests 100-130 and the event service 500-506. */
 export const isClientType = (t: number): boolean => (t >= 100 && t <= 130) || (t >= 500 && t <= 506);
 
@@ -91,12 +87,6 @@ const INTERNAL_ERROR_RETRIES = 5;
 const RETRY_BACKOFF_MS = 100;
 /** PING_REQUEST to every processor this often, as the validator does (at most a third of the process timeout). */
 const PING_INTERVAL_MS = 10_000;
-/**
- * Pings a processor may leave unanswered in a row before it is set aside: with the
- * interval, about the process timeout. The SDKs answer pings from their socket thread, so
- * a processor whose apply hangs still answers them: that one is caught by the timeout.
- */
-const MAX_MISSED_PINGS = 3;
 /** Frames larger than this close the sender's connection (ZeroMQ's own limit). */
 const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /** ZMQ_ROUTER_NOTIFY (libzmq draft option): an empty message on each connect and disconnect. */
@@ -105,89 +95,22 @@ const NOTIFY_CONNECT_AND_DISCONNECT = 3;
 /** ZeroMQ's default: messages queued for one peer. */
 const SEND_HIGH_WATER_MARK = 1000;
 
-interface Processor {
-  /** ZeroMQ routing id. */
-  id: Buffer;
-  key: string;
-  /** Families it registered, as name\0version. */
-  families: Set<string>;
-  raw: boolean;
-  /** Process requests sent to it and not answered. */
-  inFlight: Set<Pending>;
-  /** Pings sent since it last said anything. */
-  pingsUnanswered: number;
-  /**
-   * Its families while it is set aside: 'answer' (a process request timed out: a late
-   * answer or a new registration brings it back) or 'pings' (it missed its pings: any
-   * message brings it back).
-   */
-  setAside: { families: Set<string>; cause: 'answer' | 'pings' } | null;
-}
-
-const newProcessor = (id: Buffer, idKey: string): Processor => ({
-  id,
-  key: idKey.slice(0, 12),
-  families: new Set(),
-  raw: false,
-  inFlight: new Set(),
-  pingsUnanswered: 0,
-  setAside: null,
-});
-
-/** "name\0version" as people read it. */
-const familyName = (key: string): string => key.replace('\0', ' ');
-
-interface Pending {
-  processor: Processor;
-  correlationId: string;
-  contextId: string;
-  ctx: TxnContext;
-  timer: NodeJS.Timeout;
-  resolve(r: P.ProcessResponseMsg | 'lost'): void;
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms).unref());
-
-/**
- * A processor's answer to a request in flight. One that does not decode (malformed protobuf,
- * a message that is not UTF-8) is still its answer, an INTERNAL_ERROR: dropped, it left the
- * transaction waiting for the process timeout.
- */
-function decodeAnswer(content: Uint8Array): P.ProcessResponseMsg {
-  try {
-    return P.ProcessResponse.decode(content) as unknown as P.ProcessResponseMsg;
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    return { status: P.ProcessStatus.INTERNAL_ERROR, message: `the answer could not be decoded (${why})`, extendedData: new Uint8Array(0) };
-  }
-}
 
 export class ComponentServer implements ExternalExecutor {
   readonly #sock: Router;
   readonly #opts: Required<ComponentOptions>;
   readonly #external: Set<string>;
-  readonly #processors = new Map<string, Processor>();
-  /** Processors by family key, in registration order. */
-  readonly #byFamily = new Map<string, Processor[]>();
-  readonly #pending = new Map<string, Pending>();
-  readonly #contexts = new Map<string, Pending>();
+  readonly #registry: ProcessorRegistry;
   readonly #outbox: Array<[Buffer, Uint8Array]> = [];
   #sending = false;
   #closed = false;
   #ping: NodeJS.Timeout | null = null;
   #endpoint = '';
-  /** Woken when a processor registers (a round waiting for one may go on). */
-  #rr = 0;
   readonly #client: ClientLink | undefined;
   /** Peers that sent a client message, and those cut off since (their messages are dropped until they send again). */
   readonly #clients = new Set<string>();
   readonly #cut = new Set<string>();
-  /** Why a family has no processor, while the one it had is set aside (by family key). */
-  readonly #blocked = new Map<string, { processor: Processor; why: string }>();
-  /** Since start: transactions whose processor did not answer, and processors set aside. */
-  #txnsSetAside = 0;
-  #processorsSetAside = 0;
-  readonly #onReport: ((r: ProcessorsReport) => void) | undefined;
 
   constructor(opts: ComponentOptions, client?: ClientLink, onReport?: (r: ProcessorsReport) => void) {
     this.#opts = {
@@ -198,7 +121,11 @@ export class ComponentServer implements ExternalExecutor {
       ...opts,
     };
     this.#client = client;
-    this.#onReport = onReport;
+    this.#registry = new ProcessorRegistry(
+      this.#opts.processTimeoutMs,
+      (id, kind, correlationId, content) => this.#send(id, kind, correlationId, content),
+      onReport,
+    );
     this.#external = new Set(opts.externalFamilies);
     this.#sock = new Router({
       mandatory: true,
@@ -238,7 +165,7 @@ export class ComponentServer implements ExternalExecutor {
     this.#endpoint = this.#sock.lastEndpoint ?? `tcp://${host}:${port}`;
     void this.#receive();
     this.#ping = setInterval(
-      () => this.#pingAll(),
+      () => this.#registry.pingAll(),
       Math.min(this.#opts.pingIntervalMs, Math.max(1, Math.floor(this.#opts.processTimeoutMs / MAX_MISSED_PINGS))),
     );
     this.#ping.unref();
@@ -249,7 +176,7 @@ export class ComponentServer implements ExternalExecutor {
     if (this.#closed) return;
     this.#closed = true;
     if (this.#ping) clearInterval(this.#ping);
-    for (const p of [...this.#pending.values()]) this.#finish(p, 'lost');
+    this.#registry.loseAll();
     this.#sock.close();
   }
 
@@ -264,8 +191,8 @@ export class ComponentServer implements ExternalExecutor {
       }
       if (native && !this.#external.has(name)) return 'native';
       const key = familyKey(name, version);
-      if (this.#byFamily.get(key)?.length) return 'external';
-      const blocked = this.#blocked.get(key);
+      if (this.#registry.serves(key)) return 'external';
+      const blocked = this.#registry.blocked(key);
       return blocked ? { unserved: `${name} ${version} (${blocked.why})` } : 'unserved';
     };
   }
@@ -277,13 +204,13 @@ export class ComponentServer implements ExternalExecutor {
     let lastInternal = '';
     for (;;) {
       if (this.#closed) throw new ExternalUnavailable(`${what} (the node is shutting down)`);
-      const processor = this.#pick(key);
+      const processor = this.#registry.pick(key);
       if (!processor) {
-        const blocked = this.#blocked.get(key);
+        const blocked = this.#registry.blocked(key);
         throw new ExternalUnavailable(blocked ? `${what} (${blocked.why})` : what);
       }
       const ctx = context();
-      const answer = await this.#request(processor, txn, headerBytes, ctx);
+      const answer = await this.#registry.request(processor, txn, headerBytes, ctx);
       if (answer === 'lost') continue; // gone or set aside: the next one of the family, or the batch waits
       if (answer.status === P.ProcessStatus.OK) return ctx;
       if (answer.status === P.ProcessStatus.INVALID_TRANSACTION) throw new InvalidTransaction(answer.message, answer.extendedData);
@@ -297,111 +224,13 @@ export class ComponentServer implements ExternalExecutor {
     }
   }
 
-  // ---- processors ----
-
-  /** The next processor of a family, taking turns. */
-  #pick(key: string): Processor | undefined {
-    const list = this.#byFamily.get(key);
-    if (!list || list.length === 0) return undefined;
-    return list[this.#rr++ % list.length];
-  }
-
-  #request(processor: Processor, txn: TxnInfo, headerBytes: Uint8Array, ctx: TxnContext): Promise<P.ProcessResponseMsg | 'lost'> {
-    return new Promise((resolve) => {
-      const correlationId = randomBytes(16).toString('hex');
-      const contextId = randomBytes(16).toString('hex');
-      const pending: Pending = {
-        processor,
-        correlationId,
-        contextId,
-        ctx,
-        resolve,
-        timer: setTimeout(() => {
-          this.#txnsSetAside++;
-          this.#setAside(processor, 'answer', `did not answer transaction ${txn.id.slice(0, 16)}… within ${this.#opts.processTimeoutMs} ms`);
-          this.#finish(pending, 'lost');
-        }, this.#opts.processTimeoutMs),
-      };
-      this.#pending.set(correlationId, pending);
-      this.#contexts.set(contextId, pending);
-      processor.inFlight.add(pending);
-      const request = processor.raw
-        ? { payload: txn.payload, signature: txn.id, contextId, headerBytes }
-        : { header: txn.header, payload: txn.payload, signature: txn.id, contextId };
-      this.#send(processor.id, P.Kind.TP_PROCESS_REQUEST, correlationId, encode(P.ProcessRequest, request));
-    });
-  }
-
-  #finish(p: Pending, answer: P.ProcessResponseMsg | 'lost'): void {
-    if (!this.#pending.delete(p.correlationId)) return;
-    clearTimeout(p.timer);
-    this.#contexts.delete(p.contextId);
-    p.processor.inFlight.delete(p);
-    p.resolve(answer);
-  }
-
   /** A processor went away: its families lose it and its requests go elsewhere. */
   #drop(idKey: string, why: string): void {
     if (this.#clients.delete(idKey)) {
       this.#cut.delete(idKey);
       this.#client?.gone(idKey, 'disconnected');
     }
-    const p = this.#processors.get(idKey);
-    if (!p) return;
-    this.#processors.delete(idKey);
-    // Logged before the families are cleared, so an idle processor's departure shows too.
-    if (p.families.size > 0 || p.inFlight.size > 0 || p.setAside) log.info(`transaction processor ${p.key} ${why}`);
-    const served = p.families.size > 0 || p.setAside !== null;
-    p.setAside = null;
-    for (const [key, b] of this.#blocked) if (b.processor === p) this.#blocked.delete(key);
-    this.#unregister(p);
-    for (const r of [...p.inFlight]) this.#finish(r, 'lost');
-    if (served) this.#report();
-  }
-
-  /**
-   * A processor stopped answering: it is unregistered from its families (kept, to serve
-   * them again if it comes back), so that their transactions go to another processor or
-   * wait, and the blocks go on without them.
-   */
-  #setAside(p: Processor, cause: 'answer' | 'pings', why: string): void {
-    if (p.families.size === 0) return;
-    const families = [...p.families];
-    log.warn(
-      `transaction processor ${p.key} ${why}: set aside from ${families.map(familyName).join(', ')}; ` +
-        'their transactions go to another processor of the family or wait until one answers',
-    );
-    p.setAside = { families: new Set(families), cause };
-    for (const key of families) this.#blocked.set(key, { processor: p, why: `its processor ${p.key} ${why}` });
-    this.#unregister(p);
-    this.#processorsSetAside++;
-    this.#report();
-  }
-
-  /** A processor set aside answers again: it serves its families again. */
-  #revive(p: Processor, how: string): void {
-    const aside = p.setAside;
-    if (!aside) return;
-    p.setAside = null;
-    for (const key of aside.families) {
-      if (this.#blocked.get(key)?.processor === p) this.#blocked.delete(key);
-      if (!p.families.has(key)) {
-        p.families.add(key);
-        this.#byFamily.set(key, [...(this.#byFamily.get(key) ?? []), p]);
-      }
-    }
-    log.info(`transaction processor ${p.key} ${how}: it serves ${[...aside.families].map(familyName).join(', ')} again`);
-    this.#report();
-  }
-
-  /** What the HTTP thread shows in /status and the metrics. */
-  #report(): void {
-    if (!this.#onReport) return;
-    const families = [...this.#byFamily].map(([key, list]) => ({ family: familyName(key), processors: list.length }));
-    const setAside = [...this.#blocked]
-      .filter(([key]) => !this.#byFamily.get(key)?.length)
-      .map(([key, b]) => ({ family: familyName(key), why: b.why }));
-    this.#onReport({ families, setAside, transactionsSetAside: this.#txnsSetAside, processorsSetAside: this.#processorsSetAside });
+    this.#registry.remove(idKey, why);
   }
 
   /** Sends an envelope the HTTP thread encoded to a client peer (dropped when it is gone or cut off). */
@@ -409,26 +238,6 @@ export class ComponentServer implements ExternalExecutor {
     if (this.#closed || !this.#clients.has(peer) || this.#cut.has(peer)) return;
     this.#outbox.push([Buffer.from(peer, 'hex'), body]);
     if (!this.#sending) void this.#flush();
-  }
-
-  #unregister(p: Processor): void {
-    for (const key of p.families) {
-      const list = this.#byFamily.get(key)?.filter((x) => x !== p) ?? [];
-      if (list.length > 0) this.#byFamily.set(key, list);
-      else this.#byFamily.delete(key);
-    }
-    p.families.clear();
-  }
-
-  #pingAll(): void {
-    for (const p of this.#processors.values()) {
-      if (p.families.size === 0 && p.setAside === null) continue;
-      if (p.families.size > 0 && p.pingsUnanswered >= MAX_MISSED_PINGS) {
-        this.#setAside(p, 'pings', `missed ${p.pingsUnanswered} pings in a row`);
-      }
-      p.pingsUnanswered++;
-      this.#send(p.id, P.Kind.PING_REQUEST, randomBytes(16).toString('hex'), encode(P.PingRequest, {}));
-    }
   }
 
   // ---- socket ----
@@ -450,7 +259,7 @@ export class ComponentServer implements ExternalExecutor {
         await this.#sock.send([id, bytes]);
       } catch (err) {
         const code = (err as { code?: string }).code ?? String(err);
-        if (code === 'EAGAIN' && this.#clients.has(idKey) && !this.#processors.get(idKey)?.families.size) {
+        if (code === 'EAGAIN' && this.#clients.has(idKey) && !this.#registry.get(idKey)?.families.size) {
           // A client that does not read: its messages stop, the socket and everyone else go on.
           this.#cut.add(idKey);
           log.warn(`component endpoint: client ${idKey.slice(0, 12)} cut off: it stopped reading (${this.#opts.sendHighWaterMark} messages queued)`);
@@ -485,19 +294,15 @@ export class ComponentServer implements ExternalExecutor {
     const idKey = id.toString('hex');
     if (body.length === 0) {
       // ZMQ_ROUTER_NOTIFY: the first empty message is the connect, the next the disconnect.
-      if (this.#processors.has(idKey)) this.#drop(idKey, 'disconnected');
-      else this.#processors.set(idKey, newProcessor(id, idKey));
+      if (this.#registry.get(idKey)) this.#drop(idKey, 'disconnected');
+      else this.#registry.add(id, idKey);
       return;
     }
     const env = P.Envelope.decode(body) as unknown as P.EnvelopeMsg;
-    let processor = this.#processors.get(idKey);
-    if (!processor) {
-      processor = newProcessor(id, idKey);
-      this.#processors.set(idKey, processor);
-    }
+    const processor = this.#registry.get(idKey) ?? this.#registry.add(id, idKey);
     // Anything it says shows its socket is alive.
     processor.pingsUnanswered = 0;
-    if (processor.setAside?.cause === 'pings') this.#revive(processor, 'answers again');
+    if (processor.setAside?.cause === 'pings') this.#registry.revive(processor, 'answers again');
     const reply = (kind: number, type: typeof P.Envelope, msg: object): void => this.#send(id, kind, env.correlationId, encode(type, msg));
     const K = P.Kind;
     if (isClientType(env.messageType) && this.#client) {
@@ -518,64 +323,34 @@ export class ComponentServer implements ExternalExecutor {
           );
           return reply(K.TP_REGISTER_RESPONSE, P.RegisterResponse, { status: P.AckStatus.ERROR, protocolVersion: MAX_PROCESSOR_PROTOCOL_VERSION });
         }
-        return this.#register(processor, m, (ok) =>
+        return this.#registry.register(processor, m, (ok) =>
           reply(K.TP_REGISTER_RESPONSE, P.RegisterResponse, { status: ok ? P.AckStatus.OK : P.AckStatus.ERROR, protocolVersion: m.protocolVersion }),
         );
       }
       case K.TP_UNREGISTER_REQUEST:
-        if (processor.families.size > 0) log.info(`transaction processor ${processor.key} unregistered`);
-        processor.setAside = null;
-        for (const [key, b] of this.#blocked) if (b.processor === processor) this.#blocked.delete(key);
-        this.#unregister(processor);
-        this.#report();
+        this.#registry.withdraw(processor);
         return reply(K.TP_UNREGISTER_RESPONSE, P.UnregisterResponse, { status: P.AckStatus.OK });
-      case K.TP_PROCESS_RESPONSE: {
-        const pending = this.#pending.get(env.correlationId);
-        // An answer to a request this processor was not sent (or no longer waited for) is
-        // ignored; a late one shows that a processor set aside for it works again.
-        if (!pending || pending.processor !== processor) {
-          if (processor.setAside?.cause === 'answer') this.#revive(processor, 'answered late');
-          return;
-        }
-        return this.#finish(pending, decodeAnswer(env.content));
-      }
+      case K.TP_PROCESS_RESPONSE:
+        return this.#registry.answered(processor, env.correlationId, env.content);
       case K.TP_STATE_GET_REQUEST: {
         const m = P.StateGetRequest.decode(env.content) as unknown as P.ContextAddressesMsg;
-        return reply(K.TP_STATE_GET_RESPONSE, P.StateGetResponse, stateGet(this.#context(processor, m.contextId), m));
+        return reply(K.TP_STATE_GET_RESPONSE, P.StateGetResponse, stateGet(this.#registry.context(processor, m.contextId), m));
       }
       case K.TP_STATE_SET_REQUEST: {
         const m = P.StateSetRequest.decode(env.content) as unknown as P.StateSetRequestMsg;
-        return reply(K.TP_STATE_SET_RESPONSE, P.StateSetResponse, stateSet(this.#context(processor, m.contextId), m));
+        return reply(K.TP_STATE_SET_RESPONSE, P.StateSetResponse, stateSet(this.#registry.context(processor, m.contextId), m));
       }
       case K.TP_STATE_DELETE_REQUEST: {
         const m = P.StateDeleteRequest.decode(env.content) as unknown as P.ContextAddressesMsg;
-        return reply(K.TP_STATE_DELETE_RESPONSE, P.StateDeleteResponse, stateDelete(this.#context(processor, m.contextId), m));
+        return reply(K.TP_STATE_DELETE_RESPONSE, P.StateDeleteResponse, stateDelete(this.#registry.context(processor, m.contextId), m));
       }
       case K.TP_RECEIPT_ADD_DATA_REQUEST: {
         const m = P.ReceiptAddDataRequest.decode(env.content) as unknown as P.ReceiptAddDataRequestMsg;
-        const ctx = this.#context(processor, m.contextId);
-        if (ctx) ctx.addReceiptData(m.data);
-        return reply(K.TP_RECEIPT_ADD_DATA_RESPONSE, P.ReceiptAddDataResponse, { status: ctx ? P.AckStatus.OK : P.AckStatus.ERROR });
+        return reply(K.TP_RECEIPT_ADD_DATA_RESPONSE, P.ReceiptAddDataResponse, receiptAddData(this.#registry.context(processor, m.contextId), m));
       }
       case K.TP_EVENT_ADD_REQUEST: {
         const m = P.EventAddRequest.decode(env.content) as unknown as P.EventAddRequestMsg;
-        const ctx = this.#context(processor, m.contextId);
-        const event = m.event;
-        const long = event?.attributes.find((a) => a.value.length > EVENT_VALUE_LIMIT);
-        if (event && long) {
-          log.warn(
-            `transaction processor ${processor.key}: event ${event.eventType.slice(0, 64)} refused, its attribute "${long.key.slice(0, 64)}" is ${long.value.length} characters long (at most ${EVENT_VALUE_LIMIT})`,
-          );
-        }
-        const ok = ctx !== undefined && event !== null && event !== undefined && event.eventType !== '' && long === undefined;
-        if (ok) {
-          ctx.addEvent(
-            event.eventType,
-            event.attributes.map((a) => ({ key: a.key, value: a.value })),
-            event.data,
-          );
-        }
-        return reply(K.TP_EVENT_ADD_RESPONSE, P.EventAddResponse, { status: ok ? P.AckStatus.OK : P.AckStatus.ERROR });
+        return reply(K.TP_EVENT_ADD_RESPONSE, P.EventAddResponse, eventAdd(this.#registry.context(processor, m.contextId), m, processor.key));
       }
       case K.PING_REQUEST:
         return reply(K.PING_RESPONSE, P.PingResponse, {});
@@ -586,31 +361,6 @@ export class ComponentServer implements ExternalExecutor {
         // Answered, never left unanswered (a request's sender would wait for ever); answers are not.
         if (!isAnswerType(env.messageType)) reply(K.NETWORK_ACK, P.NetworkAcknowledgement, { status: P.AckStatus.ERROR });
     }
-  }
-
-  #register(p: Processor, m: P.RegisterRequestMsg, answer: (ok: boolean) => void): void {
-    if (!m.family || !m.version || m.family.length > 256 || m.version.length > 256) {
-      answer(false);
-      return;
-    }
-    const key = familyKey(m.family, m.version);
-    p.raw = m.requestHeaderStyle === P.HeaderStyle.RAW;
-    // Registering again is answering again: whatever was set aside serves again.
-    this.#revive(p, 'registered again');
-    if (!p.families.has(key)) {
-      p.families.add(key);
-      this.#byFamily.set(key, [...(this.#byFamily.get(key) ?? []), p]);
-    }
-    this.#blocked.delete(key);
-    log.info(`transaction processor ${p.key} registered ${m.family} ${m.version} (namespaces ${m.namespaces.join(', ') || 'none'})`);
-    answer(true);
-    this.#report();
-  }
-
-  /** The context of a transaction in flight on this very processor. */
-  #context(p: Processor, contextId: string): TxnContext | undefined {
-    const pending = this.#contexts.get(contextId);
-    return pending && pending.processor === p ? pending.ctx : undefined;
   }
 }
 
