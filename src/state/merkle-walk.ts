@@ -27,7 +27,13 @@ interface Frame {
  * Leaves under `rootHash` whose address starts with `pre`, from `start` (null: from the
  * first, or the last when `reverse`), read through `load`.
  */
-export function* walk(load: (hash: Buffer) => MerkleRecord, rootHash: Buffer, pre: Buffer, start: Buffer | null, reverse: boolean): Generator<{ address: string; value: Buffer }> {
+export function* walk(
+  load: (hash: Buffer) => MerkleRecord,
+  rootHash: Buffer,
+  pre: Buffer,
+  start: Buffer | null,
+  reverse: boolean,
+): Generator<{ address: string; value: Buffer }> {
   let path = Buffer.allocUnsafe(64);
   const grow = (n: number): void => {
     if (n <= path.length) return;
