@@ -13,7 +13,7 @@
 import * as hdr from 'hdr-histogram-js';
 import { type Reply, type Target, retryAfterMs, why } from './target.js';
 import type { BatchSource } from './generator.js';
-import { latency, newHistogram, type Progress, type RunStats, type Schedule, type StepResult, type Tick } from './run-stats.js';
+import { latency, newHistogram, type Progress, type RunStats, type Schedule, type Tick } from './run-stats.js';
 
 export { latency, newHistogram, type Latency, type Progress, type RunStats, type Schedule, type StepResult, type Tick } from './run-stats.js';
 
