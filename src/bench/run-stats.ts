@@ -83,7 +83,8 @@ export function newHistogram(): hdr.Histogram {
   return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
 }
 
-const ms = (us: number): number => Math.round(us) / 1000;
+/** µs (the histograms' unit) to ms, rounded to the µs. */
+export const ms = (us: number): number => Math.round(us) / 1000;
 
 export function latency(h: hdr.Histogram): Latency {
   const empty = h.totalCount === 0;

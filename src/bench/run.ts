@@ -10,10 +10,10 @@
  * pending batch, which commits in the same blocks. The shapes of its result and the
  * histogram it measures in are in run-stats.ts (re-exported here).
  */
-import * as hdr from 'hdr-histogram-js';
+import type * as hdr from 'hdr-histogram-js';
 import { type Reply, type Target, retryAfterMs, why } from './target.js';
 import type { BatchSource } from './generator.js';
-import { latency, newHistogram, type Progress, type RunStats, type Schedule, type Tick } from './run-stats.js';
+import { latency, ms, newHistogram, type Progress, type RunStats, type Schedule, type Tick } from './run-stats.js';
 
 export { latency, newHistogram, type Latency, type Progress, type RunStats, type Schedule, type StepResult, type Tick } from './run-stats.js';
 
