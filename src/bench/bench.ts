@@ -10,7 +10,8 @@ import type { BenchOptions } from './options.js';
 import { Generator, ListSource, SignerPool, type Batch, type BatchSource } from './generator.js';
 import { loadPayloads } from './payloads.js';
 import { checkSawtooth, spawnNode, Target, type Spawned } from './target.js';
-import { runLoad, type RunStats } from './run.js';
+import { runLoad } from './run.js';
+import type { RunStats } from './run-stats.js';
 import { html, markdown, progressLine, summary, type BenchResult } from './report.js';
 import { compareRuns, describe, runsOf, type Comparison } from './compare.js';
 

@@ -3,7 +3,7 @@
  * (for a CI comment) and a self-contained HTML page whose charts are inline SVG drawn here
  * (no script, no network: it opens anywhere, under any Content Security Policy).
  */
-import type { Latency, RunStats, Tick } from './run.js';
+import type { Latency, RunStats, Tick } from './run-stats.js';
 import type { BenchOptions } from './options.js';
 
 /** What a run of `cairn bench` reports (the JSON report; the text, Markdown and HTML ones are made from it). */

@@ -7,104 +7,15 @@
  * again after the server's Retry-After (else a short back-off). Commits are tracked per
  * target by POST /batch_statuses: a long poll with `wait` on the oldest pending batch (it
  * returns when that batch's block is committed), then one look without wait at every
- * pending batch, which commits in the same blocks.
+ * pending batch, which commits in the same blocks. The shapes of its result and the
+ * histogram it measures in are in run-stats.ts (re-exported here).
  */
-import * as hdr from 'hdr-histogram-js';
+import type * as hdr from 'hdr-histogram-js';
 import { type Reply, type Target, retryAfterMs, why } from './target.js';
 import type { BatchSource } from './generator.js';
+import { latency, ms, newHistogram, type Progress, type RunStats, type Schedule, type Tick } from './run-stats.js';
 
-export interface Latency {
-  p50: number;
-  p90: number;
-  p99: number;
-  p999: number;
-  max: number;
-  mean: number;
-  count: number;
-  /** The HDR histogram of µs, compressed base64 (hdr-histogram-js `decodeFromCompressedBase64`). */
-  histogram: string;
-}
-
-export interface Tick {
-  /** Seconds since the start. */
-  t: number;
-  offered: number;
-  achieved: number;
-  committed: number;
-  pending: number;
-  http429: number;
-  errors: number;
-  submitP50Ms: number;
-  submitP99Ms: number;
-  commitP50Ms: number;
-  commitP99Ms: number;
-}
-
-export interface StepResult {
-  rate: number;
-  offeredRate: number;
-  achievedRate: number;
-  committedBatchesPerSec: number;
-  submitLatencyMs: Latency;
-  commitLatencyMs: Latency;
-}
-
-export interface RunStats {
-  sent: number;
-  accepted: number;
-  committed: number;
-  committedTxns: number;
-  invalid: number;
-  http429: number;
-  errors: number;
-  uncommitted: number;
-  generatorStalls: number;
-  sendSeconds: number;
-  elapsedSeconds: number;
-  offeredRate: number;
-  achievedRate: number;
-  committedBatchesPerSec: number;
-  committedTxnsPerSec: number;
-  submitLatencyMs: Latency;
-  commitLatencyMs: Latency;
-  errorSamples: string[];
-  timeline: Tick[];
-  steps: StepResult[];
-}
-
-export interface Schedule {
-  connections: number;
-  /** Open loop: one entry per step; empty: closed loop. */
-  rates: number[];
-  /** Length of the run (closed loop, or open loop at one rate) or of each step, ms; 0: until the source is done. */
-  durationMs: number;
-  txnsPerBatch: number;
-  commitTimeoutMs: number;
-}
-
-export interface Progress {
-  tick(t: Tick): void;
-}
-
-export function newHistogram(): hdr.Histogram {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
-}
-
-const ms = (us: number): number => Math.round(us) / 1000;
-
-export function latency(h: hdr.Histogram): Latency {
-  const empty = h.totalCount === 0;
-  return {
-    p50: empty ? 0 : ms(h.getValueAtPercentile(50)),
-    p90: empty ? 0 : ms(h.getValueAtPercentile(90)),
-    p99: empty ? 0 : ms(h.getValueAtPercentile(99)),
-    p999: empty ? 0 : ms(h.getValueAtPercentile(99.9)),
-    max: empty ? 0 : ms(h.maxValue),
-    mean: empty ? 0 : ms(h.mean),
-    count: h.totalCount,
-    histogram: hdr.encodeIntoCompressedBase64(h),
-  };
-}
+export { latency, newHistogram, type Latency, type Progress, type RunStats, type Schedule, type StepResult, type Tick } from './run-stats.js';
 
 const sleep = (msec: number): Promise<void> => new Promise((r) => setTimeout(r, msec));
 

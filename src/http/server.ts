@@ -13,6 +13,9 @@
  * So every callback registered here (routes, catch-alls, onData, onAborted, websocket
  * handlers) runs behind a guard that logs the error and, while the response can still
  * be written, answers 500.
+ *
+ * Its options, the request-head limits, the body budget and the per-request exchange record
+ * are in server-options.ts (re-exported here).
  */
 import uws from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from '@trufflesuite/uws-js-unofficial';
@@ -23,79 +26,15 @@ import { httpRefusals, type Refusal } from './errors.js';
 import type { Handler, Method, Reply, Req } from './types.js';
 import { prepareReply, streamBody, type Prepared } from './reply.js';
 import { decodeURIComponentSafe, requestId } from './request-id.js';
+import { MAX_HEADER_BYTES, MAX_URL_BYTES, type Exchange, type ServerOptions } from './server-options.js';
 
 export type { Handler, Method, Reply, Req } from './types.js';
-
-/**
- * Request-target and header limits answered from JS (414 / 431). uWS closes the
- * connection itself, before any JS runs, when a request head it cannot buffer arrives:
- * more than about 4 KiB split over several reads, more than 48 header lines, or
- * more than its receive buffer in one read. Heads inside those bounds but over these
- * limits get a readable answer.
- */
-export const MAX_URL_BYTES = 8192;
-export const MAX_HEADER_BYTES = 16384;
-
-/**
- * Bytes of request bodies held at once (being received or being handled), shared by the
- * servers given the same budget: each body is bounded, and this bounds their number.
- */
-export class BodyBudget {
-  used = 0;
-  constructor(readonly max: number) {}
-}
-
-export interface ServerOptions {
-  name: string;
-  maxBodyBytes: number;
-  /** Shared bound on request-body bytes held at once; over it a request gets 503. */
-  bodyBudget?: BodyBudget;
-  /**
-   * Path parameters longer than an id may be (MAX_ID_BYTES) name nothing that can exist:
-   * 404 before the handler runs. On unless false (for interfaces whose handlers validate
-   * ids themselves).
-   */
-  boundParams?: boolean;
-  /** Builds the body of an error reply in this interface's shape (`code`: the interface's own error code, if any). */
-  errorReply(status: number, message: string, code?: number): Reply;
-  /** Extra headers on every reply (e.g. CORS when enabled). */
-  commonHeaders?: Record<string, string>;
-  /**
-   * The write gate: called before a route's handler with its method and route pattern; a
-   * message refuses the request with 503 (a storage alarm makes the node read-only).
-   */
-  refuseWrite?: (method: string, route: string) => string | null;
-  /**
-   * An error a handler threw that is not an ApiError: a storage error (a failed write, a
-   * damaged record) is turned into an alarm and a 503 with this message; null: a 500.
-   */
-  storageError?: (err: unknown) => string | null;
-  /**
-   * Called once per answered route request with its route pattern (not the raw URL, so the
-   * label set stays bounded), HTTP status and duration; absent, requests are not timed.
-   */
-  observe?: (method: string, route: string, status: number, seconds: number) => void;
-}
+export { BodyBudget, MAX_HEADER_BYTES, MAX_URL_BYTES, type ServerOptions } from './server-options.js';
 
 /** uWS ListenOptions.LIBUS_LISTEN_EXCLUSIVE_PORT (the enum is declared but not exported at run time). */
 const LIBUS_LISTEN_EXCLUSIVE_PORT = 1;
 
 const METHOD_NAMES: Record<Method, string> = { get: 'GET', post: 'POST', put: 'PUT', patch: 'PATCH', del: 'DELETE', options: 'OPTIONS' };
-
-interface Exchange {
-  /** A reply was sent (or the client went away): the response must not be touched again. */
-  done: boolean;
-  /** Body bytes charged to the body budget, given back when the exchange ends. */
-  held?: number;
-  /** The request id (routed requests), sent back as x-request-id. */
-  id?: string;
-  /** A HEAD request: the answer goes without its body. */
-  head?: boolean;
-  /** Set only when requests are timed (metrics on) or logged (debug): route pattern, method, start. */
-  route?: string;
-  method?: string;
-  t0?: number;
-}
 
 export class HttpServer {
   readonly app: TemplatedApp;

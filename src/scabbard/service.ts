@@ -1,22 +1,22 @@
 /**
  * One state service of a circuit (scabbard, research circuits.md §3) as the HTTP thread
- * holds it: the intake (an accepted batch is in LMDB before the 202, then proposed until it
- * settles; a member forwards it to the coordinator), the messages of the circuit, its
- * agreement (agreement.ts), and the reads (head, state, statuses) through synchronous LMDB
- * reads. The ledger itself is an instance of the engine on a committer thread of its own
- * (compose.ts): it executes the rounds (the coordinator builds them, a member verifies by
- * executing), writes the agreed ones (state, head, receipts, statuses, intake removal,
- * round log, read model: one LMDB transaction, stamped with the round's time as the
- * coordinator proposed it) and re-executes rounds fetched from a peer when behind.
+ * holds it: the intake (intake.ts: an accepted batch is in LMDB before the 202, then proposed
+ * until it settles; a member forwards it to the coordinator; the coordinator's back-pressure),
+ * the messages of the circuit, its agreement (agreement.ts), and the reads (head, state,
+ * statuses) through synchronous LMDB reads. The ledger itself is an instance of the engine
+ * on a committer thread of its own (compose.ts): it executes the rounds (the coordinator
+ * builds them, a member verifies by executing), writes the agreed ones (state, head,
+ * receipts, statuses, intake removal, round log, read model: one LMDB transaction, stamped
+ * with the round's time as the coordinator proposed it) and re-executes rounds fetched from
+ * a peer when behind.
  *
  * Where it does better than upstream (docs/circuits.md): a round carries up to `roundMax`
  * batches; statuses are stored; a rejected or timed-out round is proposed again; a member
  * that is behind fetches the committed rounds it lacks from a peer and re-executes them; a
  * committer thread that stops (a failed write) is replaced (committer-link.ts).
  */
-import type { RootDatabase } from 'lmdb';
 import { log } from '../log.js';
-import { ownBytes, type BlockEvent, type ToCommitter } from '../ledger/protocol.js';
+import type { BlockEvent, ToCommitter } from '../ledger/protocol.js';
 import type { StatusEntry } from '../ledger/query.js';
 import { StatusWaiters } from '../ledger/status-waiters.js';
 import { StateReader } from '../state/reader.js';
@@ -24,47 +24,19 @@ import { HEAD, type ChainHead } from '../store/ledger-stores.js';
 import { dataDirOf } from '../store/db.js';
 import type { VerifyResult } from '../ledger/verify.js';
 import { MsgType, ScabbardMessage, decode, encode, type RoundRecordMsg, type ScabbardMsg } from './proto.js';
-import { ROUND, batchIdOf, openCircuitStores, scabbardPrefix, type CircuitStores } from './records.js';
-import { BatchChecks, type BodyVerifier } from './checks.js';
+import { ROUND, openCircuitStores, scabbardPrefix, type CircuitStores } from './records.js';
+import { BatchChecks } from './checks.js';
 import { Agreement } from './agreement.js';
 import { CommitterLink } from './committer-link.js';
-import type { ServiceArgs } from './args.js';
+import { Intake, type Queued } from './intake.js';
+import type { ServiceOptions } from './service-options.js';
 
 export { parseServiceArgs, type ServiceArgs } from './args.js';
 export { scabbardPrefix } from './records.js';
 export type { BodyVerifier } from './checks.js';
-
-/** How a service reaches the other services of its circuit. */
-export interface ServiceTransport {
-  send(toService: string, msg: Uint8Array): void;
-  /** Whether the node of a peer service is connected now. */
-  reachable(toService: string): boolean;
-}
-
-export interface ServiceOptions {
-  db: RootDatabase;
-  circuitId: string;
-  serviceId: string;
-  args: ServiceArgs;
-  /** The node's key file: the committer thread signs the ledger's blocks with it (absent: a key of its own). */
-  nodeKeyFile?: string;
-  transport: ServiceTransport;
-  verify: BodyVerifier;
-  roundMax: number;
-  queueHigh: number;
-  queueLow: number;
-}
+export type { ServiceOptions, ServiceTransport } from './service-options.js';
 
 export type StatusType = 'Unknown' | 'Pending' | 'Valid' | 'Invalid' | 'Committed';
-
-/** An accepted batch not settled yet. */
-interface Queued {
-  id: string;
-  bytes: Buffer;
-  at: number;
-  seq: number;
-  fwdAt: number;
-}
 
 /** Rounds a catch-up answer holds at most. */
 const CATCH_UP_ROUNDS = 200;
@@ -79,22 +51,17 @@ export class ScabbardService {
   readonly #state: StateReader;
   readonly #checks: BatchChecks;
   readonly #agreement: Agreement;
-  /** Accepted and not yet settled, in arrival order. */
+  readonly #intake: Intake;
+  /** Accepted and not yet settled, in arrival order (the intake adds, written rounds settle). */
   readonly #queue = new Map<string, Queued>();
   /** Batch ids of a round executed and not yet written (status Valid). */
   readonly #valid = new Set<string>();
   readonly #waiters = new StatusWaiters();
   #engine: CommitterLink | null = null;
-  #seq = 0;
   #height = 0;
-  #busy = false;
-  #remoteBusy = false;
   #catchUpAt = 0;
   /** Catch-up asks for more once the round of this height is written (a full answer came). */
   #catchUpMore = 0;
-  /** Batches forwarded to the coordinator, stored together at the end of the turn. */
-  #forwarded: Array<{ from: string; bytes: Uint8Array }> = [];
-  #forwardTimer: NodeJS.Timeout | null = null;
   #closed = false;
   /** Why the committer thread stopped, until a new one runs (said in the status of waiting batches). */
   #fault: string | null = null;
@@ -119,7 +86,19 @@ export class ScabbardService {
       valid: this.#valid,
       checks: this.#checks,
       askCatchUp: (coordinatorOnly) => this.#askCatchUp(coordinatorOnly),
-      pressure: () => this.#pressure(),
+      pressure: () => this.#intake.pressure(),
+    });
+    this.#intake = new Intake({
+      o,
+      s: this.#s,
+      checks: this.#checks,
+      agreement: this.#agreement,
+      queue: this.#queue,
+      label: this.label,
+      coordinator: this.coordinator,
+      isCoordinator: this.isCoordinator,
+      tell: (m) => this.#tell(m),
+      send: (to, msg) => this.#send(to, msg),
     });
   }
 
@@ -134,16 +113,10 @@ export class ScabbardService {
   /** Starts the ledger's committer thread (it writes the initial state on first start), then loads the intake. */
   async start(): Promise<void> {
     await this.#startCommitter();
-    const loaded: Queued[] = [];
-    for (const { key, value } of this.#s.intake.getRange()) if (!this.settled(key)) loaded.push({ ...value, id: key, fwdAt: 0 });
-    loaded.sort((a, b) => a.seq - b.seq);
-    for (const q of loaded) this.#queue.set(q.id, q);
-    this.#seq = (loaded.at(-1)?.seq ?? -1) + 1;
-    this.#forwardTimer = setInterval(() => this.#forward(), 1000);
-    this.#forwardTimer.unref();
+    this.#intake.start();
     this.#askCatchUp();
-    this.#pressure();
-    this.#tellPressure();
+    this.#intake.pressure();
+    this.#intake.tellPressure();
   }
 
   /** Starts the committer thread; the height is read once it runs. */
@@ -196,7 +169,7 @@ export class ScabbardService {
     if (this.#closed) return;
     this.#closed = true;
     this.#agreement.close();
-    if (this.#forwardTimer) clearInterval(this.#forwardTimer);
+    this.#intake.close();
     this.#waiters.close();
     await this.#engine?.close();
   }
@@ -225,7 +198,7 @@ export class ScabbardService {
         this.#askCatchUp();
       }
     }
-    this.#pressure();
+    this.#intake.pressure();
   }
 
   // ------------------------------------------------------------------ reads
@@ -282,7 +255,7 @@ export class ScabbardService {
   }
 
   settled(id: string): boolean {
-    return this.#s.status.doesExist(id);
+    return this.#intake.settled(id);
   }
 
   /** Resolves once every one of `ids` is settled, or after `ms` (woken by the committer's round events). */
@@ -303,7 +276,7 @@ export class ScabbardService {
 
   /** Whether submissions are refused for now (upstream's 429 back-pressure). */
   get busy(): boolean {
-    return this.isCoordinator ? this.#busy : this.#remoteBusy;
+    return this.#intake.busy;
   }
 
   // ------------------------------------------------------------------ intake
@@ -316,77 +289,9 @@ export class ScabbardService {
     return this.#checks.list(body);
   }
 
-  /** Forwarded batches (coordinator): checked in the verify workers before they are stored. */
-  async #acceptForwarded(list: Array<{ from: string; bytes: Uint8Array }>): Promise<void> {
-    const fresh: Array<{ from: string; id: string; bytes: Uint8Array }> = [];
-    const seen = new Set<string>();
-    for (const f of list) {
-      let id: string;
-      try {
-        id = batchIdOf(f.bytes);
-      } catch {
-        log.warn(`${this.label}: a batch forwarded by ${f.from} is not a Batch; dropped`);
-        continue;
-      }
-      // Members forward their unsettled batches again every few seconds: check each once.
-      if (seen.has(id) || this.#queue.has(id) || this.settled(id)) continue;
-      seen.add(id);
-      fresh.push({ from: f.from, id, bytes: f.bytes });
-    }
-    if (fresh.length === 0) return;
-    const good = await this.#checks.forwarded(fresh);
-    if (good.length > 0 && !this.#closed) await this.accept(good);
-  }
-
   /** Accepts verified batches: durable before this resolves, then rounded (or forwarded). */
-  async accept(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
-    const seen = new Set<string>();
-    const fresh = batches.filter((b) => !seen.has(b.id) && seen.add(b.id) && !this.#queue.has(b.id) && !this.settled(b.id));
-    if (fresh.length === 0) return;
-    const now = Date.now();
-    const added: Queued[] = fresh.map((b) => ({ id: b.id, bytes: Buffer.from(b.bytes), at: now, seq: this.#seq++, fwdAt: 0 }));
-    // Checked by whoever called (intake, forwarding) or built by this node.
-    for (const q of added) this.#checks.note(q.bytes);
-    await this.#s.intake.transaction(() => {
-      for (const q of added) this.#s.intake.put(q.id, { bytes: q.bytes, at: q.at, seq: q.seq });
-    });
-    const live = added.filter((q) => !this.settled(q.id));
-    for (const q of live) this.#queue.set(q.id, q);
-    if (this.isCoordinator) {
-      this.#tell({ type: 'intake', batches: live.map((q) => ({ id: q.id, bytes: ownBytes(q.bytes) })) });
-      this.#pressure();
-    } else {
-      this.#forward(live);
-    }
-  }
-
-  /** Non-coordinators send their unsettled batches to the coordinator (again after a while). */
-  #forward(which?: Queued[]): void {
-    if (this.#closed || this.isCoordinator) return;
-    const now = Date.now();
-    const due = which ?? [...this.#queue.values()].filter((q) => now - q.fwdAt > 3000).slice(0, 500);
-    if (due.length === 0 || !this.#o.transport.reachable(this.coordinator)) return;
-    for (const q of due) {
-      q.fwdAt = now;
-      this.#send(this.coordinator, { messageType: MsgType.NEW_BATCH, newBatch: q.bytes });
-    }
-  }
-
-  /**
-   * Upstream refuses at 30 queued batches and accepts again at 15, with one batch per
-   * round. A round here takes up to `roundMax`: the marks count the batches queued beyond
-   * the round being agreed and the next one, so that rounds stay full under load.
-   */
-  #pressure(): void {
-    if (!this.isCoordinator) return;
-    const waiting = this.#queue.size - this.#agreement.inRounds - this.#o.roundMax;
-    if (!this.#busy && waiting >= this.#o.queueHigh) {
-      this.#busy = true;
-      for (const p of this.peers) this.#send(p, { messageType: MsgType.TOO_MANY_REQUESTS });
-    } else if (this.#busy && waiting <= this.#o.queueLow) {
-      this.#busy = false;
-      for (const p of this.peers) this.#send(p, { messageType: MsgType.ACCEPTING_REQUESTS });
-    }
+  accept(batches: Array<{ id: string; bytes: Uint8Array }>): Promise<void> {
+    return this.#intake.accept(batches);
   }
 
   // ------------------------------------------------------------------ messages
@@ -400,24 +305,12 @@ export class ScabbardService {
     if (this.#closed || !this.peers.includes(from)) return;
     const m = decode<ScabbardMsg>(ScabbardMessage, bytes);
     switch (m.messageType) {
-      case MsgType.NEW_BATCH: {
-        if (!this.isCoordinator) return;
-        // Forwarded batches of one turn of the event loop are checked together and stored in one intake write.
-        this.#forwarded.push({ from, bytes: m.newBatch });
-        if (this.#forwarded.length === 1) {
-          setImmediate(() => {
-            const list = this.#forwarded.splice(0);
-            void this.#acceptForwarded(list).catch((err: unknown) => log.warn(`scabbard: forwarded batches not stored: ${(err as Error).message}`));
-          });
-        }
-        return;
-      }
+      case MsgType.NEW_BATCH:
+        return this.#intake.received(from, m.newBatch);
       case MsgType.TOO_MANY_REQUESTS:
-        if (from === this.coordinator) this.#remoteBusy = true;
-        return;
+        return this.#intake.remotePressure(from, true);
       case MsgType.ACCEPTING_REQUESTS:
-        if (from === this.coordinator) this.#remoteBusy = false;
-        return;
+        return this.#intake.remotePressure(from, false);
       case MsgType.PROPOSED_BATCH:
         if (m.proposedBatch && from === this.coordinator) this.#agreement.onProposed(m.proposedBatch);
         return;
@@ -459,14 +352,8 @@ export class ScabbardService {
   peerReachable(): void {
     this.#catchUpAt = 0;
     this.#askCatchUp();
-    this.#forward();
-    this.#tellPressure();
-  }
-
-  /** The coordinator's back-pressure state, to every member (busy or not). */
-  #tellPressure(): void {
-    if (this.isCoordinator)
-      for (const p of this.peers) this.#send(p, { messageType: this.#busy ? MsgType.TOO_MANY_REQUESTS : MsgType.ACCEPTING_REQUESTS });
+    this.#intake.forward();
+    this.#intake.tellPressure();
   }
 
   /**
