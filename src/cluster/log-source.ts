@@ -1,6 +1,6 @@
 /**
  * A cluster member's batch source (committer thread): the blocks of the cluster's log in
- * etcd, in log order, as the HTTP thread cuts them (src/cluster/link.ts: by a rule of the
+ * etcd, in log order, as the HTTP thread cuts them (src/cluster/block-cutter.ts: by a rule of the
  * log alone, so every member cuts the same blocks). One block is one round: its batches in
  * log order less those committed or in a round in flight already (duplicates across
  * envelopes, resubmissions), executed with no dependency wait (a batch whose dependency is
