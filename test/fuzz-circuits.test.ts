@@ -463,7 +463,14 @@ async function checkRound(t: Test, round: number, during: Array<[string, BuiltBa
       // A forged TOO_MANY_REQUESTS in the coordinator's name (a trust circuit) may still hold
       // for BUSY_HOLD_MS: a client of a busy service tries again.
       let code = 0;
-      await until(`${n.id} answers other than 429 on ${c}`, async () => (code = await postCircuit(n, c, b)) !== 429, 3 * BUSY_HOLD_MS + 10_000);
+      await until(
+        `${n.id} answers other than 429 on ${c}`,
+        async () => {
+          code = await postCircuit(n, c, b);
+          return code !== 429;
+        },
+        3 * BUSY_HOLD_MS + 10_000,
+      );
       t.equal(code, 202, `${tag}: ${n.id} takes a batch on ${c}`);
       batches.push([c, b]);
     }
