@@ -18,34 +18,16 @@
  * coordinator); the committer threads get the same setting (src/scabbard/committer-link.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { MAIN, ROOT, STAMP, distCurrent } from './build-state.mjs';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const STAMP = join(root, 'dist', '.build-stamp');
-const MAIN = join(root, 'dist', 'src', 'main.js');
-
-function newest(path) {
-  let st;
-  try {
-    st = statSync(path);
-  } catch {
-    return 0;
-  }
-  if (!st.isDirectory()) return st.mtimeMs;
-  let max = st.mtimeMs;
-  for (const name of readdirSync(path)) max = Math.max(max, newest(join(path, name)));
-  return max;
-}
-
-const sources = Math.max(...['src', 'workers', 'package.json', 'tsconfig.json', 'tsconfig.build.json'].map((p) => newest(join(root, p))));
-const built = newest(STAMP);
-if (built === 0 || sources > built || newest(MAIN) === 0) {
+if (!distCurrent()) {
   process.stderr.write('building dist/ (tsc -p tsconfig.build.json) ...\n');
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
   mkdirSync(dirname(STAMP), { recursive: true });
   writeFileSync(STAMP, `${new Date().toISOString()}\n`);

@@ -10,10 +10,10 @@
  */
 import t, { type Test } from 'tap';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { decode } from '../src/codec/cbor.js';
 import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
@@ -26,6 +26,8 @@ import { COMMAND_NAMES, run, runCommand, USAGE, wantsJson } from '../src/cli/cai
 import { defaultNodeId } from '../src/node-api/status.js';
 import { etcdReason } from '../src/cluster/etcd.js';
 import { BrokenCircuitError } from 'cockatiel';
+// @ts-expect-error: a script of the package, without types
+import { distCurrent } from '../scripts/build-state.mjs';
 
 const exec = promisify(execFile);
 
@@ -630,10 +632,23 @@ t.test("etcd's and its client's failures, in our words (what a member's 503 and 
   for (const [err, want] of cases) t.match(etcdReason(err), want, String((err as Error).message));
 });
 
-t.test('the bin (scripts/cairn.mjs) runs without a build, and the npm scripts call it', async (t) => {
+t.test('the bin (scripts/cairn.mjs) runs from the build or without one, and the npm scripts call it', async (t) => {
+  // npm test builds dist/ first: the bin runs the build.
+  t.ok(distCurrent(), 'dist/ is current');
   const r = await runProcess(['scripts/cairn.mjs', 'intkey', 'show', 'cli-a', '--json', ...url], {}, true);
   t.equal(r.code, 0, r.stderr);
   t.same(JSON.parse(r.stdout), { name: 'cli-a', value: 8 });
+  // A copy of the package without dist/: the bin runs the sources through tsx.
+  const pkgDir = mkdtempSync(join(tmpdir(), 'cairn-nobuild-'));
+  t.teardown(() => rmSync(pkgDir, { recursive: true, force: true }));
+  for (const f of ['package.json', 'node_modules', 'src', 'workers', 'tsconfig.json', 'tsconfig.build.json'])
+    symlinkSync(resolve(f), join(pkgDir, f));
+  mkdirSync(join(pkgDir, 'scripts'));
+  for (const f of ['cairn.mjs', 'start.mjs', 'build-state.mjs']) copyFileSync(join('scripts', f), join(pkgDir, 'scripts', f));
+  const src = await runProcess([join(pkgDir, 'scripts', 'cairn.mjs'), 'intkey', 'show', 'cli-a', '--json', ...url], {}, true);
+  t.equal(src.code, 0, src.stderr);
+  t.same(JSON.parse(src.stdout), { name: 'cli-a', value: 8 }, 'the same answer without a build');
+  t.notOk(existsSync(join(pkgDir, 'dist')), 'nothing was built');
   const bad = await runProcess(['scripts/cairn.mjs', 'batch', 'status', 'zz', '--json', ...url], {}, true);
   t.equal(bad.code, 2);
   t.equal(bad.stderr, '', 'the bin keeps the --json contract');

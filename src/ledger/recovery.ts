@@ -40,6 +40,8 @@ export function damagedStart(err: unknown, dataDir: string): StartupError | null
 /** Back-off between recovery attempts: doubling from the first, capped at the last (ms). */
 const RECOVERY_FIRST_MS = 250;
 const RECOVERY_MAX_MS = 15_000;
+/** How long after the first committer starts its spare thread is started. */
+const SPARE_AFTER_MS = 10_000;
 /**
  * Restarts of a committer thread that died for a reason other than storage, in a row
  * (without a block committed between): past it the COMMITTER alarm stays raised.
@@ -79,6 +81,8 @@ export class LedgerRecovery {
   #committerDown = false;
   /** A committer thread started ahead, for the next restart (none once closed). */
   #spare: SpareThread | null = null;
+  /** Starts the first spare once the node has run a while (null once it ran, or closed). */
+  #spareTimer: NodeJS.Timeout | null = null;
   #timer: NodeJS.Timeout | null = null;
   #recovering = false;
   #attempt = 0;
@@ -90,10 +94,19 @@ export class LedgerRecovery {
     private readonly host: RecoveryHost,
   ) {}
 
-  /** The first committer runs: a spare thread is started for the next. */
+  /**
+   * The first committer runs: a spare thread is started for the next, SPARE_AFTER_MS later,
+   * so that loading its modules (a second of CPU) competes neither with the node's start nor
+   * with its first requests. A recovery before then starts a thread of its own, as it does
+   * when the spare is gone.
+   */
   begin(client: CommitterClient): void {
     this.client = client;
-    this.#spare = new SpareThread();
+    this.#spareTimer = setTimeout(() => {
+      this.#spareTimer = null;
+      if (!this.host.closed() && !this.#spare) this.#spare = new SpareThread();
+    }, SPARE_AFTER_MS);
+    this.#spareTimer.unref();
   }
 
   /** A block was committed: the crashes in a row start again from zero. */
@@ -247,7 +260,9 @@ export class LedgerRecovery {
       () => this.host.handlers(generation),
       spare,
     ).finally(() => {
-      if (!this.host.closed()) this.#spare = new SpareThread();
+      if (this.#spareTimer) clearTimeout(this.#spareTimer);
+      this.#spareTimer = null;
+      if (!this.host.closed() && !this.#spare) this.#spare = new SpareThread();
     });
     if (this.host.closed()) {
       await client.close();
@@ -263,6 +278,8 @@ export class LedgerRecovery {
   stop(): void {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
+    if (this.#spareTimer) clearTimeout(this.#spareTimer);
+    this.#spareTimer = null;
   }
 
   /** Closes the committer and the spare thread. */

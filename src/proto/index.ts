@@ -20,7 +20,31 @@ export function loadProto(name: string): protobuf.Root {
   // Field names are camelCased by protobufjs; the REST layer maps them back to snake_case.
   const root = protobuf.loadSync(protoPath(name), new protobuf.Root());
   root.resolveAll();
+  emptyBytesDefaults(root);
   return root;
+}
+
+/** The value a decoded message holds for a `bytes` field that was not on the wire. */
+const NO_BYTES = Buffer.alloc(0);
+
+/**
+ * protobufjs gives a `bytes` field that is absent from the wire (proto3 leaves an empty value
+ * out) the frozen empty *array* of its type defaults, not an empty buffer: a transaction with
+ * an empty payload decoded to `payload: []`, which node:crypto refuses to hash. Every
+ * singular `bytes` field of `root` decodes to an empty Buffer instead, as a present one does.
+ */
+function emptyBytesDefaults(ns: protobuf.NamespaceBase): void {
+  for (const nested of ns.nestedArray) {
+    if (nested instanceof protobuf.Type) {
+      for (const f of nested.fieldsArray) {
+        if (f.type !== 'bytes' || f.repeated || f.map) continue;
+        f.typeDefault = NO_BYTES;
+        f.defaultValue = NO_BYTES;
+        (nested.ctor.prototype as Record<string, unknown>)[f.name] = NO_BYTES;
+      }
+    }
+    if (nested instanceof protobuf.Namespace) emptyBytesDefaults(nested);
+  }
 }
 
 /**

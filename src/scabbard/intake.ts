@@ -15,6 +15,9 @@ import type { BatchChecks } from './checks.js';
 import type { Agreement } from './agreement.js';
 import type { ServiceOptions } from './service-options.js';
 
+/** How long a member holds the coordinator's TOO_MANY_REQUESTS (repeated every second while busy). */
+export const BUSY_HOLD_MS = 3_000;
+
 /** An accepted batch not settled yet. */
 export interface Queued {
   id: string;
@@ -53,7 +56,8 @@ export class Intake {
   readonly #send: (to: string, msg: Partial<ScabbardMsg> & { messageType: number }) => void;
   #seq = 0;
   #busy = false;
-  #remoteBusy = false;
+  /** Until when the coordinator's last TOO_MANY_REQUESTS holds (a member). */
+  #remoteBusyUntil = 0;
   /** Batches forwarded to the coordinator, stored together at the end of the turn. */
   #forwarded: Array<{ from: string; bytes: Uint8Array }> = [];
   #forwardTimer: NodeJS.Timeout | null = null;
@@ -83,7 +87,11 @@ export class Intake {
     loaded.sort((a, b) => a.seq - b.seq);
     for (const q of loaded) this.#queue.set(q.id, q);
     this.#seq = (loaded.at(-1)?.seq ?? -1) + 1;
-    this.#forwardTimer = setInterval(() => this.forward(), 1000);
+    this.#forwardTimer = setInterval(() => {
+      this.forward();
+      // A busy coordinator says so again while it stays busy: a member's hint expires.
+      if (this.#busy) this.tellPressure();
+    }, 1000);
     this.#forwardTimer.unref();
   }
 
@@ -98,7 +106,7 @@ export class Intake {
 
   /** Whether submissions are refused for now (upstream's 429 back-pressure). */
   get busy(): boolean {
-    return this.isCoordinator ? this.#busy : this.#remoteBusy;
+    return this.isCoordinator ? this.#busy : Date.now() < this.#remoteBusyUntil;
   }
 
   /** A batch a member forwarded (coordinator). */
@@ -114,9 +122,15 @@ export class Intake {
     }
   }
 
-  /** TOO_MANY_REQUESTS (`busy`) or ACCEPTING_REQUESTS from `from`: only the coordinator's count. */
+  /**
+   * TOO_MANY_REQUESTS (`busy`) or ACCEPTING_REQUESTS from `from`: only the coordinator's
+   * count. A TOO_MANY_REQUESTS holds for BUSY_HOLD_MS: the coordinator repeats it every second
+   * while it stays busy, so a member whose ACCEPTING_REQUESTS got lost, or that was told
+   * "busy" by a peer only claiming the coordinator's node (a trust circuit), takes
+   * submissions again within seconds rather than never.
+   */
   remotePressure(from: string, busy: boolean): void {
-    if (from === this.coordinator) this.#remoteBusy = busy;
+    if (from === this.coordinator) this.#remoteBusyUntil = busy ? Date.now() + BUSY_HOLD_MS : 0;
   }
 
   /** Forwarded batches (coordinator): checked in the verify workers before they are stored. */

@@ -11,15 +11,17 @@
 //   path (the inline source map names it), the options and swc's version: a file compiled once
 //   is read back, not compiled again, by every later process. A changed source has another
 //   name. Written to a temporary name, then renamed (processes start side by side); where it
-//   cannot be written, the file is compiled each time, as before.
+//   cannot be written, the file is compiled each time, as before. swc is loaded only on a
+//   miss.
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
-const { transformSync } = require('@swc/core');
 const SWC_VERSION = require('@swc/core/package.json').version;
+/** swc itself, loaded at the first file not in the cache: most processes and threads never need it (40 ms each). */
+let swc = null;
 
 const OPTIONS = {
   swcrc: false,
@@ -59,7 +61,8 @@ export async function load(url, context, next) {
   try {
     code = readFileSync(file, 'utf8');
   } catch {
-    code = transformSync(source, { ...OPTIONS, filename: path }).code;
+    swc ??= require('@swc/core');
+    code = swc.transformSync(source, { ...OPTIONS, filename: path }).code;
     try {
       mkdirSync(CACHE, { recursive: true });
       const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
