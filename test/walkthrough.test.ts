@@ -169,6 +169,6 @@ t.test('kill of the npm start pid stops the node and frees its ports', async (t)
   const stopBy = Date.now() + 10_000;
   while ((await portOpen(sb.ports.ledger)) && Date.now() < stopBy) await new Promise((r) => setTimeout(r, 100));
   for (const port of Object.values(sb.ports)) t.notOk(await portOpen(port), `port ${port} is free`);
-  await Promise.race([logClosed, new Promise((r) => setTimeout(r, 30_000))]);
+  await Promise.race([logClosed, new Promise((r) => setTimeout(r, 30_000).unref())]);
   t.match(err, /SIGTERM: shutting down[\s\S]*stopped/, 'the node shut down cleanly');
 });
