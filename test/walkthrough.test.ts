@@ -155,14 +155,20 @@ t.test('kill of the npm start pid stops the node and frees its ports', async (t)
   let err = '';
   npm.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<void>((res) => npm.on('exit', () => res()));
+  // The pipe closes once every process that holds it (npm, and the node it runs) has ended:
+  // only then is the whole log read (a busy machine delivers the last lines after npm's exit).
+  const logClosed = new Promise<void>((res) => npm.stderr.on('close', () => res()));
   const until = Date.now() + 90_000;
   while (!(await portOpen(sb.ports.data)) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
   t.ok(await portOpen(sb.ports.data), 'the node listens');
-  t.match(err, /data directory .*: new; genesis block written, keys created/, 'the log says where the data is and what was created');
+  const Created = /data directory .*: new; genesis block written, keys created/;
+  for (const by = Date.now() + 30_000; !Created.test(err) && Date.now() < by; ) await new Promise((r) => setTimeout(r, 50));
+  t.match(err, Created, 'the log says where the data is and what was created');
   npm.kill('SIGTERM');
   await exited;
   const stopBy = Date.now() + 10_000;
   while ((await portOpen(sb.ports.ledger)) && Date.now() < stopBy) await new Promise((r) => setTimeout(r, 100));
   for (const port of Object.values(sb.ports)) t.notOk(await portOpen(port), `port ${port} is free`);
+  await Promise.race([logClosed, new Promise((r) => setTimeout(r, 30_000).unref())]);
   t.match(err, /SIGTERM: shutting down[\s\S]*stopped/, 'the node shut down cleanly');
 });
