@@ -18,6 +18,11 @@ import type { Ledger } from './ledger/ledger.js';
 import type { IngestMetrics } from './ledger/ingest.js';
 
 const SECONDS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Finer around the latency targets (a submit's 10–15 ms, a commit's 100 ms). */
+const STAGE_SECONDS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10];
+const COUNTS = [0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000];
+/** Acknowledged batches whose acknowledgement time is kept for the commit histogram (the oldest go first past it). */
+const ACK_TRACKED = 65_536;
 
 export class NodeMetrics {
   readonly registry = new Registry();
@@ -29,6 +34,12 @@ export class NodeMetrics {
   readonly #blocks: Counter;
   readonly #buildTime: Histogram;
   readonly #http: Histogram<'interface' | 'method' | 'route' | 'status'>;
+  readonly #stage: Histogram<'stage'>;
+  readonly #commitLatency: Histogram;
+  readonly #settle: Histogram;
+  readonly #woken: Histogram;
+  /** Acknowledgement time (performance.now()) of batches not settled yet. */
+  readonly #ackedAt = new Map<string, number>();
   #listener: Server | null = null;
 
   constructor(version: string) {
@@ -67,12 +78,46 @@ export class NodeMetrics {
       buckets: SECONDS,
       registers,
     });
+    this.#stage = new Histogram({
+      name: 'cairn_submit_stage_seconds',
+      help: 'POST /batches by stage: verify (arrival to verdict: the queue in front of the verify pool and the verify), durable (verdict to durable in the pending pool: its group write)',
+      labelNames: ['stage'],
+      buckets: STAGE_SECONDS,
+      registers,
+    });
+    this.#commitLatency = new Histogram({
+      name: 'cairn_batch_commit_seconds',
+      help: 'Acknowledged (202) to committed in a block, as the HTTP thread sees it: waiting for a block, building it, writing it, and the news reaching this thread',
+      buckets: STAGE_SECONDS,
+      registers,
+    });
+    this.#settle = new Histogram({
+      name: 'cairn_block_settle_seconds',
+      help: "The HTTP thread's work per block: settling its batches in the pending pool and waking the status waits",
+      buckets: STAGE_SECONDS,
+      registers,
+    });
+    this.#woken = new Histogram({
+      name: 'cairn_block_status_waits_woken',
+      help: 'Status waits (wait= on the batch status routes, data API submissions) woken per block',
+      buckets: COUNTS,
+      registers,
+    });
   }
 
   /** The ingest's hooks (POST /batches). */
   readonly ingest: IngestMetrics = {
     received: (n) => this.#received.inc(n),
-    accepted: (n) => this.#accepted.inc(n),
+    accepted: (ids) => {
+      this.#accepted.inc(ids.length);
+      const now = performance.now();
+      for (const id of ids) this.#ackedAt.set(id, now);
+      for (const id of this.#ackedAt.keys()) {
+        if (this.#ackedAt.size <= ACK_TRACKED) break;
+        this.#ackedAt.delete(id);
+      }
+    },
+    stage: (stage, seconds) => this.#stage.observe({ stage }, seconds),
     rejected: (reason, n) => this.#rejected.inc({ reason }, n),
     rejectedOnArrival: (reason, n) => {
       this.#received.inc(n);
@@ -90,6 +135,16 @@ export class NodeMetrics {
     ledger.onBlock((e) => {
       this.#committed.inc(e.committed.length);
       this.#invalid.inc(e.invalid.length);
+      const now = performance.now();
+      for (const id of e.committed) {
+        const at = this.#ackedAt.get(id);
+        if (at === undefined) continue;
+        this.#ackedAt.delete(id);
+        this.#commitLatency.observe((now - at) / 1000);
+      }
+      for (const id of e.invalid) this.#ackedAt.delete(id);
+      this.#settle.observe(ledger.lastSettle.seconds);
+      this.#woken.observe(ledger.lastSettle.woken);
       if (e.head) {
         this.#blocks.inc();
         if (e.buildMs !== undefined) this.#buildTime.observe(e.buildMs / 1000);

@@ -16,6 +16,8 @@ import { launchBrowser } from './helpers/browser.js';
 import { startFakeLedger } from './helpers/fake-ledger.js';
 import { parseBenchArgs } from '../src/bench/options.js';
 import { runBench } from '../src/bench/bench.js';
+import { parseScrape, quantile, stagesBetween } from '../src/bench/node-stages.js';
+import { stageLines } from '../src/bench/report.js';
 
 t.test('the HTML report in a browser', async (t) => {
   const tmp = mkdtempSync(join(tmpdir(), 'cairn-bench-html-'));
@@ -70,4 +72,55 @@ t.test('the HTML report in a browser', async (t) => {
     await p.screenshot({ path: resolve(shot), fullPage: true });
     t.pass(`screenshot saved to ${shot}`);
   }
+});
+
+t.test('node stages: quantiles from bucket differences, as histogram_quantile reads them', async (t) => {
+  t.equal(quantile([], 0.5), 0, 'nothing counted');
+  const cum: Array<[number, number]> = [
+    [0.001, 0],
+    [0.01, 50],
+    [0.1, 100],
+    [Number.POSITIVE_INFINITY, 100],
+  ];
+  t.ok(Math.abs(quantile(cum, 0.5) - 0.01) < 1e-12, 'p50 at the top of the bucket that reaches it');
+  t.ok(Math.abs(quantile(cum, 0.99) - 0.0982) < 1e-9, 'p99 interpolated inside its bucket');
+  t.equal(
+    quantile(
+      [
+        [0.1, 90],
+        [Number.POSITIVE_INFINITY, 100],
+      ],
+      0.99,
+    ),
+    0.1,
+    'in the +Inf bucket: its lower bound',
+  );
+  const text = (verify: number, commit: number, lag: number): string =>
+    [
+      '# HELP cairn_submit_stage_seconds x',
+      `cairn_submit_stage_seconds_bucket{le="0.005",stage="verify"} ${verify}`,
+      `cairn_submit_stage_seconds_bucket{le="+Inf",stage="verify"} ${verify}`,
+      'cairn_submit_stage_seconds_bucket{le="0.005",stage="durable"} 7',
+      `cairn_batch_commit_seconds_bucket{le="0.05"} ${commit / 2}`,
+      `cairn_batch_commit_seconds_bucket{le="0.1"} ${commit}`,
+      `cairn_batch_commit_seconds_bucket{le="+Inf"} ${commit}`,
+      'cairn_http_request_duration_seconds_bucket{interface="ledger",method="GET",route="/batches",status="200",le="+Inf"} 5',
+      `cairn_nodejs_eventloop_lag_max_seconds ${lag}`,
+      'cairn_batch_commit_seconds_bucket{le="0.2"} not-a-number',
+    ].join('\n');
+  const before = parseScrape(text(10, 20, 0.5));
+  const after = parseScrape(text(14, 40, 0.012));
+  const r = stagesBetween([before], [after]);
+  t.same(
+    r.stages.map((s) => [s.stage, s.count]),
+    [
+      ['received → verified', 4],
+      ['acknowledged → committed', 20],
+    ],
+    'only the stages that moved during the run; a GET is no POST /batches',
+  );
+  t.equal(r.stages[1]?.p50Ms, 50, 'p50 of the 20 commits of the run, not of all 40');
+  t.equal(r.eventLoopMaxMs, 12, 'the event loop delay of the second scrape (reset by the first)');
+  t.equal(stagesBetween([], []).eventLoopMaxMs, null, 'no lag reported');
+  t.same(stageLines(null), ['  node stages: not read (the node serves no /metrics: start it with --metrics on)']);
 });

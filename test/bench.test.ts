@@ -16,6 +16,7 @@ import { TS_ARGS } from './helpers/child.js';
 import { batchList, getJson, intkeyBatch, newSigner } from './helpers/batches.js';
 import { parseBenchArgs } from '../src/bench/options.js';
 import { runBench, type BenchResult } from '../src/bench/bench.js';
+import type { NodeStage } from '../src/bench/node-stages.js';
 import { run as benchCli, USAGE } from '../src/cli/bench.js';
 import { runCommand } from '../src/cli/args.js';
 import { compareRuns, welch } from '../src/bench/compare.js';
@@ -98,8 +99,9 @@ t.test('a spawned node: the contract figures, the generator measured first', asy
   t.match(r.out, /generator: +[\d,]+ batches\/s signed ahead of the clock .*× the committed rate/);
 });
 
-t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --repeat', async (t) => {
-  const a = await startTestNode();
+t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --repeat; the node stages', async (t) => {
+  // a serves its metrics, b does not: the two-node runs read no node stages, a's alone do.
+  const a = await startTestNode({ CAIRN_METRICS: 'on' });
   const b = await startTestNode();
   t.teardown(async () => {
     await a.stop();
@@ -144,6 +146,8 @@ t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --rep
   t.ok(r.err.includes('\r\u001b[2K'), 'a live progress line, rewritten in place on a terminal');
   t.match(r.err, /\[2K +\d+ s +offered/);
   t.match(readFileSync(md, 'utf8'), /\| invalid \| 10 \|/);
+  t.equal(j.nodeStages, null, 'a target without metrics: no node stages');
+  t.match(r.out, /node stages: not read \(the node serves no \/metrics/);
 
   // --payloads: pre-built lists, one per line (base64 and hex), their batch ids read from the lists.
   const signer = newSigner();
@@ -151,8 +155,18 @@ t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --rep
   writeFileSync(file('p.txt'), `# three lists\n${lists[0]?.toString('base64')}\n\n${lists[1]?.toString('hex')}\n${lists[2]?.toString('base64')}\n`);
   const p = await bench(['--url', a.ledgerUrl, '--payloads', file('p.txt'), '--rate', '20', '--json', file('p.json'), '--quiet']);
   t.equal(p.code, 0, p.err);
-  t.equal(readJson(file('p.json')).committed, 3, 'every payload batch committed');
+  const pj = readJson(file('p.json'));
+  t.equal(pj.committed, 3, 'every payload batch committed');
   t.match(p.out, /generator: +pre-built batch lists/);
+  // a alone serves its metrics: each stage counted over this run only (its earlier batches are left out).
+  const stage = (name: string): NodeStage | undefined => pj.nodeStages?.stages.find((x) => x.stage === name);
+  t.equal(stage('received → verified')?.count, 3, 'three bodies verified');
+  t.equal(stage('POST /batches (202)')?.count, 3, 'three answered 202');
+  t.equal(stage('acknowledged → committed')?.count, 3, 'three committed');
+  const commit = stage('acknowledged → committed');
+  t.ok(commit !== undefined && commit.p99Ms >= commit.p50Ms && commit.p50Ms > 0, 'p99 ≥ p50 > 0');
+  t.ok(typeof pj.nodeStages?.eventLoopMaxMs === 'number', 'the event loop delay read');
+  t.match(p.out, /node stages \(its \/metrics over the run[^\n]*\n +received → verified +[\d.]+ \/ [\d.]+ +\(3\)/);
 });
 
 t.test('open loop: latency counts from the intended send time (a slow server)', async (t) => {

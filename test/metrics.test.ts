@@ -7,6 +7,7 @@
 import t from 'tap';
 import { loadConfig, ConfigError } from '../src/config.js';
 import { VERSION } from '../src/node.js';
+import { StatusWaiters } from '../src/ledger/status-waiters.js';
 import { startTestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';
 
@@ -103,6 +104,20 @@ t.test('metrics on: counts follow submitted, rejected, committed and invalid bat
   t.ok(delta('cairn_blocks_committed_total') >= 1, 'blocks counted');
   t.equal(delta('cairn_block_build_seconds_count'), delta('cairn_blocks_committed_total'), 'one build time per block');
   t.ok(value(a, 'cairn_block_build_seconds_sum') > 0);
+  // The stages of a submission: one verify and one durable time per accepted body (three
+  // bodies; the refused one has neither), one commit latency per committed batch, one settle
+  // time and waiter count per block event.
+  t.equal(delta('cairn_submit_stage_seconds_count', { stage: 'verify' }), 3, 'verify: one per accepted body');
+  t.ok(delta('cairn_submit_stage_seconds_count', { stage: 'durable' }) >= 1, 'durable: one per group write');
+  t.ok(delta('cairn_submit_stage_seconds_sum', { stage: 'verify' }) > 0);
+  t.equal(delta('cairn_batch_commit_seconds_count'), 3, 'acknowledged to committed: one per committed batch');
+  t.ok(delta('cairn_batch_commit_seconds_sum') > 0);
+  t.equal(
+    delta('cairn_block_settle_seconds_count'),
+    delta('cairn_block_status_waits_woken_count'),
+    'one settle time and one waiter count per block event',
+  );
+  t.equal(delta('cairn_batch_commit_seconds_bucket', { le: '+Inf' }), 3, 'the buckets count them all');
   t.equal(value(a, 'cairn_pending_batches'), 0, 'nothing pending once all settled');
   t.equal(value(a, 'cairn_queue_limit_batches'), tn.node.ledger.queueLimit);
   t.ok(value(a, 'cairn_queue_limit_batches') > 0);
@@ -176,4 +191,17 @@ t.test('--metrics takes off, on or host:port', async (t) => {
     t.ok(err instanceof ConfigError, `--metrics ${bad} is refused`);
     t.match((err as Error).message, /metrics: expected/);
   }
+});
+
+t.test('the status waits woken per block: a settle counts the waits it completes', async (t) => {
+  const w = new StatusWaiters();
+  const both = w.waitFor(['a', 'b'], 10_000);
+  const one = w.waitFor(['a'], 10_000);
+  t.equal(w.settle('a'), 1, 'a completes the wait for a alone; the wait for a and b still waits for b');
+  await one;
+  t.equal(w.settle('a'), 0, 'settled again: nobody waits');
+  t.equal(w.settle('b'), 1, 'b completes the other');
+  await both;
+  t.equal(w.settle('zz'), 0, 'an id nobody waits for');
+  w.close();
 });

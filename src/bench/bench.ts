@@ -14,6 +14,7 @@ import { runLoad } from './run.js';
 import type { RunStats } from './run-stats.js';
 import { html, markdown, progressLine, summary, type BenchResult } from './report.js';
 import { compareRuns, describe, runsOf, type Comparison } from './compare.js';
+import { scrapeTargets, stagesBetween } from './node-stages.js';
 
 export type { BenchResult } from './report.js';
 
@@ -93,6 +94,8 @@ async function oneRun(
           }
         },
       };
+  // The node's stage histograms, read just before the clock starts and after the load.
+  const scrapedBefore = await scrapeTargets(targets);
   let stats: RunStats;
   try {
     stats = await runLoad(
@@ -117,6 +120,7 @@ async function oneRun(
       `no batch was committed: ${stats.sent} sent, ${stats.accepted} accepted, ${stats.invalid} invalid, ${stats.http429} answered 429, ${stats.errors} errors${why}`,
     );
   }
+  const scrapedAfter = scrapedBefore ? await scrapeTargets(targets) : null;
   const { urls: _u, json: _j, markdown: _m, html: _h, baseline: _b, quiet: _q, ...settings } = o;
   return {
     tool: 'cairn bench',
@@ -126,6 +130,7 @@ async function oneRun(
     generatorCapacityBatchesPerSec: Number.isFinite(capacity) ? Math.round(capacity) : 0,
     generatorWorkers: workers,
     ...stats,
+    nodeStages: scrapedBefore && scrapedAfter ? stagesBetween(scrapedBefore, scrapedAfter) : null,
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import type { Latency, RunStats, Tick } from './run-stats.js';
 import type { BenchOptions } from './options.js';
+import type { NodeStages } from './node-stages.js';
 
 /** What a run of `cairn bench` reports (the JSON report; the text, Markdown and HTML ones are made from it). */
 export interface BenchResult extends RunStats {
@@ -14,11 +15,22 @@ export interface BenchResult extends RunStats {
   settings: Omit<BenchOptions, 'urls' | 'json' | 'markdown' | 'html' | 'baseline' | 'quiet'>;
   generatorCapacityBatchesPerSec: number;
   generatorWorkers: number;
+  /** The node's own stage histograms over the run (src/bench/node-stages.ts); null when its /metrics is off. */
+  nodeStages: NodeStages | null;
 }
 
 const n0 = (x: number): string => Math.round(x).toLocaleString('en-US');
 const n1 = (x: number): string => (Math.round(x * 10) / 10).toLocaleString('en-US');
 const lat = (l: Latency): string => `p50 ${n1(l.p50)}  p99 ${n1(l.p99)}  max ${n1(l.max)}`;
+
+/** The node's stages beside the client's latencies: where a batch waited. */
+export function stageLines(ns: NodeStages | null | undefined): string[] {
+  if (!ns) return ['  node stages: not read (the node serves no /metrics: start it with --metrics on)'];
+  const lines = ['  node stages (its /metrics over the run; p50 / p99 ms, from the buckets):'];
+  for (const s of ns.stages) lines.push(`    ${s.stage.padEnd(28)} ${n1(s.p50Ms).padStart(8)} / ${n1(s.p99Ms).padEnd(8)} (${n0(s.count)})`);
+  if (ns.eventLoopMaxMs !== null) lines.push(`    ${'HTTP thread event loop, max'.padEnd(28)} ${n1(ns.eventLoopMaxMs).padStart(8)} ms`);
+  return lines;
+}
 
 export function progressLine(t: Tick): string {
   return (
@@ -59,6 +71,7 @@ export function summary(r: BenchResult): string {
       `  step ${s.rate}/s: offered ${n1(s.offeredRate)}/s, achieved ${n1(s.achievedRate)}/s, committed ${n1(s.committedBatchesPerSec)}/s, ` +
         `submit ${lat(s.submitLatencyMs)} ms, commit ${lat(s.commitLatencyMs)} ms`,
     );
+  lines.push(...stageLines(r.nodeStages));
   for (const e of r.errorSamples) lines.push(`  error: ${e}`);
   if (r.generatorStalls > 0)
     lines.push(`  warning: the sender waited for the generator ${n0(r.generatorStalls)} times: the generator limited this run`);

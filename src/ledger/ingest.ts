@@ -16,6 +16,8 @@ export type SubmitResult =
   | { ok: false; code: 'EMPTY' | 'UNDECODABLE' | 'INVALID' | 'QUEUE_FULL' | 'UNAVAILABLE'; message: string };
 
 interface QueuedBody extends VerifyItem {
+  /** When the body arrived (performance.now()), for the stage metrics. */
+  at: number;
   /** Set when the body got past a full queue only as the node's own, unseen batches (checked after verification). */
   exemptOnly: boolean;
   resolve(r: SubmitResult): void;
@@ -59,12 +61,21 @@ export function countBatches(body: Uint8Array): number {
   return Math.max(1, n);
 }
 
+/** The stages of a submission the metrics time (IngestMetrics.stage). */
+export type SubmitStage = 'verify' | 'durable';
+
 /** Hooks of the ledger's ingest (POST /batches); absent when metrics are off (src/metrics.ts implements them). */
 export interface IngestMetrics {
   /** `n` batches arrived in a body that passed the entry checks. */
   received(n: number): void;
-  /** `n` batches acknowledged (durable in the pending pool). */
-  accepted(n: number): void;
+  /** Batches acknowledged (durable in the pending pool), by id. */
+  accepted(ids: readonly string[]): void;
+  /**
+   * One stage of an accepted body, in seconds: `verify` from its arrival to its verdict (the
+   * queue in front of the verify pool and the verify itself), `durable` from the verdict to
+   * durable in the pending pool (the pool's group write).
+   */
+  stage(stage: SubmitStage, seconds: number): void;
   /** `n` batches of a received body refused, by the submission's result code. */
   rejected(reason: string, n: number): void;
   /** `n` batches refused on arrival (counted as received and rejected). */
@@ -137,7 +148,7 @@ export class Ingest {
     }
     this.#inflight += n;
     return new Promise<SubmitResult>((resolve, reject) => {
-      this.#pool.push({ body, nodeKeyOnly, exemptOnly: nodeKeyOnly !== undefined, resolve, reject });
+      this.#pool.push({ body, at: performance.now(), nodeKeyOnly, exemptOnly: nodeKeyOnly !== undefined, resolve, reject });
     }).finally(() => {
       this.#inflight -= n;
     });
@@ -178,6 +189,9 @@ export class Ingest {
       accepted.push({ item, ids: r.batches.map((b) => b.id) });
     }
     if (accepted.length === 0) return;
+    const verified = performance.now();
+    const m = this.#o.metrics;
+    if (m) for (const a of accepted) m.stage('verify', (verified - a.item.at) / 1000);
     try {
       await this.#o.writer.persist(batches);
     } catch (err) {
@@ -187,7 +201,10 @@ export class Ingest {
       this.#o.metrics?.rejected('UNAVAILABLE', batches.length);
       return;
     }
-    this.#o.metrics?.accepted(batches.length);
+    if (m) {
+      m.stage('durable', (performance.now() - verified) / 1000);
+      m.accepted(batches.map((b) => b.id));
+    }
     for (const a of accepted) a.item.resolve({ ok: true, ids: a.ids });
   }
 

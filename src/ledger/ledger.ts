@@ -250,6 +250,12 @@ export class Ledger {
     this.#recovery.clearAlarms(kinds);
   }
 
+  /**
+   * The last block's settling on this thread (for metrics): the seconds it took (the pending
+   * pool, the executor, the status waiters woken and their replies started) and the waiters it woke.
+   */
+  lastSettle = { seconds: 0, woken: 0 };
+
   onBlock(listener: (e: BlockEvent) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
@@ -261,8 +267,11 @@ export class Ledger {
     this.query.refresh();
     if (m.head) this.head = m.head;
     this.queueLimit = m.queueLimit;
-    for (const id of m.committed) this.#settle(id);
-    for (const id of m.invalid) this.#settle(id);
+    const t0 = performance.now();
+    let woken = 0;
+    for (const id of m.committed) woken += this.#settle(id);
+    for (const id of m.invalid) woken += this.#settle(id);
+    this.lastSettle = { seconds: (performance.now() - t0) / 1000, woken };
     // A round has batches (committed or invalid) and is durable; a report without any is of log
     // entries that added nothing, applied without a write of their own.
     if (this.#log && m.round) this.#log.applied(m.round.height, m.committed.length + m.invalid.length > 0);
@@ -309,10 +318,11 @@ export class Ledger {
     if (!this.#closed) this.#recovery.client.sendClient(peer, body);
   }
 
-  #settle(id: string): void {
+  /** Settles `id` everywhere; the status waiters it woke. */
+  #settle(id: string): number {
     this.#executor.settled(id);
     this.#writer.settle(id);
-    this.#waiters.settle(id);
+    return this.#waiters.settle(id);
   }
 
   #faultMessage(): string {

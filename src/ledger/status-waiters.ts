@@ -38,15 +38,20 @@ export class StatusWaiters {
     });
   }
 
-  /** `id` is settled: wakes the waiters that waited for it last. */
-  settle(id: string): void {
+  /** `id` is settled: wakes the waiters that waited for it last; how many it woke. */
+  settle(id: string): number {
     const ws = this.#waiters.get(id);
-    if (!ws) return;
+    if (!ws) return 0;
     this.#waiters.delete(id);
+    let woken = 0;
     for (const w of ws) {
       w.remaining.delete(id);
-      if (w.remaining.size === 0) w.done();
+      if (w.remaining.size === 0) {
+        w.done();
+        woken++;
+      }
     }
+    return woken;
   }
 
   /** Answers every waiter now; later waits return at once. */
