@@ -6,6 +6,12 @@
  * slower by at least AB_MIN_EFFECT percent (10) at p < AB_ALPHA (0.05). A verdict of "slower"
  * gets one more round before it stands, as a shared machine can have a bad minute.
  *
+ * Then the latency mode (AB_LATENCY=0 skips it): ABBA rounds of an open-loop run at a fixed
+ * fraction of the base's committed rate (AB_LATENCY_FRACTION, 0.5: "half of peak") for
+ * AB_LATENCY_SECONDS (15), 128 connections, comparing each build's submit and commit p99 with
+ * the same test; it fails when this checkout's p99 is higher by at least AB_LATENCY_MIN_EFFECT
+ * percent (25: a p99 is noisier than a rate) at p < AB_ALPHA, again after one more round.
+ *
  * Where the base cannot be had (a clone without the parent commit, no network for `npm ci`
  * when the lockfile changed, a base that does not build), it falls back to the former check:
  * throughput as a fraction of this machine's signature bound against bench/baseline.json,
@@ -68,9 +74,10 @@ async function abCheck(): Promise<boolean | undefined> {
       await round();
       c = compareRuns(a, b, minEffect, alpha);
     }
-    const ok = c.verdict !== 'slower';
+    const latency = process.env.AB_LATENCY === '0' ? null : await latencyCheck(base.dir, head, median(a), rounds, alpha);
+    const ok = c.verdict !== 'slower' && (latency?.ok ?? true);
     process.stdout.write(
-      `${JSON.stringify({ bench: 'ci', mode: 'ab', ok, base: base.sha, verdict: c.verdict, changePct: c.changePct, p: c.p, minEffectPct: minEffect, alpha, base_runs: a, head_runs: b })}\n`,
+      `${JSON.stringify({ bench: 'ci', mode: 'ab', ok, base: base.sha, verdict: c.verdict, changePct: c.changePct, p: c.p, minEffectPct: minEffect, alpha, base_runs: a, head_runs: b, latency })}\n`,
     );
     return ok;
   } catch (err) {
@@ -80,6 +87,66 @@ async function abCheck(): Promise<boolean | undefined> {
   } finally {
     base.cleanup();
   }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((x, y) => x - y);
+  return s.length % 2 ? (s[(s.length - 1) / 2] ?? 0) : ((s[s.length / 2 - 1] ?? 0) + (s[s.length / 2] ?? 0)) / 2;
+};
+
+/** One p99 of both builds compared: `higher` (this checkout's tail is fatter) fails. */
+interface TailVerdict {
+  base_runs: number[];
+  head_runs: number[];
+  changePct: number;
+  p: number;
+  verdict: 'higher' | 'lower' | 'no difference';
+}
+
+/**
+ * The latency mode: ABBA rounds at `fraction` of the base's committed rate, open loop; the
+ * submit and commit p99 of each run, compared as the rates are (Welch's t-test), a higher
+ * p99 by AB_LATENCY_MIN_EFFECT percent at p < alpha failing, after one more round.
+ */
+async function latencyCheck(
+  baseDir: string,
+  headDir: string,
+  peak: number,
+  rounds: number,
+  alpha: number,
+): Promise<{ ok: boolean; rate: number; fraction: number; submitP99Ms: TailVerdict; commitP99Ms: TailVerdict }> {
+  const { benchBuild } = await import('./ab.js');
+  const { compareRuns } = await import('../src/bench/compare.js');
+  const fraction = Number(process.env.AB_LATENCY_FRACTION ?? 0.5);
+  if (!(fraction > 0 && fraction <= 1)) throw new Error(`AB_LATENCY_FRACTION must be in (0, 1]: ${process.env.AB_LATENCY_FRACTION}`);
+  const minEffect = envInt('AB_LATENCY_MIN_EFFECT', 25, 1, 1000);
+  const rate = Math.max(10, Math.round(peak * fraction));
+  const args = ['--rate', String(rate), '--duration', `${envInt('AB_LATENCY_SECONDS', 15, 2, 600)}s`, '--connections', '128'];
+  const runs = { a: { submit: [] as number[], commit: [] as number[] }, b: { submit: [] as number[], commit: [] as number[] } };
+  const round = async (): Promise<void> => {
+    for (const which of ['a', 'b', 'b', 'a'] as const) {
+      const r = await benchBuild(which === 'a' ? baseDir : headDir, args);
+      runs[which].submit.push(r.submitLatencyMs.p99);
+      runs[which].commit.push(r.commitLatencyMs.p99);
+      log(`${which === 'a' ? 'base' : 'head'} at ${rate}/s: submit p99 ${r.submitLatencyMs.p99} ms, commit p99 ${r.commitLatencyMs.p99} ms`);
+    }
+  };
+  const tail = (a: number[], b: number[]): TailVerdict => {
+    const c = compareRuns(a, b, minEffect, alpha);
+    // compareRuns reads a higher mean as "faster"; for a latency it is the worse.
+    const verdict = c.verdict === 'faster' ? 'higher' : c.verdict === 'slower' ? 'lower' : 'no difference';
+    return { base_runs: a, head_runs: b, changePct: c.changePct, p: c.p, verdict };
+  };
+  for (let i = 0; i < rounds; i++) await round();
+  let submit = tail(runs.a.submit, runs.b.submit);
+  let commit = tail(runs.a.commit, runs.b.commit);
+  if (submit.verdict === 'higher' || commit.verdict === 'higher') {
+    log('a higher p99: one more round before the verdict stands');
+    await round();
+    submit = tail(runs.a.submit, runs.b.submit);
+    commit = tail(runs.a.commit, runs.b.commit);
+  }
+  return { ok: submit.verdict !== 'higher' && commit.verdict !== 'higher', rate, fraction, submitP99Ms: submit, commitP99Ms: commit };
 }
 
 async function baselineCheck(): Promise<boolean> {
