@@ -147,6 +147,8 @@ t.test('two nodes by URL, round-robin, open loop; INVALID batches counted; --rep
   t.match(r.err, /\[2K +\d+ s +offered/);
   t.match(readFileSync(md, 'utf8'), /\| invalid \| 10 \|/);
   t.equal(j.nodeStages, null, 'a target without metrics: no node stages');
+  t.ok(j.clientEventLoopMs.p99 >= 0 && j.clientEventLoopMs.max >= j.clientEventLoopMs.p99, "the bench's own event loop delay, p99 ≤ max");
+  t.match(r.out, /client: +event loop p99 [\d.]+ ms, max [\d.]+ ms \(the bench's own thread\)/);
   t.match(r.out, /node stages: not read \(the node serves no \/metrics/);
 
   // --payloads: pre-built lists, one per line (base64 and hex), their batch ids read from the lists.

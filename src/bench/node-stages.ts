@@ -17,7 +17,10 @@ export interface NodeStage {
 
 export interface NodeStages {
   stages: NodeStage[];
-  /** The HTTP thread's longest event-loop delay between the two scrapes (ms), when reported. */
+  /**
+   * The HTTP thread's longest event-loop delay between the two scrapes (ms), when reported:
+   * prom-client's figure less its 10-ms sampling interval, which the figure includes.
+   */
   eventLoopMaxMs: number | null;
 }
 
@@ -31,6 +34,8 @@ const STAGES: ReadonlyArray<[string, string, Record<string, string>]> = [
   ['block settle (HTTP thread)', 'cairn_block_settle_seconds', {}],
 ];
 const LAG = 'cairn_nodejs_eventloop_lag_max_seconds';
+/** prom-client samples the delay every 10 ms (its default precision, which src/metrics.ts keeps). */
+const LAG_RESOLUTION_MS = 10;
 
 /** Cumulative bucket counts by upper bound, per stage label; the lag gauge. */
 export interface Scrape {
@@ -107,7 +112,7 @@ export function stagesBetween(before: Scrape[], after: Scrape[]): NodeStages {
     stages.push({ stage, count, p50Ms: quantile(cumulative, 0.5) * 1000, p99Ms: quantile(cumulative, 0.99) * 1000 });
   }
   const lags = after.map((s) => s.lagSeconds).filter((x): x is number => x !== null);
-  return { stages, eventLoopMaxMs: lags.length > 0 ? Math.max(...lags) * 1000 : null };
+  return { stages, eventLoopMaxMs: lags.length > 0 ? Math.max(0, Math.max(...lags) * 1000 - LAG_RESOLUTION_MS) : null };
 }
 
 /** Scrapes each target's /metrics; null when one does not serve them (metrics off). */

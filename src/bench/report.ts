@@ -72,6 +72,9 @@ export function summary(r: BenchResult): string {
         `submit ${lat(s.submitLatencyMs)} ms, commit ${lat(s.commitLatencyMs)} ms`,
     );
   lines.push(...stageLines(r.nodeStages));
+  const cl = r.clientEventLoopMs;
+  lines.push(`  client:      event loop p99 ${n1(cl.p99)} ms, max ${n1(cl.max)} ms (the bench's own thread)`);
+  if (cl.max >= 50) lines.push(`  warning: the bench's own thread was held up to ${n0(cl.max)} ms: part of the latencies above is the client's`);
   for (const e of r.errorSamples) lines.push(`  error: ${e}`);
   if (r.generatorStalls > 0)
     lines.push(`  warning: the sender waited for the generator ${n0(r.generatorStalls)} times: the generator limited this run`);

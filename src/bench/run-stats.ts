@@ -52,6 +52,11 @@ export interface RunStats {
   errors: number;
   uncommitted: number;
   generatorStalls: number;
+  /**
+   * The bench's own event loop over the run, ms (p99 and max of its delay): where it is high,
+   * the client, not the node, held the answers it measured.
+   */
+  clientEventLoopMs: { p99: number; max: number };
   sendSeconds: number;
   elapsedSeconds: number;
   offeredRate: number;

@@ -14,6 +14,7 @@ import type * as hdr from 'hdr-histogram-js';
 import { type Reply, type Target, retryAfterMs, why } from './target.js';
 import type { BatchSource } from './generator.js';
 import { latency, ms, newHistogram, type Progress, type RunStats, type Schedule, type Tick } from './run-stats.js';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 export { latency, newHistogram, type Latency, type Progress, type RunStats, type Schedule, type StepResult, type Tick } from './run-stats.js';
 
@@ -70,6 +71,9 @@ export async function runLoad(targets: Target[], source: BatchSource, s: Schedul
     c.errors++;
     if (errorSamples.length < 5) errorSamples.push(msg);
   };
+  // The client's own delays: a stalled bench thread holds every answer it is timing.
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
   const t0 = performance.now();
   const wakers: Array<(() => void) | undefined> = targets.map(() => undefined);
 
@@ -313,6 +317,7 @@ export async function runLoad(targets: Target[], source: BatchSource, s: Schedul
     for (const w of wakers) w?.();
   }
   await Promise.all(trackers);
+  loop.disable();
   clearInterval(ticker);
   takeTick();
   const tEnd = lastCommitAt > 0 ? lastCommitAt : performance.now();
@@ -329,6 +334,8 @@ export async function runLoad(targets: Target[], source: BatchSource, s: Schedul
     errors: c.errors,
     uncommitted: c.uncommitted,
     generatorStalls: c.stalls,
+    // The histogram counts in nanoseconds, less the 10-ms sampling interval itself.
+    clientEventLoopMs: { p99: r1(Math.max(0, loop.percentile(99) / 1e6 - 10)), max: r1(Math.max(0, loop.max / 1e6 - 10)) },
     sendSeconds: r1(sendSeconds),
     elapsedSeconds: r1(elapsedSeconds),
     // Open loop: the rate asked for; closed loop: batches sent per second of sending.
