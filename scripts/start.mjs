@@ -17,19 +17,12 @@
  * every few hundred milliseconds at a small live heap (25 to 50 a circuit bench run on the
  * coordinator); the committer threads get the same setting (src/scabbard/committer-link.ts).
  */
-import { spawnSync } from 'node:child_process';
-import { writeFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { MAIN, ROOT, STAMP, distCurrent } from './build-state.mjs';
+import { MAIN, build, distCurrent } from './build-state.mjs';
 
 if (!distCurrent()) {
   process.stderr.write('building dist/ (tsc -p tsconfig.build.json) ...\n');
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
-  if (r.status !== 0) process.exit(r.status ?? 1);
-  mkdirSync(dirname(STAMP), { recursive: true });
-  writeFileSync(STAMP, `${new Date().toISOString()}\n`);
+  const status = build();
+  if (status !== 0) process.exit(status);
 }
 if (process.env.CAIRN_BUILD_ONLY !== '1') await import(pathToFileURL(MAIN).href);
