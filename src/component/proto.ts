@@ -143,17 +143,13 @@ export interface EnvelopeMsg {
 }
 
 /**
- * Decodes an envelope (throws on malformed protobuf). protobufjs gives an absent `bytes`
- * field as an empty Array, not a Uint8Array: an envelope without content (a client request
- * with no fields, or a submit with no batches) would hand code that reads it as bytes
- * something without a `byteLength`: a submit with no content, packed for the verify pool
- * with other bodies, threw on the HTTP thread outside any handler (the node raised its
- * COMMITTER alarm, and no submit packed with it was ever answered). Here it is always a
- * Uint8Array.
+ * Decodes an envelope (throws on malformed protobuf). An envelope without content (a client
+ * request with no fields, a submit with no batches) has an empty Uint8Array as its content
+ * (src/proto/index.ts gives every absent bytes field one), never protobufjs's empty Array.
  */
 export function decodeEnvelope(bytes: Uint8Array): EnvelopeMsg {
   const m = Envelope.decode(bytes) as unknown as EnvelopeMsg;
-  return { messageType: m.messageType, correlationId: m.correlationId, content: m.content instanceof Uint8Array ? m.content : new Uint8Array(0) };
+  return { messageType: m.messageType, correlationId: m.correlationId, content: m.content };
 }
 
 export interface RegisterRequestMsg {

@@ -16,9 +16,8 @@ import {
   type TransactionMsg,
 } from '../proto/index.js';
 
-/** Standard base64. protobufjs leaves an absent bytes field as a plain empty array, hence the fallback. */
-export const b64 = (b: Uint8Array | number[]): string =>
-  (ArrayBuffer.isView(b) ? Buffer.from(b.buffer, b.byteOffset, b.byteLength) : Buffer.from(b)).toString('base64');
+/** Standard base64 (an absent bytes field decodes as an empty Buffer: src/proto/index.ts). */
+export const b64 = (b: Uint8Array): string => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64');
 
 export interface TxnJson {
   header: {

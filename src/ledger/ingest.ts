@@ -16,7 +16,7 @@ export type SubmitResult =
   | { ok: false; code: 'EMPTY' | 'UNDECODABLE' | 'INVALID' | 'QUEUE_FULL' | 'UNAVAILABLE'; message: string };
 
 interface QueuedBody extends VerifyItem {
-  /** When the body arrived (performance.now()), for the stage metrics. */
+  /** When the body arrived (performance.now(); 0 with metrics off), for the stage metrics. */
   at: number;
   /** Set when the body got past a full queue only as the node's own, unseen batches (checked after verification). */
   exemptOnly: boolean;
@@ -148,7 +148,7 @@ export class Ingest {
     }
     this.#inflight += n;
     return new Promise<SubmitResult>((resolve, reject) => {
-      this.#pool.push({ body, at: performance.now(), nodeKeyOnly, exemptOnly: nodeKeyOnly !== undefined, resolve, reject });
+      this.#pool.push({ body, at: this.#o.metrics ? performance.now() : 0, nodeKeyOnly, exemptOnly: nodeKeyOnly !== undefined, resolve, reject });
     }).finally(() => {
       this.#inflight -= n;
     });
@@ -189,8 +189,8 @@ export class Ingest {
       accepted.push({ item, ids: r.batches.map((b) => b.id) });
     }
     if (accepted.length === 0) return;
-    const verified = performance.now();
     const m = this.#o.metrics;
+    const verified = m ? performance.now() : 0;
     if (m) for (const a of accepted) m.stage('verify', (verified - a.item.at) / 1000);
     try {
       await this.#o.writer.persist(batches);
