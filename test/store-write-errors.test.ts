@@ -85,6 +85,57 @@ t.test('trackWrite: in flight until the write settles, resolved or rejected', as
   t.equal(printed.length, 4, 'every print printed');
 });
 
+t.test('writes of two environments in flight: the print is about the one that does not succeed', async (t) => {
+  const printed = capturePrints(t);
+  const writes = new WriteAttribution();
+  const seen: string[] = [];
+  watchLmdbWriteErrors({ onError: (_, w) => seen.push(`${w.what} (${w.env})`) }, writes);
+  t.same(writes.candidates(), [], 'nothing in flight');
+  // The committer's block (ledger.mdb fails) and its pending pool cleanup, side by side: the
+  // cleanup is older, yet its environment's commit succeeds.
+  const cleanup = writes.begin('the pending pool cleanup', 'pending');
+  const block = writes.begin('the write of block 9');
+  const later = writes.begin('the write of block 10');
+  t.same(writes.candidates(), [cleanup, block], 'the oldest write of each environment');
+  console.error(lmdbError(5));
+  t.same(seen, [], 'undecided while both are in flight');
+  writes.end(cleanup, true);
+  await new Promise((r) => setImmediate(r));
+  t.same(seen, ['the write of block 9 (ledger)'], 'the environment whose write succeeded is not the one that failed');
+  writes.end(block, false);
+  writes.end(later, false);
+
+  // The other way round: the cleanup is rejected (pending.mdb fails) while a block is in flight.
+  const block2 = writes.begin('the write of block 11');
+  const cleanup2 = writes.begin('the pending pool cleanup', 'pending');
+  console.error(lmdbError(5));
+  writes.end(cleanup2, false);
+  await new Promise((r) => setImmediate(r));
+  t.same(seen.at(-1), 'the pending pool cleanup (pending)', 'a rejected write is the failed one');
+  writes.end(block2, true);
+  await new Promise((r) => setImmediate(r));
+  t.equal(seen.length, 2, 'decided once');
+
+  // Neither settles (both environments fail, or hang): the oldest, after the wait.
+  const a = writes.begin('the pending pool cleanup', 'pending');
+  const b = writes.begin('the write of block 12');
+  t.same(await writes.attributeSettled([a, b], 20), a, 'the oldest after the wait');
+  // A candidate that settled before the wait began leaves the other.
+  writes.end(a, true);
+  t.same(await writes.attributeSettled([a, b], 1_000), b, 'the one still in flight');
+  writes.end(b, true);
+  t.same(await writes.attributeSettled([a, b], 1_000), a, 'none in flight: the oldest named');
+  // Both succeed while waited for: the last one (a print never stops a write that succeeded
+  // in practice, as one of them failed; this only ends the wait).
+  const c = writes.begin('the pending pool cleanup', 'pending');
+  const d = writes.begin('the write of block 13');
+  const both = writes.attributeSettled([c, d], 1_000);
+  writes.end(c, true);
+  writes.end(d, true);
+  t.same(await both, d);
+  t.equal(printed.length, 2, 'every print printed');
+});
+
 t.test('a print after a recovery, from the earlier write, stops nothing; a new error does', async (t) => {
   const printed = capturePrints(t);
   // The committer's side, as workers/committer.ts wires it, with a test's own attribution.

@@ -10,11 +10,14 @@
  * A print names neither the transaction nor the environment it is about, so it is attributed
  * here: to the thread that printed it (console.error is per thread: a print reaches only the
  * watcher of the thread whose lmdb-js wrote), and to the oldest write of that thread still in
- * flight (LMDB commits one transaction at a time, in order). The writes a thread makes register
- * with `trackWrite` until they settle. A print while none is in flight comes from a write that
- * already settled (its promise was rejected or resolved before the print, or it was made before
- * a recovery): it is reported as stale, and does not stop anything; an error of a write in
- * flight does.
+ * flight in one environment (LMDB commits one transaction at a time, in order, in each
+ * environment; the environments of a thread commit side by side). The writes a thread makes
+ * register with `trackWrite` until they settle. When writes of two environments are in flight
+ * (a committer's block and its pending pool cleanup), the print is about the one whose oldest
+ * write does not succeed: the other's settles, the failed one's never does (or is rejected).
+ * A print while none is in flight comes from a write that already settled (its promise was
+ * rejected or resolved before the print, or it was made before a recovery): it is reported as
+ * stale, and does not stop anything; an error of a write in flight does.
  */
 import { sep } from 'node:path';
 
@@ -33,6 +36,9 @@ export interface TrackedWrite {
   env: 'ledger' | 'pending';
 }
 
+/** How long a print about writes of two environments waits for one of them to succeed. */
+export const AMBIGUOUS_WAIT_MS = 2_000;
+
 /**
  * The writes of one thread in flight, oldest first, and the attribution of an error print to
  * one of them. Pure bookkeeping (no lmdb-js), so that the rule is tested on its own.
@@ -41,6 +47,8 @@ export class WriteAttribution {
   #next = 1;
   /** In start order (a Map keeps insertion order): the first entry is the oldest write. */
   readonly #inFlight = new Map<number, TrackedWrite>();
+  /** Who waits for a write in flight to settle (attributeSettled): called with whether it succeeded. */
+  readonly #watchers = new Map<number, Array<(ok: boolean) => void>>();
 
   /** A write starts; returns its record, to give to `end` once it settled. */
   begin(what: string, env: TrackedWrite['env'] = 'ledger'): TrackedWrite {
@@ -49,15 +57,55 @@ export class WriteAttribution {
     return w;
   }
 
-  /** The write settled (resolved or rejected): a later print is not about it. */
-  end(w: TrackedWrite): void {
+  /** The write settled (`ok`: it succeeded; false: it was rejected): a later print is not about it. */
+  end(w: TrackedWrite, ok = true): void {
     this.#inFlight.delete(w.id);
+    const watchers = this.#watchers.get(w.id);
+    this.#watchers.delete(w.id);
+    for (const f of watchers ?? []) f(ok);
   }
 
   /** The write an error print is about: the oldest one in flight, or null (a stale print). */
   attribute(): TrackedWrite | null {
     for (const w of this.#inFlight.values()) return w;
     return null;
+  }
+
+  /** The oldest write in flight of each environment, oldest first. */
+  candidates(): TrackedWrite[] {
+    const byEnv = new Map<TrackedWrite['env'], TrackedWrite>();
+    for (const w of this.#inFlight.values()) if (!byEnv.has(w.env)) byEnv.set(w.env, w);
+    return [...byEnv.values()];
+  }
+
+  /**
+   * The write a print is about when `candidates` (of different environments) were in flight:
+   * the first that is rejected, or the last left once the others succeeded; after `ms`
+   * without an answer, the oldest still in flight (the rule of `attribute`).
+   */
+  attributeSettled(candidates: readonly [TrackedWrite, ...TrackedWrite[]], ms = AMBIGUOUS_WAIT_MS): Promise<TrackedWrite> {
+    const [oldest] = candidates;
+    return new Promise((resolve) => {
+      let open = candidates.filter((w) => this.#inFlight.has(w.id));
+      let done = false;
+      const finish = (w: TrackedWrite = open[0] ?? oldest): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(w);
+      };
+      const timer = setTimeout(() => finish(), ms);
+      if (open.length <= 1) return finish();
+      for (const w of open) {
+        const list = this.#watchers.get(w.id) ?? [];
+        list.push((ok) => {
+          if (!ok) return finish(w);
+          open = open.filter((o) => o !== w);
+          if (open.length <= 1) finish(open[0] ?? w);
+        });
+        this.#watchers.set(w.id, list);
+      }
+    });
   }
 
   get size(): number {
@@ -75,8 +123,10 @@ const writes = new WriteAttribution();
  */
 export function trackWrite<T>(what: string, p: Promise<T>, env: TrackedWrite['env'] = 'ledger'): Promise<T> {
   const w = writes.begin(what, env);
-  const end = (): void => writes.end(w);
-  p.then(end, end);
+  p.then(
+    () => writes.end(w, true),
+    () => writes.end(w, false),
+  );
   return p;
 }
 
@@ -136,9 +186,12 @@ function hook(): void {
     if (err instanceof Error && (err as { code?: unknown }).code === MDB_PANIC && (err.stack ?? '').includes(`${sep}lmdb${sep}write.js`))
       stuck = true;
     if (!installed || !isLmdbWriteError(err)) return;
-    const write = current.attribute();
-    if (write) installed.onError(err, write);
-    else installed.onStale?.(err);
+    const handlers = installed;
+    const [first, ...others] = current.candidates();
+    if (!first) handlers.onStale?.(err);
+    else if (others.length === 0) handlers.onError(err, first);
+    // Writes of two environments in flight: the one that fails is the one the print is about.
+    else void current.attributeSettled([first, ...others]).then((write) => installed === handlers && handlers.onError(err, write));
   };
   console.error = wrapper;
 }
