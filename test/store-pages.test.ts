@@ -5,7 +5,7 @@
  * before the file is mapped.
  */
 import t from 'tap';
-import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
@@ -184,4 +184,40 @@ t.test('a page cut off by the end of the file', async (t) => {
   writeFileSync(copy, buf);
   // Two pages short are padded (a commit that failed); the tree never reaches them.
   t.equal(lmdbFileProblem(copy), null);
+});
+
+t.test('a file that ends before pages the snapshot does not reach is padded, however many', async (t) => {
+  // LMDB counts pages it allocated and freed within a transaction without writing them: a
+  // clean stop left a ledger 17 pages short, all of them free.
+  const copy = join(dir, 'short-free.mdb');
+  copyFileSync(file, copy);
+  const { snap } = kindsOf(file);
+  const buf = readFileSync(copy);
+  const newest = buf.readBigUInt64LE(152) >= buf.readBigUInt64LE(PS + 152) ? 0 : PS;
+  buf.writeBigUInt64LE(snap.lastPage + 40n, newest + 144);
+  writeFileSync(copy, buf);
+  t.equal(lmdbFileProblem(copy), null, 'not a truncation');
+  t.equal(statSync(copy).size, Number(snap.lastPage + 41n) * PS, 'padded to the last page');
+  t.equal(lmdbFileProblem(copy), null, 'and sound after');
+});
+
+t.test('a file cut before a page the snapshot reaches is truncated, an overflow run included', async (t) => {
+  const { kinds, snap } = kindsOf(file);
+  // The highest page the trees reach, and the highest page of an overflow run past its first.
+  let reached = 0;
+  let runTail = 0;
+  for (let p = 2; p < kinds.length; p++) {
+    if (kinds[p] === PAGE.branch || kinds[p] === PAGE.leaf || kinds[p] === PAGE.overflow) reached = p;
+    if (kinds[p] === PAGE.overflow && kinds[p - 1] === PAGE.overflow) runTail = p;
+  }
+  t.ok(reached > 2 && runTail > 2, 'the sound file has both');
+  const cut = (page: number): string | null => {
+    const copy = join(dir, `cut-${page}.mdb`);
+    copyFileSync(file, copy);
+    truncateSync(copy, page * PS);
+    return lmdbFileProblem(copy);
+  };
+  t.match(cut(reached), new RegExp(`is ${reached * PS} bytes but its last transaction uses ${Number(snap.lastPage + 1n) * PS} bytes: it was truncated \\(.*past the end of the file\\)`));
+  // Only the tail of a run is cut: its first page (the one read) is still in the file.
+  t.match(cut(runTail), /it was truncated \(.*its run of \d+ pages ends past the end of the file\)/);
 });

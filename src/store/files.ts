@@ -12,11 +12,9 @@
  */
 import { closeSync, fstatSync, openSync, readSync, truncateSync } from 'node:fs';
 import { log } from '../log.js';
-import { snapshotProblem, type Snapshot } from './pages.js';
+import { PAST_END, snapshotProblem, type Snapshot } from './pages.js';
 
 const MAGIC = 0xbeefc0de;
-/** Pages a file may lack after a failed commit before it counts as truncated. */
-const SHORT_PAGES = 8;
 const P_META = 0x08;
 const META_BYTES = 160;
 
@@ -84,18 +82,21 @@ export function lmdbFileProblem(file: string): string | null {
     const meta = newestMeta(fd, size);
     if (typeof meta === 'string') return meta;
     const need = (meta.lastPage + 1n) * BigInt(meta.pageSize);
-    // A commit that failed (a full disk, an I/O error) can leave the file a few pages short
-    // of the last page its meta page records, pages it never wrote; LMDB would map them and
-    // die with SIGBUS on the first read there. Up to SHORT_PAGES pages short, the file is
-    // padded with zero pages (a read of one is a damaged page to LMDB, never a signal);
-    // shorter than that, it was truncated: refused.
+    // The file may end before the last page its meta page records: LMDB counts pages it
+    // allocated and freed again within a transaction without writing them (seen after a clean
+    // stop: 17 pages, every one on the free list), and a commit that failed (a full disk, an
+    // I/O error) can leave pages it never wrote. Harmless while the snapshot reaches none of
+    // them: the walk below reads every page it reaches, and one past the end is a truncation.
+    // The file is then padded with zero pages, so that LMDB never maps a page the file lacks
+    // (a read there would be a SIGBUS).
     const short = need - BigInt(size);
-    if (short > 0n) {
-      if (short > BigInt(SHORT_PAGES * meta.pageSize)) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated`;
-      padTo(file, size, Number(need));
-    }
     const pages = snapshotProblem(fd, meta);
-    return pages === null ? null : `has a damaged page structure: ${pages}`;
+    if (pages !== null) {
+      if (short > 0n && pages.includes(PAST_END)) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated (${pages})`;
+      return `has a damaged page structure: ${pages}`;
+    }
+    if (short > 0n) padTo(file, size, Number(need));
+    return null;
   } finally {
     closeSync(fd);
   }
@@ -104,5 +105,5 @@ export function lmdbFileProblem(file: string): string | null {
 /** Extends `file` from `from` to `to` bytes with zeros (ftruncate), logged. */
 function padTo(file: string, from: number, to: number): void {
   truncateSync(file, to);
-  log.warn(`${file} was ${to - from} bytes short of its last transaction (a commit that failed): padded with zero pages`);
+  log.warn(`${file} was ${to - from} bytes short of its last transaction, in pages it does not use: padded with zero pages`);
 }

@@ -24,7 +24,7 @@
  *     the meta page holds the free-list database's record @48 and the main one's @96
  *   free list: key a transaction id, value a page-number list (count u64, then the entries)
  */
-import { readSync } from 'node:fs';
+import { fstatSync, readSync } from 'node:fs';
 
 const HEADER = 24;
 const NODE = 8;
@@ -45,6 +45,9 @@ export interface Snapshot {
 }
 
 class Damage extends Error {}
+
+/** The words of a damage that is a page the file does not reach (it ends before). */
+export const PAST_END = 'past the end of the file';
 
 /** What each page of the file is to the snapshot (the index is the page number). */
 export const PAGE = { unreached: 0, branch: 1, leaf: 2, overflow: 3, free: 4 } as const;
@@ -74,10 +77,14 @@ class Walk {
   /** Pages reached so far (PAGE): each belongs to one tree, once, or to the free list. */
   readonly kinds: Uint8Array;
 
+  /** Pages the file holds (it may end before the snapshot's last page: see files.ts). */
+  readonly #filePages: bigint;
+
   constructor(fd: number, s: Snapshot) {
     this.#fd = fd;
     this.#s = s;
     this.kinds = new Uint8Array(Number(s.lastPage) + 1);
+    this.#filePages = BigInt(Math.floor(fstatSync(fd).size / s.pageSize));
   }
 
   run(): void {
@@ -173,6 +180,7 @@ class Walk {
     const pages = p.readUInt32LE(20);
     if (pages < 1 || first + BigInt(pages) - 1n > this.#s.lastPage) throw new Damage(`${at}: a run of ${pages} pages past the last page`);
     if (size > pages * this.#s.pageSize - HEADER) throw new Damage(`${at}: ${size} bytes do not fit its ${pages} pages`);
+    if (first + BigInt(pages) > this.#filePages) throw new Damage(`${at}: its run of ${pages} pages ends ${PAST_END}`);
     for (let i = 1; i < pages; i++) this.#claim(first + BigInt(i), at, PAGE.overflow);
     return pages;
   }
@@ -219,7 +227,7 @@ class Walk {
     this.#claim(pgno, at, kind);
     const p = Buffer.allocUnsafe(this.#s.pageSize);
     const n = readSync(this.#fd, p, 0, p.length, Number(pgno) * this.#s.pageSize);
-    if (n < p.length) throw new Damage(`${at}: past the end of the file`);
+    if (n < p.length) throw new Damage(`${at}: ${PAST_END}`);
     if (p.readBigUInt64LE(0) !== pgno) throw new Damage(`${at}: its header names page ${p.readBigUInt64LE(0)}`);
     const txn = p.readBigUInt64LE(8);
     if (txn > this.#s.txnId) throw new Damage(`${at}: written by transaction ${txn}, after the last one (${this.#s.txnId})`);
