@@ -57,6 +57,8 @@ export interface Config {
   stateCheckpointBlocks: number;
   /** Merkle records a block writes for a checkpoint at most (a larger one is spread over the next blocks). */
   stateCheckpointChunk: number;
+  /** MiB of Merkle records held in memory (made since the last checkpoint) that start a checkpoint before its block count. */
+  stateCheckpointMiB: number;
   /** Blocks behind the head whose state `head=` still reads (0 = all not pruned). */
   stateHistoryBlocks: number;
   /**
@@ -197,6 +199,7 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     dependencyWaitSec: int(get('dependencyWaitSec') ?? '60', 'dependency wait', 1),
     stateCheckpointBlocks: int(get('stateCheckpointBlocks') ?? '256', 'state checkpoint blocks', 1),
     stateCheckpointChunk: int(get('stateCheckpointChunk') ?? '4096', 'state checkpoint chunk', 1),
+    stateCheckpointMiB: int(get('stateCheckpointMiB') ?? '64', 'state checkpoint MiB', 1),
     stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
     storageStallSec: int(get('storageStallSec') ?? '60', 'storage stall', 1),
     startScan: onOff(get('startScan') ?? 'on', 'start scan'),

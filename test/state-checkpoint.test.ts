@@ -145,6 +145,66 @@ t.test('roots, reads and restart across checkpoints', async (t) => {
   t.ok(served instanceof CorruptStateError, 'and never served (the gateway answers 503 for a CorruptStateError)');
 });
 
+t.test('a checkpoint starts once the records in memory reach the byte bound, not before its last one left', async (t) => {
+  const { root, s } = env(t);
+  await root.transaction(() => {
+    for (const [k, v] of MerkleTree.emptyRootWrites()) s.merkle.put(k, v);
+  });
+  const bound = 40_000;
+  // The block count alone would never start one here.
+  const engine = new StateEngine(s, { leafEncoding: 'cbor', checkpointEvery: 1_000, checkpointBytes: bound });
+  t.throws(() => new StateEngine(s, { leafEncoding: 'cbor', checkpointBytes: 0 }), RangeError);
+  engine.recover(undefined);
+  t.equal(engine.memBytes, 0);
+  const rand = rng(11);
+  const leaves = new Map<string, Uint8Array>();
+  let parent: ChainHead = { blockId: 'none', blockNum: -1, stateRoot: EMPTY_ROOT };
+  const checkpoints: number[] = [];
+  let peak = 0;
+  let held: number | null = null;
+  for (let b = 0; b < 40; b++) {
+    const sets = new Map<string, Uint8Array>();
+    for (let i = 0; i < 20; i++) sets.set(addrOf(Math.floor(rand() * 400)), Buffer.from(`v${b}-${i}`));
+    for (const [a, v] of sets) leaves.set(a, v);
+    const u = engine.tree.update(parent.stateRoot, sets, []);
+    const head: ChainHead = { blockId: `b${b}`, blockNum: b, stateRoot: u.root };
+    engine.stage(b, u.writes);
+    const before = engine.memBytes;
+    let cp: number | null = null;
+    await root.transaction(() => {
+      cp = engine.writeBlock(parent, head, u.writes, new Map(sets));
+      s.meta.put('head', head);
+    });
+    if (cp !== null) {
+      t.ok(before >= bound, `block ${b}: a checkpoint only with ${bound} bytes or more in memory (${before})`);
+      checkpoints.push(cp);
+    }
+    peak = Math.max(peak, engine.memBytes);
+    // Pipelined: a checkpoint becomes durable one block later. The block in between must not
+    // start another one on the bytes that are about to leave.
+    if (held !== null) engine.durable(held);
+    held = cp;
+    parent = head;
+  }
+  engine.durable(held);
+  t.ok(checkpoints.length >= 3, `several checkpoints by bytes (${checkpoints.length})`);
+  t.notOk(
+    checkpoints.some((c, i) => i > 0 && c === checkpoints[i - 1]! + 1),
+    `no checkpoint in the block right after one (${checkpoints.join(', ')})`,
+  );
+  t.ok(peak < 3 * bound, `the records in memory stay within a few blocks of the bound (${peak})`);
+  t.equal(rootOf(leaves), parent.stateRoot);
+  // A restart replays only the deltas since the last checkpoint, and gets the same head.
+  const again = new StateEngine(s, { leafEncoding: 'cbor', checkpointBytes: bound });
+  again.recover(parent);
+  t.equal(again.checkpoint.blockNum, checkpoints.at(-1));
+  t.ok(again.memBytes < 3 * bound, `its replay holds no more than the bound allows (${again.memBytes})`);
+  t.equal(again.memBytes > 0, parent.blockNum > (checkpoints.at(-1) ?? -1), 'the blocks after the checkpoint are replayed');
+  const next = again.tree.update(parent.stateRoot, new Map([[addrOf(1), Buffer.from('x')]]), []);
+  leaves.set(addrOf(1), Buffer.from('x'));
+  t.equal(next.root, rootOf(leaves), 'a block on the recovered state has the reference root');
+});
+
 t.test('history: roots older than the setting are unknown roots', async (t) => {
   const { root, s } = env(t);
   await root.transaction(() => {

@@ -31,6 +31,11 @@ export const OPTIONS: Record<string, OptionSpec> = {
     env: 'CAIRN_STATE_CHECKPOINT_CHUNK',
     help: 'Merkle records a block writes for a state checkpoint at most; a larger one is spread over the next blocks (default 4096)',
   },
+  stateCheckpointMiB: {
+    flag: 'state-checkpoint-mib',
+    env: 'CAIRN_STATE_CHECKPOINT_MIB',
+    help: 'MiB of state records held in memory since the last checkpoint that start the next one before its block count (default 64); bounds that memory and the replay of a restart',
+  },
   startScan: {
     flag: 'start-scan',
     env: 'CAIRN_START_SCAN',

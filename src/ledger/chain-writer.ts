@@ -43,6 +43,8 @@ export interface ChainWriterOptions {
   checkpointEvery?: number;
   /** Merkle records a block writes for a checkpoint at most (default DEFAULT_CHECKPOINT_CHUNK). */
   checkpointChunk?: number;
+  /** Bytes of Merkle records in memory that start a checkpoint sooner (default DEFAULT_CHECKPOINT_BYTES). */
+  checkpointBytes?: number;
   /**
    * Longest a round's transaction may take to become durable (ms, default DEFAULT_STALL_MS):
    * past it the write counts as failed ("storage stalled"), so that a device that hangs, or
@@ -83,6 +85,7 @@ export class ChainWriter {
       leafEncoding: opts.leafEncoding,
       checkpointEvery: opts.checkpointEvery,
       checkpointChunk: opts.checkpointChunk,
+      checkpointBytes: opts.checkpointBytes,
     });
     const tree = (): StateStore => {
       if (!this.#loaded) this.loadState();

@@ -59,6 +59,7 @@ export function nodeLedgerParts(root: RootDatabase, signer: Signer, opts: Commit
     writeFault: opts.recovery ? null : faultPoint('ledger.write'),
     checkpointEvery: opts.stateCheckpointBlocks,
     checkpointChunk: opts.stateCheckpointChunk,
+    checkpointBytes: opts.stateCheckpointBytes,
     stallMs: opts.storageStallMs,
   });
   const builder = new BlockBuilder(writer.state, signer, familyLookup(d.families), executor ?? undefined);

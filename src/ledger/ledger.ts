@@ -197,6 +197,7 @@ export class Ledger {
       ...opts.plugins,
       stateCheckpointBlocks: config.stateCheckpointBlocks,
       stateCheckpointChunk: config.stateCheckpointChunk,
+      stateCheckpointBytes: config.stateCheckpointMiB * 1024 * 1024,
       storageStallMs: (config.storageStallSec ?? DEFAULT_STALL_MS / 1000) * 1000,
       ...(opts.log ? { sharedLog: opts.log.committer } : {}),
     };

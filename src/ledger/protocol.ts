@@ -60,6 +60,8 @@ export interface EngineCommitterOptions {
   stateCheckpointBlocks?: number;
   /** Merkle records a block writes for a checkpoint at most (default 4096). */
   stateCheckpointChunk?: number;
+  /** Bytes of Merkle records in memory that start a checkpoint sooner (default 64 MiB). */
+  stateCheckpointBytes?: number;
   /** Set on a committer started by a recovery (src/ledger/recovery.ts) rather than at the node's start. */
   recovery?: boolean;
   /** Longest a block's transaction may take to become durable before it counts as failed (ms; default 15 000). */

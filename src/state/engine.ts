@@ -27,6 +27,15 @@ import { CHECKPOINT, decodeDelta, deltaHead, encodeDelta, type Checkpoint, type 
 export const DEFAULT_CHECKPOINT_BLOCKS = 256;
 
 /**
+ * Default bytes of Merkle records held in memory that start a checkpoint before its block
+ * count is reached. Each block makes new versions of the branch records on its keys' paths
+ * (a 256-way branch is 8.4 KB), and every version stays in memory until the next checkpoint
+ * is durable: under load, ~1 MB a block at 300,000 keys. This bounds that memory, and with
+ * it the replay of a restart (which makes the same records again).
+ */
+export const DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024;
+
+/**
  * Records a block's transaction visits or writes for a checkpoint at most. A checkpoint of
  * more records is spread over the blocks after it, so that no one block carries it whole
  * (it was the longest pause of the commit pipeline): the bound on the extra work a block does.
@@ -55,6 +64,8 @@ interface MemRecord {
 /** Records from memory first (made since the checkpoint), then from LMDB. */
 class RecordSource {
   readonly mem = new Map<string, MemRecord>();
+  /** Bytes of the records in `mem`. */
+  bytes = 0;
   constructor(private readonly db: Database<Buffer, Buffer>) {}
   getBinaryFast(key: Buffer): Buffer | undefined {
     return this.mem.get(key.toString('latin1'))?.rec ?? this.db.getBinaryFast(key);
@@ -68,6 +79,8 @@ export interface StateEngineOptions {
   leafEncoding: LeafEncoding;
   /** Blocks between checkpoints (>= 1). */
   checkpointEvery?: number;
+  /** Bytes of in-memory records that start a checkpoint sooner (default DEFAULT_CHECKPOINT_BYTES). */
+  checkpointBytes?: number;
   /** Records a block visits or writes for a checkpoint at most (default DEFAULT_CHECKPOINT_CHUNK). */
   checkpointChunk?: number;
 }
@@ -76,11 +89,14 @@ export class StateEngine {
   readonly #s: StateStores;
   readonly #src: RecordSource;
   readonly #every: number;
+  readonly #maxBytes: number;
   readonly #chunk: number;
   /** The checkpoint being written, over this and the next blocks, if any. */
   #writing: CheckpointInProgress | null = null;
   /** The state as of the checkpoint, any block after it, or any staged block. */
   readonly tree: MerkleTree;
+  /** Bytes in memory when the last checkpoint was complete: they leave once it is durable. */
+  #leaving = 0;
   /** The last checkpoint written (durable or not). */
   #checkpoint: Checkpoint = { blockNum: -1, root: EMPTY_ROOT };
 
@@ -88,6 +104,8 @@ export class StateEngine {
     this.#s = stores;
     this.#every = opts.checkpointEvery ?? DEFAULT_CHECKPOINT_BLOCKS;
     if (!Number.isInteger(this.#every) || this.#every < 1) throw new RangeError('checkpointEvery must be a positive integer');
+    this.#maxBytes = opts.checkpointBytes ?? DEFAULT_CHECKPOINT_BYTES;
+    if (!Number.isInteger(this.#maxBytes) || this.#maxBytes < 1) throw new RangeError('checkpointBytes must be a positive integer');
     this.#chunk = opts.checkpointChunk ?? DEFAULT_CHECKPOINT_CHUNK;
     if (!Number.isInteger(this.#chunk) || this.#chunk < 1) throw new RangeError('checkpointChunk must be a positive integer');
     this.#src = new RecordSource(stores.merkle);
@@ -103,6 +121,11 @@ export class StateEngine {
     return this.#src.mem.size;
   }
 
+  /** Bytes of the records held in memory. */
+  get memBytes(): number {
+    return this.#src.bytes;
+  }
+
   /**
    * Loads the state as of the durable head: its checkpoint, then every delta after it
    * applied again. Throws CorruptStateError when a delta is missing or does not give the
@@ -110,6 +133,8 @@ export class StateEngine {
    */
   recover(head: ChainHead | undefined): void {
     this.#src.mem.clear();
+    this.#src.bytes = 0;
+    this.#leaving = 0;
     this.#writing = null;
     if (head === undefined) {
       this.#checkpoint = { blockNum: -1, root: EMPTY_ROOT };
@@ -144,8 +169,10 @@ export class StateEngine {
     for (const [k, rec] of writes) {
       const key = k.toString('latin1');
       const m = mem.get(key);
-      if (m === undefined) mem.set(key, { rec, block: blockNum });
-      else if (m.block < blockNum) m.block = blockNum;
+      if (m === undefined) {
+        mem.set(key, { rec, block: blockNum });
+        this.#src.bytes += rec.length;
+      } else if (m.block < blockNum) m.block = blockNum;
     }
   }
 
@@ -166,7 +193,7 @@ export class StateEngine {
     s.deltas.put(blockNum, encodeDelta({ root: head.stateRoot, base: cp.blockNum, baseRoot: cp.root, changes }));
     s.roots.put(Buffer.from(head.stateRoot, 'hex'), blockNum);
     if (this.#writing === null) {
-      if (blockNum - cp.blockNum < this.#every) return null;
+      if (blockNum - cp.blockNum < this.#every && this.#src.bytes - this.#leaving < this.#maxBytes) return null;
       this.#writing = { blockNum, root: head.stateRoot, stack: [Buffer.from(head.stateRoot, 'hex')], seen: new Set(), order: [], next: -1 };
     }
     return this.#continueCheckpoint();
@@ -183,7 +210,13 @@ export class StateEngine {
   /** After a block's transaction is durable: a checkpoint's records leave memory. */
   durable(checkpointBlock: number | null): void {
     if (checkpointBlock === null) return;
-    for (const [k, m] of this.#src.mem) if (m.block <= checkpointBlock) this.#src.mem.delete(k);
+    const src = this.#src;
+    this.#leaving = 0;
+    for (const [k, m] of src.mem) {
+      if (m.block > checkpointBlock) continue;
+      src.mem.delete(k);
+      src.bytes -= m.rec.length;
+    }
   }
 
   /**
@@ -232,6 +265,7 @@ export class StateEngine {
     CHECKPOINT.put(this.#s.meta, { blockNum: w.blockNum, root: w.root });
     this.#checkpoint = { blockNum: w.blockNum, root: w.root };
     this.#writing = null;
+    this.#leaving = this.#src.bytes;
     return w.blockNum;
   }
 
