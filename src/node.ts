@@ -12,7 +12,8 @@ import { openEnv } from './store/db.js';
 import { lockDataDir, StartupError } from './store/lock.js';
 import { fsReason, makeDirs } from './store/dirs.js';
 import { reopenable } from './store/reopen.js';
-import { preflight } from './store/preflight.js';
+import { LEDGER_FILE, PENDING_FILE, preflight } from './store/preflight.js';
+import { BackgroundScan, type ScanProgress } from './store/scan.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
 import type { Signer } from './crypto/secp256k1.js';
@@ -112,7 +113,10 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
 
   // Damaged or mismatched files are refused here, with a message naming them. The handle can be
   // reopened under its stores: the recovery from a failed meta-page write needs it (src/store/reopen.ts).
-  const db = await preflight(config.dataDir, () => reopenable(() => openEnv(config.dataDir)), { scan: config.startScan });
+  // The files as they were before this start: a new directory has nothing to scan.
+  const existing = [LEDGER_FILE, PENDING_FILE].map((f) => join(config.dataDir, f)).filter((f) => existsSync(f));
+  // The read of every record runs in the background once the node serves (BackgroundScan).
+  const db = await preflight(config.dataDir, () => reopenable(() => openEnv(config.dataDir)));
   // Metrics off: no registry, no hooks anywhere (each hook call site skips on undefined).
   const metrics = config.metrics.mode === 'off' ? undefined : new NodeMetrics(VERSION);
   let ledger: Ledger;
@@ -201,7 +205,9 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     observe: metrics?.http('ledger'),
     ...writeGate(ledger, 'ledger'),
   });
-  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger, cluster: member });
+  let scan: BackgroundScan | null = null;
+  const scanOff: ScanProgress = { state: 'off', read_bytes: 0, total_bytes: 0 };
+  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger, cluster: member, startScan: () => scan?.progress ?? scanOff });
   // The component endpoint's clients (event subscribers, ZeroMQ client requests).
   const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers, config }) : null;
   registerExplorer(ledgerServer);
@@ -277,6 +283,9 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     await db.close();
     throw err;
   }
+  // A damaged page structure found by the scan: read-only with a CORRUPT alarm (it stays
+  // raised until an operator clears it, after a restore).
+  if (config.startScan) scan = new BackgroundScan(existing, (cause) => ledger.markFaulty(cause, 'CORRUPT'));
   if (member) {
     const h = config.ledgerBind.host;
     await member.begin(ledger, config.cluster?.advertise ?? `http://${h.includes(':') ? `[${h}]` : h}:${ports.ledger}`);
@@ -305,6 +314,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     async close(): Promise<void> {
       if (closed) return;
       closed = true;
+      scan?.stop();
       ledgerApi.close();
       clients?.close();
       await Promise.all(servers.map((s) => s.close()));

@@ -217,7 +217,12 @@ t.test('a file cut before a page the snapshot reaches is truncated, an overflow 
     truncateSync(copy, page * PS);
     return lmdbFileProblem(copy);
   };
-  t.match(cut(reached), new RegExp(`is ${reached * PS} bytes but its last transaction uses ${Number(snap.lastPage + 1n) * PS} bytes: it was truncated \\(.*past the end of the file\\)`));
+  t.match(
+    cut(reached),
+    new RegExp(
+      `is ${reached * PS} bytes but its last transaction uses ${Number(snap.lastPage + 1n) * PS} bytes: it was truncated \\(.*past the end of the file\\)`,
+    ),
+  );
   // Only the tail of a run is cut: its first page (the one read) is still in the file.
   t.match(cut(runTail), /it was truncated \(.*its run of \d+ pages ends past the end of the file\)/);
 });

@@ -1,19 +1,18 @@
 /**
- * The start-up scan (src/store/scan.ts, workers/scan-ledger.mjs): every record of the data
- * files is read in a throw-away process; one that dies by a signal (LMDB reading a damaged
- * page structure) makes the node refuse to start with a message naming the file, and
- * `--start-scan off` skips it. The bit-flip test (faults-bitflips) drives it on real damage.
+ * The start scan (src/store/scan.ts, workers/scan-ledger.mjs): every record of the data files
+ * is read in a throw-away process, in the background once the node serves, with its progress
+ * in /status; one that dies by a signal (LMDB reading a damaged page structure) raises the
+ * CORRUPT alarm naming the file, and `--start-scan off` skips it.
  */
 import t from 'tap';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { scanInChild } from '../src/store/scan.js';
-import { preflight } from '../src/store/preflight.js';
-import { openEnv } from '../src/store/db.js';
-import { StartupError } from '../src/store/lock.js';
+import { BackgroundScan, scanInChild } from '../src/store/scan.js';
 import { loadConfig } from '../src/config.js';
+import { startTestNode } from './helpers/node.js';
+import { getJson } from './helpers/batches.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cairn-scan-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -43,36 +42,76 @@ t.test('a scan process killed by a signal is reported with the signal', async (t
   t.equal(await scanInChild(['x'], 300, hang), null, 'a scan that runs past its time limit gives no verdict');
 });
 
-t.test('the start refuses a data directory whose scan crashed, naming the file', async (t) => {
+t.test('in the background: progress, a verdict, and a crash that raises the damage', async (t) => {
+  const done = (scan: BackgroundScan): Promise<void> =>
+    new Promise((resolve) => {
+      const poll = setInterval(() => {
+        if (scan.progress.state !== 'running') {
+          clearInterval(poll);
+          resolve();
+        }
+      }, 10);
+    });
+  // Real files: every record read, the bytes counted up to the end.
+  const path = join(dir, 'plain.mdb');
+  const damage: string[] = [];
+  const real = new BackgroundScan([path], (c) => damage.push(c));
+  t.equal(real.progress.state, 'running');
+  t.ok(real.progress.total_bytes > 0, 'the size of the files to read');
+  await done(real);
+  t.equal(real.progress.state, 'done');
+  t.ok(real.progress.read_bytes >= 500 * 100, `the value bytes read (${real.progress.read_bytes})`);
+  t.same(damage, []);
+
+  // The child's progress lines, then its end by a signal: the damage is reported, naming the file.
+  const crash = join(dir, 'crash-later.mjs');
+  writeFileSync(crash, "process.stdout.write('1000\\nnot a number\\n2000\\n', () => process.kill(process.pid, 'SIGSEGV'));\n");
+  const crashed = new BackgroundScan([path], (c) => damage.push(c), { script: crash, logEveryMs: 0 });
+  await done(crashed);
+  t.equal(crashed.progress.state, 'damaged');
+  t.equal(crashed.progress.read_bytes, 2000, 'the last progress line');
+  t.equal(damage.length, 1);
+  t.match(damage[0], /plain\.mdb made the storage library crash \(SIGSEGV\).*page structure is damaged.*backup/);
+
+  // No verdict: past its time limit, a failed read (exit 1), or stopped by the node's close.
+  const hang = join(dir, 'hang.mjs');
+  const late = new BackgroundScan([path], (c) => damage.push(c), { script: hang, limitMs: 200 });
+  await done(late);
+  t.equal(late.progress.state, 'stopped', 'past the time limit');
+  const failing = join(dir, 'fail.mjs');
+  writeFileSync(failing, 'process.exit(1);\n');
+  const failed = new BackgroundScan([path], (c) => damage.push(c), { script: failing });
+  await done(failed);
+  t.equal(failed.progress.state, 'stopped', 'exit 1');
+  const stopped = new BackgroundScan([path], (c) => damage.push(c), { script: hang });
+  stopped.stop();
+  t.equal(stopped.progress.state, 'stopped', 'stopped');
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(stopped.progress.state, 'stopped', 'its end by SIGKILL says nothing more');
+  t.equal(damage.length, 1, 'none of them is damage');
+  t.equal(new BackgroundScan([], () => undefined).progress.state, 'done', 'nothing to read');
+});
+
+t.test('a node serves while it scans; /status shows the scan, and its end', async (t) => {
   const data = mkdtempSync(join(tmpdir(), 'cairn-scan-node-'));
   t.teardown(() => rmSync(data, { recursive: true, force: true }));
-  const first = await preflight(data, () => openEnv(data));
-  await first.close();
-  const seen: string[][] = [];
-  const err = await preflight(data, () => openEnv(data), {
-    scanner: async (paths) => {
-      seen.push(paths);
-      return 'SIGSEGV';
-    },
-  }).then(
-    () => null,
-    (e: unknown) => e,
-  );
-  t.ok(err instanceof StartupError, 'a StartupError');
-  t.match((err as Error).message, /ledger\.mdb.*crash \(SIGSEGV\).*page structure is damaged/s);
-  t.match((err as Error).message, /restore the directory from a backup/);
-  t.same(
-    seen[0]?.map((p) => p.slice(data.length + 1)),
-    ['ledger.mdb', 'pending.mdb'],
-  );
-  const skipped = await preflight(data, () => openEnv(data), {
-    scan: false,
-    scanner: async () => {
-      throw new Error('not called');
-    },
-  });
-  await skipped.close();
-  t.pass('--start-scan off does not scan');
+  const first = await startTestNode({}, data);
+  const fresh = (await getJson(`${first.ledgerUrl}/status`)).json.data.start_scan;
+  t.same(fresh, { state: 'done', read_bytes: 0, total_bytes: 0 }, 'a new directory: nothing to read');
+  await first.stop({ keepData: true });
+  const again = await startTestNode({}, data);
+  t.teardown(() => again.stop());
+  let view: { state: string; read_bytes: number; total_bytes: number } | undefined;
+  for (let i = 0; i < 200; i++) {
+    view = (await getJson(`${again.ledgerUrl}/status`)).json.data.start_scan;
+    if (view?.state !== 'running') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.equal(view?.state, 'done', 'every record read');
+  t.ok((view?.total_bytes ?? 0) > 0 && (view?.read_bytes ?? 0) > 0, 'with the bytes');
+  const off = await startTestNode({ CAIRN_START_SCAN: 'off' });
+  t.teardown(() => off.stop());
+  t.equal((await getJson(`${off.ledgerUrl}/status`)).json.data.start_scan.state, 'off', '--start-scan off');
 });
 
 t.test('--start-scan takes on or off', async (t) => {

@@ -23,13 +23,22 @@ export interface LedgerApiContext {
   ledger: Ledger;
   /** A cluster member: its peers are the other live members, and /status shows the cluster. */
   cluster?: ClusterMember | null;
+  /** The background read of every stored record (src/store/scan.ts's ScanProgress), shown in /status. */
+  startScan?: () => ScanView;
+}
+
+/** /status's view of the background read of every record. */
+export interface ScanView {
+  state: string;
+  read_bytes: number;
+  total_bytes: number;
 }
 
 export interface LedgerApi {
   close(): void;
 }
 
-function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | null): LedgerRoute[] {
+function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | null, startScan?: () => ScanView): LedgerRoute[] {
   // Configured peers (a single node has none), or a cluster's other live members.
   const peers = (): string[] => (cluster ? cluster.peers() : config.peers);
   return [
@@ -50,6 +59,7 @@ function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | 
             peers: [...peers()].sort().map((endpoint) => ({ endpoint })),
             ...(cluster ? { cluster: cluster.view() } : {}),
             ...(ledger.componentEndpoint ? { transaction_processors: processorsView(ledger) } : {}),
+            ...(startScan ? { start_scan: startScan() } : {}),
           },
           link: selfUrl(req),
         });
@@ -88,7 +98,7 @@ export function ledgerApiRoutes(ctx: LedgerApiContext): LedgerRoutes {
     ...blockRoutes(chain),
     ...stateRoutes(chain),
     ...receiptRoutes(ledger, waits),
-    ...networkRoutes(config, ledger, ctx.cluster ?? null),
+    ...networkRoutes(config, ledger, ctx.cluster ?? null, ctx.startScan),
     ...(ctx.cluster ? clusterRoutes(ledger) : []),
   ];
   return { routes, chain, waits };

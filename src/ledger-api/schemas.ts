@@ -162,6 +162,11 @@ export const replies = {
           },
         },
       },
+      // The background read of every stored record (src/store/scan.ts).
+      start_scan: {
+        type: 'object',
+        properties: { state: str, read_bytes: { type: 'integer' }, total_bytes: { type: 'integer' } },
+      },
       // The transaction processor endpoint's view (absent when it is off).
       transaction_processors: {
         type: 'object',

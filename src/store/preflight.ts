@@ -5,7 +5,6 @@
  * serves, or seals blocks, on top of a file it knows to be damaged.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RootDatabase } from 'lmdb';
 import { Batch, decode, type BatchMsg } from '../proto/index.js';
@@ -17,7 +16,6 @@ import { StartupError } from './lock.js';
 import { sealExisting } from './checksum.js';
 import { isHexId } from '../codec/hex.js';
 import { POOL_ID_KEY, decodeSegment } from './pending-pool.js';
-import { scanInChild } from './scan.js';
 
 /** Key in ledger.meta of the identity of the pending pool this ledger acknowledges into. */
 export const POOL_ID_META = 'pending_pool_id';
@@ -119,22 +117,13 @@ function refuse(problems: string[], dir: string): StartupError {
   );
 }
 
-/** Checks the directory and returns the opened main environment (or throws StartupError). */
-export async function preflight(
-  dir: string,
-  openMain: () => RootDatabase,
-  opts: { scan?: boolean; scanner?: (paths: string[]) => Promise<NodeJS.Signals | null> } = {},
-): Promise<RootDatabase> {
+/**
+ * Checks the directory and returns the opened main environment (or throws StartupError). The
+ * read of every record (scan.ts) is not part of it: it runs in the background once the node serves.
+ */
+export async function preflight(dir: string, openMain: () => RootDatabase): Promise<RootDatabase> {
   const files = fileProblems(dir);
   if (files.length) throw refuse(files, dir);
-  const existing = [LEDGER_FILE, PENDING_FILE].map((f) => join(dir, f)).filter((f) => existsSync(f));
-  const signal = opts.scan !== false && existing.length ? await (opts.scanner ?? scanInChild)(existing) : null;
-  if (signal) {
-    throw refuse(
-      [`${existing.join(' or ')}: reading every record made the storage library crash (${signal}): the file's page structure is damaged`],
-      dir,
-    );
-  }
   const db = openMain();
   const pending = openPendingEnv(dir);
   try {
