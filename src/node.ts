@@ -13,7 +13,7 @@ import { lockDataDir, StartupError } from './store/lock.js';
 import { fsReason, makeDirs } from './store/dirs.js';
 import { reopenable } from './store/reopen.js';
 import { LEDGER_FILE, PENDING_FILE, preflight } from './store/preflight.js';
-import { BackgroundScan, type ScanProgress } from './store/scan.js';
+import { BackgroundScan } from './store/scan.js';
 import { loadOrCreateKey } from './store/keys.js';
 import { backend } from './crypto/secp256k1.js';
 import type { Signer } from './crypto/secp256k1.js';
@@ -206,8 +206,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
     ...writeGate(ledger, 'ledger'),
   });
   let scan: BackgroundScan | null = null;
-  const scanOff: ScanProgress = { state: 'off', read_bytes: 0, total_bytes: 0 };
-  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger, cluster: member, startScan: () => scan?.progress ?? scanOff });
+  const ledgerApi = registerLedgerApi(ledgerServer, { config, ledger, cluster: member, startScan: () => scan?.progress });
   // The component endpoint's clients (event subscribers, ZeroMQ client requests).
   const clients = ledger.componentEndpoint ? new ClientService(ledger, { maxSubscribers: config.componentSubscribers, config }) : null;
   registerExplorer(ledgerServer);
@@ -285,7 +284,7 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   }
   // A damaged page structure found by the scan: read-only with a CORRUPT alarm (it stays
   // raised until an operator clears it, after a restore).
-  if (config.startScan) scan = new BackgroundScan(existing, (cause) => ledger.markFaulty(cause, 'CORRUPT'));
+  if (config.startScan && existing.length) scan = new BackgroundScan(existing, (cause) => ledger.markFaulty(cause, 'CORRUPT'));
   if (member) {
     const h = config.ledgerBind.host;
     await member.begin(ledger, config.cluster?.advertise ?? `http://${h.includes(':') ? `[${h}]` : h}:${ports.ledger}`);

@@ -23,8 +23,8 @@ export interface LedgerApiContext {
   ledger: Ledger;
   /** A cluster member: its peers are the other live members, and /status shows the cluster. */
   cluster?: ClusterMember | null;
-  /** The background read of every stored record (src/store/scan.ts's ScanProgress), shown in /status. */
-  startScan?: () => ScanView;
+  /** The background read of every stored record (src/store/scan.ts's ScanProgress), shown in /status; undefined: none (a new directory, `--start-scan off`). */
+  startScan?: () => ScanView | undefined;
 }
 
 /** /status's view of the background read of every record. */
@@ -38,7 +38,7 @@ export interface LedgerApi {
   close(): void;
 }
 
-function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | null, startScan?: () => ScanView): LedgerRoute[] {
+function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | null, startScan?: () => ScanView | undefined): LedgerRoute[] {
   // Configured peers (a single node has none), or a cluster's other live members.
   const peers = (): string[] => (cluster ? cluster.peers() : config.peers);
   return [
@@ -53,13 +53,14 @@ function networkRoutes(config: Config, ledger: Ledger, cluster: ClusterMember | 
         // write rotation until the alarm clears (reads keep working).
         if (ledger.fault !== null)
           throw ledgerError(LedgerErrorCode.ValidatorDisconnected, `The validator is read-only, storage alarm raised: ${ledger.fault}`, true);
+        const scan = startScan?.();
         return answer({
           data: {
             endpoint: config.endpoint,
             peers: [...peers()].sort().map((endpoint) => ({ endpoint })),
             ...(cluster ? { cluster: cluster.view() } : {}),
             ...(ledger.componentEndpoint ? { transaction_processors: processorsView(ledger) } : {}),
-            ...(startScan ? { start_scan: startScan() } : {}),
+            ...(scan ? { start_scan: scan } : {}),
           },
           link: selfUrl(req),
         });

@@ -45,8 +45,8 @@ export function scanInChild(paths: string[], timeoutMs = 600_000, script = entry
 
 /** What /status shows of the scan of a running node. */
 export interface ScanProgress {
-  /** `running`, `done` (every record read), `damaged` (the read crashed: an alarm is raised), `stopped` (no verdict: time limit, or the node closed), `off`. */
-  state: 'running' | 'done' | 'damaged' | 'stopped' | 'off';
+  /** `running`, `done` (every record read), `damaged` (the read crashed: an alarm is raised), `stopped` (no verdict: time limit, or the node closed). */
+  state: 'running' | 'done' | 'damaged' | 'stopped';
   /** Value bytes read so far, and the size of the files (an upper bound of what there is to read). */
   read_bytes: number;
   total_bytes: number;
