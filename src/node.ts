@@ -284,7 +284,10 @@ async function startLocked(config: Config, lock: { release(): Promise<void> }): 
   }
   // A damaged page structure found by the scan: read-only with a CORRUPT alarm (it stays
   // raised until an operator clears it, after a restore).
-  if (config.startScan && existing.length) scan = new BackgroundScan(existing, (cause) => ledger.markFaulty(cause, 'CORRUPT'));
+  // (Test hook: a reader script of the test's, one that crashes as LMDB does on a damaged page.)
+  const scanScript = process.env.CAIRN_TEST_SCAN_SCRIPT;
+  if (config.startScan && existing.length)
+    scan = new BackgroundScan(existing, (cause) => ledger.markFaulty(cause, 'CORRUPT'), scanScript ? { script: scanScript } : {});
   if (member) {
     const h = config.ledgerBind.host;
     await member.begin(ledger, config.cluster?.advertise ?? `http://${h.includes(':') ? `[${h}]` : h}:${ports.ledger}`);

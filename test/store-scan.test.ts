@@ -113,6 +113,36 @@ t.test('a node serves while it scans; /status shows the scan, and its end', asyn
   t.equal((await getJson(`${off.ledgerUrl}/status`)).json.data.start_scan, undefined, '--start-scan off: none');
 });
 
+t.test('a node whose scan crashes turns read-only with the CORRUPT alarm naming the files; reads are served', async (t) => {
+  const data = mkdtempSync(join(tmpdir(), 'cairn-scan-crash-'));
+  t.teardown(() => rmSync(data, { recursive: true, force: true }));
+  const first = await startTestNode({}, data);
+  await first.stop({ keepData: true });
+  const crash = join(data, 'crash.mjs');
+  writeFileSync(crash, "process.kill(process.pid, 'SIGSEGV');\n");
+  process.env.CAIRN_TEST_SCAN_SCRIPT = crash;
+  const n = await startTestNode({}, data).finally(() => delete process.env.CAIRN_TEST_SCAN_SCRIPT);
+  t.teardown(() => n.stop());
+  let status = await getJson(`${n.ledgerUrl}/status`);
+  for (let i = 0; i < 200 && status.status === 200; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    status = await getJson(`${n.ledgerUrl}/status`);
+  }
+  t.equal(status.status, 503, 'read-only');
+  t.match(status.json.error.message, /CORRUPT: reading every record of ledger\.mdb and pending\.mdb made the storage library crash \(SIGSEGV\)/);
+  const post = await fetch(`${n.ledgerUrl}/batches`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream' },
+    body: new Uint8Array(0),
+  });
+  t.equal(post.status, 503, 'writes refused');
+  t.equal((await getJson(`${n.ledgerUrl}/blocks`)).status, 200, 'reads served');
+  t.same(
+    n.node.ledger.alarms.list().map((a) => a.kind),
+    ['CORRUPT'],
+  );
+});
+
 t.test('--start-scan takes on or off', async (t) => {
   t.equal(loadConfig(['--data-dir', dir]).startScan, true, 'on by default');
   t.equal(loadConfig(['--data-dir', dir, '--start-scan', 'off']).startScan, false);
