@@ -173,31 +173,29 @@ t.test('a database record whose counts disagree with its tree', async (t) => {
   t.match(p, /the main database: its record counts \d+ entries, the tree has \d+/);
 });
 
-t.test('a page cut off by the end of the file', async (t) => {
-  const copy = join(dir, 'short.mdb');
+/** A copy of the sound file whose newest meta page claims `more` pages past its end (pages no tree reaches). */
+function claimingMore(name: string, more: bigint): { copy: string; lastPage: bigint } {
+  const copy = join(dir, name);
   copyFileSync(file, copy);
   const { snap } = kindsOf(file);
-  // Moves the last page reference past the end: the newest meta page claims two more pages.
   const buf = readFileSync(copy);
   const newest = buf.readBigUInt64LE(152) >= buf.readBigUInt64LE(PS + 152) ? 0 : PS;
-  buf.writeBigUInt64LE(snap.lastPage + 2n, newest + 144);
+  buf.writeBigUInt64LE(snap.lastPage + more, newest + 144);
   writeFileSync(copy, buf);
+  return { copy, lastPage: snap.lastPage + more };
+}
+
+t.test('a page cut off by the end of the file', async (t) => {
   // Two pages short are padded (a commit that failed); the tree never reaches them.
-  t.equal(lmdbFileProblem(copy), null);
+  t.equal(lmdbFileProblem(claimingMore('short.mdb', 2n).copy), null);
 });
 
 t.test('a file that ends before pages the snapshot does not reach is padded, however many', async (t) => {
   // LMDB counts pages it allocated and freed within a transaction without writing them: a
   // clean stop left a ledger 17 pages short, all of them free.
-  const copy = join(dir, 'short-free.mdb');
-  copyFileSync(file, copy);
-  const { snap } = kindsOf(file);
-  const buf = readFileSync(copy);
-  const newest = buf.readBigUInt64LE(152) >= buf.readBigUInt64LE(PS + 152) ? 0 : PS;
-  buf.writeBigUInt64LE(snap.lastPage + 40n, newest + 144);
-  writeFileSync(copy, buf);
+  const { copy, lastPage } = claimingMore('short-free.mdb', 40n);
   t.equal(lmdbFileProblem(copy), null, 'not a truncation');
-  t.equal(statSync(copy).size, Number(snap.lastPage + 41n) * PS, 'padded to the last page');
+  t.equal(statSync(copy).size, Number(lastPage + 1n) * PS, 'padded to the last page');
   t.equal(lmdbFileProblem(copy), null, 'and sound after');
 });
 
