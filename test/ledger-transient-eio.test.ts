@@ -7,7 +7,10 @@
  * - on a meta page: LMDB then refuses every transaction of the process on that environment
  *   (MDB_PANIC) until every handle on it is closed; the recovery reopens it
  *   (src/store/reopen.ts) and the node commits again, with the same checks. Before, the node
- *   stayed read-only for good (reads failed too).
+ *   stayed read-only for good (reads failed too). In some runs (about 1 in 10 here) lmdb-js
+ *   keeps that environment's write lock in a thread, and the handle cannot be closed in this
+ *   process: the recovery's log line then says to restart the node, and a restart (kill -9)
+ *   loses nothing.
  * bench/eio.ts measures how long the node stays read-only, run after run.
  */
 import t, { type Test } from 'tap';
@@ -17,6 +20,7 @@ import { join } from 'node:path';
 import { logMessage, startChild } from './helpers/child.js';
 import { faultShim, type FaultShim } from './helpers/fault-shim.js';
 import { newSigner, intkeyBatch, batchList, postBatches, getJson } from './helpers/batches.js';
+import { STUCK } from '../src/store/reopen.js';
 
 const shim = faultShim();
 const skip = typeof shim === 'string' ? shim : false;
@@ -55,7 +59,7 @@ const lines = (log: string, re: RegExp): string[] =>
  * Submits batches from four clients until the shim has failed its one write and a little
  * more; then checks the recovery. `where` is the shim's offset rule (the pages it may hit).
  */
-async function oneTransientError(t: Test, s: FaultShim, where: string): Promise<{ log: string }> {
+async function oneTransientError(t: Test, s: FaultShim, where: string, mayStick = false): Promise<{ log: string; restarted: boolean }> {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-eio-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   s.set('');
@@ -88,19 +92,38 @@ async function oneTransientError(t: Test, s: FaultShim, where: string): Promise<
   };
   await Promise.all([0, 1, 2, 3].map(submitter));
   t.equal(fired(), 1, 'exactly one write failed');
-  t.ok(await until(async () => (await getJson(`${child.ledgerUrl}/status`)).status === 200), 'the node recovered by itself');
+  const stuck = (): boolean => child.log().includes(STUCK);
+  t.ok(
+    await until(async () => (await getJson(`${child.ledgerUrl}/status`)).status === 200 || (mayStick && stuck())),
+    'the node recovered by itself, or said it needs a restart',
+  );
+  let node = child;
+  if (mayStick && stuck()) {
+    // lmdb-js kept the broken environment's write lock in a thread (src/store/write-errors.ts,
+    // writerStuck): the handle cannot be reopened in this process, and the recovery's log
+    // line says to restart. The restart, a kill -9 here, must then lose nothing.
+    t.comment('the storage library kept its write lock: restarted, as its log says');
+    t.equal((await getJson(`${child.ledgerUrl}/status`)).status, 503, 'read-only meanwhile');
+    t.match(lines(child.log(), /^recovery attempt/).join('\n'), /restart the node to reopen it/, 'the log says to restart');
+    await child.kill9();
+    s.set('');
+    node = await startChild(dir, { ...s.env, CAIRN_LOG_FORMAT: 'json' });
+    t.teardown(() => node.kill());
+    t.ok(await until(async () => (await getJson(`${node.ledgerUrl}/status`)).status === 200), 'the restarted node serves');
+  }
   // A batch submitted after the recovery commits.
   const after = intkeyBatch(signer, [['set', 'after', 1]]);
-  t.equal((await postBatches(child.ledgerUrl, batchList(after))).status, 202, 'writes are accepted again');
-  t.same(await statuses(child.ledgerUrl, [after.id]), { COMMITTED: 1 }, 'a batch submitted after the recovery commits');
-  t.same(await statuses(child.ledgerUrl, acked), { COMMITTED: acked.length }, 'every acknowledged batch committed');
-  t.equal((await getJson(`${child.ledgerUrl}/blocks?limit=1`)).status, 200, 'reads are served');
+  t.equal((await postBatches(node.ledgerUrl, batchList(after))).status, 202, 'writes are accepted again');
+  t.same(await statuses(node.ledgerUrl, [after.id]), { COMMITTED: 1 }, 'a batch submitted after the recovery commits');
+  t.same(await statuses(node.ledgerUrl, acked), { COMMITTED: acked.length }, 'every acknowledged batch committed');
+  t.equal((await getJson(`${node.ledgerUrl}/blocks?limit=1`)).status, 200, 'reads are served');
   const log = child.log();
   t.equal(lines(log, /^committer stopped /).length, 1, 'the committer stopped once: no later error taken for a new one');
   t.equal(lines(log, /^alarm raised: /).length, 1, 'one alarm');
+  if (node !== child) return { log, restarted: true };
   t.equal(lines(log, /^alarm cleared: /).length, 1, 'cleared once');
   t.equal(child.child.exitCode, null, 'the same process');
-  return { log };
+  return { log, restarted: false };
 }
 
 t.test('one failed write of a data page under load: recovered, nothing lost, one stop', { skip }, async (t) => {
@@ -112,6 +135,6 @@ t.test('one failed write of a data page under load: recovered, nothing lost, one
 
 t.test('one failed write of a meta page under load: the environment is reopened, the node commits again', { skip }, async (t) => {
   if (typeof shim === 'string') return;
-  const { log } = await oneTransientError(t, shim, 'below=8192');
-  t.equal(lines(log, /had a fatal error .*reopened/).length, 1, 'the environment was reopened once');
+  const { log, restarted } = await oneTransientError(t, shim, 'below=8192', true);
+  if (!restarted) t.equal(lines(log, /had a fatal error .*reopened/).length, 1, 'the environment was reopened once');
 });

@@ -37,10 +37,13 @@ async function statuses(url: string, ids: string[]): Promise<Record<string, numb
   return out;
 }
 
-/** Polls `check` every 50 ms for up to `seconds`; true once it held. */
+/**
+ * Polls `check` every 50 ms for up to `seconds`; true once it held. A poll whose request failed
+ * counts as not yet (one run saw a reset connection while the node was up and recovering).
+ */
 async function until(check: () => Promise<boolean>, seconds = 30): Promise<boolean> {
   for (let i = 0; i < seconds * 20; i++) {
-    if (await check()) return true;
+    if (await check().catch(() => false)) return true;
     await new Promise((r) => setTimeout(r, 50));
   }
   return false;
@@ -175,6 +178,10 @@ t.test('EIO on the pending pool: 503 for the write, recovered; cairn alarm clear
   t.teardown(() => child.kill());
   // A failed assertion must not leave the fault on for the next test's node.
   t.teardown(() => shim.set(''));
+  // What the node said, when something failed (its end included).
+  t.teardown(() => {
+    if (!t.passing()) t.comment(`node exit ${child.child.exitCode} signal ${child.child.signalCode}; its log:\n${child.log().slice(-6000)}`);
+  });
   const signer = newSigner();
   const ok = intkeyBatch(signer, [['set', 'p', 1]]);
   t.equal((await postBatches(child.ledgerUrl, batchList(ok))).status, 202);

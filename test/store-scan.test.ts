@@ -5,11 +5,11 @@
  * CORRUPT alarm naming the file, and `--start-scan off` skips it.
  */
 import t from 'tap';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import { BackgroundScan, scanInChild } from '../src/store/scan.js';
+import { BackgroundScan } from '../src/store/scan.js';
 import { loadConfig } from '../src/config.js';
 import { startTestNode } from './helpers/node.js';
 import { getJson } from './helpers/batches.js';
@@ -17,7 +17,7 @@ import { getJson } from './helpers/batches.js';
 const dir = mkdtempSync(join(tmpdir(), 'cairn-scan-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-t.test('an intact file is read whole without a verdict', async (t) => {
+t.test('a file to read', async (t) => {
   const path = join(dir, 'plain.mdb');
   const root = open({ path, maxDbs: 4 });
   const a = root.openDB({ name: 'a' });
@@ -29,17 +29,8 @@ t.test('an intact file is read whole without a verdict', async (t) => {
     }
   });
   await root.close();
-  t.equal(await scanInChild([path]), null, 'no signal');
-  t.equal(await scanInChild([join(dir, 'missing', 'nothing.mdb')]), null, 'an error it meets is the normal start path to report');
-});
-
-t.test('a scan process killed by a signal is reported with the signal', async (t) => {
-  const crash = join(dir, 'crash.mjs');
-  writeFileSync(crash, "process.kill(process.pid, 'SIGSEGV');\n");
-  t.equal(await scanInChild(['x'], 60_000, crash), 'SIGSEGV');
-  const hang = join(dir, 'hang.mjs');
-  writeFileSync(hang, 'setInterval(() => {}, 1000);\n');
-  t.equal(await scanInChild(['x'], 300, hang), null, 'a scan that runs past its time limit gives no verdict');
+  // (read whole by the real reader in the next test)
+  t.ok(statSync(path).size > 500 * 100);
 });
 
 t.test('in the background: progress, a verdict, and a crash that raises the damage', async (t) => {
@@ -75,6 +66,7 @@ t.test('in the background: progress, a verdict, and a crash that raises the dama
 
   // No verdict: past its time limit, a failed read (exit 1), or stopped by the node's close.
   const hang = join(dir, 'hang.mjs');
+  writeFileSync(hang, 'setInterval(() => {}, 1000);\n');
   const late = new BackgroundScan([path], (c) => damage.push(c), { script: hang, limitMs: 200 });
   await done(late);
   t.equal(late.progress.state, 'stopped', 'past the time limit');
