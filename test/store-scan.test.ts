@@ -12,7 +12,7 @@ import { open } from 'lmdb';
 import { BackgroundScan } from '../src/store/scan.js';
 import { loadConfig } from '../src/config.js';
 import { startTestNode } from './helpers/node.js';
-import { getJson } from './helpers/batches.js';
+import { batchList, getJson, intkeyBatch, newSigner, postBatches, waitCommitted } from './helpers/batches.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'cairn-scan-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -100,6 +100,24 @@ t.test('a node serves while it scans; /status shows the scan, and its end', asyn
   t.equal(view?.state, 'done', 'every record read');
   t.ok((view?.total_bytes ?? 0) > 0 && (view?.read_bytes ?? 0) > 0, 'with the bytes');
   await again.stop({ keepData: true });
+  // A scan that has read 4096 bytes and goes on for good: the node serves, reads and writes.
+  const slow = join(data, 'slow.mjs');
+  writeFileSync(slow, "process.stdout.write('4096\\n'); setInterval(() => {}, 1000);\n");
+  process.env.CAIRN_TEST_SCAN_SCRIPT = slow;
+  const busy = await startTestNode({}, data).finally(() => delete process.env.CAIRN_TEST_SCAN_SCRIPT);
+  let seen: { state: string; read_bytes: number } | undefined;
+  for (let i = 0; i < 100 && seen?.read_bytes !== 4096; i++) {
+    const r = await getJson(`${busy.ledgerUrl}/status`);
+    t.equal(r.status, 200);
+    seen = r.json.data.start_scan;
+    if (seen?.read_bytes !== 4096) await new Promise((r) => setTimeout(r, 50));
+  }
+  t.match(seen, { state: 'running', read_bytes: 4096 }, 'serving while the scan runs, with its progress');
+  const signer = newSigner();
+  const b = intkeyBatch(signer, [['set', 'during', 1]]);
+  t.equal((await postBatches(busy.ledgerUrl, batchList(b))).status, 202, 'a write accepted meanwhile');
+  await waitCommitted(busy.ledgerUrl, [b.id]);
+  await busy.stop({ keepData: true });
   const off = await startTestNode({ CAIRN_START_SCAN: 'off' }, data);
   t.teardown(() => off.stop());
   t.equal((await getJson(`${off.ledgerUrl}/status`)).json.data.start_scan, undefined, '--start-scan off: none');

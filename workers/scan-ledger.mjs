@@ -1,13 +1,12 @@
-// Child-process entry of the start-up scan (src/store/scan.ts): reads every key and value of
-// every sub-database of the LMDB files named on the command line. Plain JavaScript, so that
-// it starts in a fraction of the time a TypeScript entry would take from the sources.
-// With --progress, it prints the value bytes read so far, a number a line, about every 64 MiB
-// and at the end.
+// Child-process entry of the background scan (src/store/scan.ts): reads every key and value of
+// every sub-database of the LMDB files named on the command line, and prints the value bytes
+// read so far, a number a line, about every 64 MiB and at the end. Plain JavaScript, so that it
+// starts in a fraction of the time a TypeScript entry would take from the sources.
 import { open } from 'lmdb';
 
 const STEP = 64 * 1024 * 1024;
 
-/** Reads every record of the environment at `path` (each value is copied out of the map); returns the bytes read. */
+/** Reads every record of the environment at `path` (each value is copied out of the map); returns the bytes read, counted from `from`. */
 export function scanEnvironment(path, onBytes = () => {}, from = 0) {
   const root = open({ path, readOnly: true, maxDbs: 1024, encoding: 'binary', keyEncoding: 'binary' });
   let bytes = from;
@@ -39,12 +38,10 @@ export function scanEnvironment(path, onBytes = () => {}, from = 0) {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const args = process.argv.slice(2);
-  const progress = args[0] === '--progress';
-  const say = progress ? (n) => process.stdout.write(`${n}\n`) : () => {};
+  const say = (n) => process.stdout.write(`${n}\n`);
   try {
     let bytes = 0;
-    for (const path of progress ? args.slice(1) : args) bytes = scanEnvironment(path, say, bytes);
+    for (const path of process.argv.slice(2)) bytes = scanEnvironment(path, say, bytes);
     say(bytes);
   } catch {
     process.exit(1);

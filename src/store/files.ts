@@ -12,7 +12,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync, truncateSync } from 'node:fs';
 import { log } from '../log.js';
-import { PAST_END, snapshotProblem, type Snapshot } from './pages.js';
+import { walkSnapshot, type Snapshot } from './pages.js';
 
 const MAGIC = 0xbeefc0de;
 const P_META = 0x08;
@@ -90,10 +90,10 @@ export function lmdbFileProblem(file: string): string | null {
     // The file is then padded with zero pages, so that LMDB never maps a page the file lacks
     // (a read there would be a SIGBUS).
     const short = need - BigInt(size);
-    const pages = snapshotProblem(fd, meta);
-    if (pages !== null) {
-      if (short > 0n && pages.includes(PAST_END)) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated (${pages})`;
-      return `has a damaged page structure: ${pages}`;
+    const { problem, pastEnd } = walkSnapshot(fd, meta);
+    if (problem !== null) {
+      if (pastEnd) return `is ${size} bytes but its last transaction uses ${need} bytes: it was truncated (${problem})`;
+      return `has a damaged page structure: ${problem}`;
     }
     if (short > 0n) padTo(file, size, Number(need));
     return null;

@@ -44,31 +44,33 @@ export interface Snapshot {
   dbs: Buffer;
 }
 
-class Damage extends Error {}
-
-/** The words of a damage that is a page the file does not reach (it ends before). */
-export const PAST_END = 'past the end of the file';
+class Damage extends Error {
+  constructor(
+    message: string,
+    /** A page the snapshot reaches lies past the end of the file: it was cut short. */
+    readonly pastEnd = false,
+  ) {
+    super(message);
+  }
+}
 
 /** What each page of the file is to the snapshot (the index is the page number). */
 export const PAGE = { unreached: 0, branch: 1, leaf: 2, overflow: 3, free: 4 } as const;
 
 /**
  * Walks every page the snapshot reaches: `problem` is null when all are sound, else the first
- * damage found; `kinds` says what each page was found to be (PAGE), up to the damage.
+ * damage found (`pastEnd`: a reached page the file does not hold); `kinds` says what each page
+ * was found to be (PAGE), up to the damage.
  */
-export function walkSnapshot(fd: number, s: Snapshot): { problem: string | null; kinds: Uint8Array } {
+export function walkSnapshot(fd: number, s: Snapshot): { problem: string | null; pastEnd: boolean; kinds: Uint8Array } {
   const walk = new Walk(fd, s);
   try {
     walk.run();
-    return { problem: null, kinds: walk.kinds };
+    return { problem: null, pastEnd: false, kinds: walk.kinds };
   } catch (err) {
-    if (err instanceof Damage) return { problem: err.message, kinds: walk.kinds };
+    if (err instanceof Damage) return { problem: err.message, pastEnd: err.pastEnd, kinds: walk.kinds };
     throw err;
   }
-}
-
-export function snapshotProblem(fd: number, s: Snapshot): string | null {
-  return walkSnapshot(fd, s).problem;
 }
 
 class Walk {
@@ -180,7 +182,7 @@ class Walk {
     const pages = p.readUInt32LE(20);
     if (pages < 1 || first + BigInt(pages) - 1n > this.#s.lastPage) throw new Damage(`${at}: a run of ${pages} pages past the last page`);
     if (size > pages * this.#s.pageSize - HEADER) throw new Damage(`${at}: ${size} bytes do not fit its ${pages} pages`);
-    if (first + BigInt(pages) > this.#filePages) throw new Damage(`${at}: its run of ${pages} pages ends ${PAST_END}`);
+    if (first + BigInt(pages) > this.#filePages) throw new Damage(`${at}: its run of ${pages} pages ends past the end of the file`, true);
     for (let i = 1; i < pages; i++) this.#claim(first + BigInt(i), at, PAGE.overflow);
     return pages;
   }
@@ -227,7 +229,7 @@ class Walk {
     this.#claim(pgno, at, kind);
     const p = Buffer.allocUnsafe(this.#s.pageSize);
     const n = readSync(this.#fd, p, 0, p.length, Number(pgno) * this.#s.pageSize);
-    if (n < p.length) throw new Damage(`${at}: ${PAST_END}`);
+    if (n < p.length) throw new Damage(`${at}: past the end of the file`, true);
     if (p.readBigUInt64LE(0) !== pgno) throw new Damage(`${at}: its header names page ${p.readBigUInt64LE(0)}`);
     const txn = p.readBigUInt64LE(8);
     if (txn > this.#s.txnId) throw new Damage(`${at}: written by transaction ${txn}, after the last one (${this.#s.txnId})`);

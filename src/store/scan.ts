@@ -44,7 +44,6 @@ const BACKGROUND_LIMIT_MS = 6 * 60 * 60 * 1000;
 export class BackgroundScan {
   readonly progress: ScanProgress;
   readonly #child: ChildProcess | null = null;
-  #lastLog = 0;
 
   constructor(paths: string[], onDamage: (cause: string) => void, opts: { script?: string; limitMs?: number; logEveryMs?: number } = {}) {
     const total = paths.reduce((n, p) => n + sizeOf(p), 0);
@@ -53,8 +52,8 @@ export class BackgroundScan {
     const names = paths.map((p) => basename(p)).join(' and ');
     const started = Date.now();
     const logEvery = opts.logEveryMs ?? 10_000;
-    this.#lastLog = started;
-    const child = spawn(process.execPath, [opts.script ?? entry, '--progress', ...paths], {
+    let lastLog = started;
+    const child = spawn(process.execPath, [opts.script ?? entry, ...paths], {
       env: { PATH: process.env.PATH ?? '' },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
@@ -71,8 +70,8 @@ export class BackgroundScan {
       if (!Number.isFinite(n)) return;
       this.progress.read_bytes = n;
       const now = Date.now();
-      if (now - this.#lastLog >= logEvery) {
-        this.#lastLog = now;
+      if (now - lastLog >= logEvery) {
+        lastLog = now;
         log.info(`start scan: ${mib(n)} of ${mib(total)} read`);
       }
     });
