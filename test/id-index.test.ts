@@ -61,6 +61,8 @@ function tempStores(t: { teardown(fn: () => unknown): void }) {
     root,
     blockIds: openStore<Buffer, number>(root, 'ids', { keyEncoding: 'uint32', binary: true }),
     receipts: openStore<Buffer, number>(root, 'receipts', { keyEncoding: 'uint32', binary: true }),
+    idRuns: openStore<Buffer, number>(root, 'id_runs', { keyEncoding: 'uint32', binary: true }),
+    idChunks: openStore<Buffer, Buffer>(root, 'id_chunks', { keyEncoding: 'binary', binary: true }),
   };
 }
 

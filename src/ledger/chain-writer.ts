@@ -19,6 +19,7 @@ import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
 import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
+import { IdRunWriter } from '../store/id-runs.js';
 import { migrateIdIndexes } from '../store/id-migration.js';
 import { withinTime } from '../store/alarms.js';
 import { trackWrite } from '../store/write-errors.js';
@@ -76,11 +77,14 @@ export class ChainWriter {
   readonly state: StateStore;
   /** Where committed batches and transactions are (as far as durable blocks go). */
   readonly ids: IdIndex;
+  /** Writes the id index's runs on disk as blocks make them due. */
+  readonly idRuns: IdRunWriter;
 
   constructor(opts: ChainWriterOptions) {
     const s = opts.stores;
     this.#s = s;
     this.ids = new IdIndex(s);
+    this.idRuns = new IdRunWriter(s);
     this.#engine = new StateEngine(s, {
       leafEncoding: opts.leafEncoding,
       checkpointEvery: opts.checkpointEvery,
@@ -227,6 +231,7 @@ export class ChainWriter {
         });
         s.blockIds.put(head.blockNum, encodeIdRecord(ids));
         s.receipts.put(head.blockNum, encodeReceipts(receipts));
+        this.idRuns.afterBlock(head.blockNum);
         HEAD.put(s.meta, head);
         if (this.#projectors.length) this.#project(built, head, extras?.timestampSec);
       }

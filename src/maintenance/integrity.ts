@@ -23,6 +23,7 @@ import { PRUNED_BELOW, PRUNED_BELOW_KEY } from '../state/deltas.js';
 import { checkReplay } from '../state/engine.js';
 import { openLedgerStores, HEAD, type ChainHead, type LedgerStores } from '../store/ledger-stores.js';
 import { encodeIdRecord } from '../store/id-index.js';
+import { checkRuns } from '../store/id-runs.js';
 import { pendingRecordProblems, poolIdentityProblem } from '../store/preflight.js';
 import { CorruptRecordError } from '../store/alarms.js';
 import { ALL_FAMILY_NAMES, ANY_FAMILY, familyLookup, type FamilyLookup } from '../ledger/catalog.js';
@@ -226,6 +227,7 @@ function walkBlocks(s: LedgerStores, tree: StateReader, head: ChainHead, report:
   if (head.blockId !== prev) problem(`head ${head.blockNum} ${head.blockId} is not the last stored block ${prev}`);
   for (const key of s.blockIds.getKeys({ start: head.blockNum + 1 }))
     problem(`id record of block ${key}: there is no such block (the head is ${head.blockNum})`);
+  checkRuns(s, head.blockNum, problem);
 
   // The head's state: it loads as a restart loads it, and every reachable record is read
   // and hash-checked.

@@ -14,14 +14,19 @@
  * that turn. A tag match is confirmed against the id record (64 bytes compared), so a
  * shared tag never gives a wrong answer, and an id that is not committed costs no read.
  *
- * Memory: ~25 bytes per id at the table's mean load (both kinds, at most 0.7 full), i.e.
- * ~50 MB per thread at a million single-transaction batches.
+ * The table holds only the ids of the blocks after the last run on disk (src/store/id-runs.ts):
+ * once those reach RUN_MIN (65,536 ids), the committer writes them as a sorted run, in the
+ * block's transaction, and each thread drops them from its table when it sees the run. Older
+ * ids are found by a binary search of each run. So a thread holds ~25 bytes per id of at most
+ * ~RUN_MIN ids (plus 4 bytes per 512 ids in runs), and a start reads the runs' fences and the
+ * blocks after them, not every block of the chain.
  */
 import type { Database } from 'lmdb';
 import { TransactionReceipt, encode } from '../proto/index.js';
 import { hexBytesInto } from '../codec/hex.js';
 import { unseal } from './checksum.js';
 import { CorruptRecordError } from './alarms.js';
+import { lookupRun, newestRun, readRuns, viewRun, type IdRunStores, type RunView } from './id-runs.js';
 
 /** Batch position: [block number, index of the batch in the block]. */
 export type BatchPos = [number, number];
@@ -86,9 +91,8 @@ export function receiptAt(rec: Buffer, k: number): Buffer | undefined {
   return rec.subarray(start, end);
 }
 
-/** The stores the index reads: id records and receipts, both by block number. */
-export interface IdStores {
-  blockIds: Database<Buffer, number>;
+/** The stores the index reads: id records and receipts, both by block number, and the runs. */
+export interface IdStores extends IdRunStores {
   receipts: Database<Buffer, number>;
 }
 
@@ -100,12 +104,32 @@ export class IdIndex {
   #through = -1;
   /** The first block with an id record (0 for the node's ledger, 1 for a circuit's). */
   #first = -1;
+  /** The runs on disk, in block order, as of the newest block indexed. */
+  #runs: RunView[] = [];
+  /** The last block in a run (-1: none); the table holds the blocks after it. */
+  #runsThrough = -1;
+  /** The highest run number seen (-1: none; -2: not read yet). */
+  #newestRun = -2;
+  /** Candidates of a run lookup: block, word, … */
+  readonly #found: number[] = [];
 
   constructor(private readonly s: IdStores) {}
 
-  /** Ids in the table (batches and transactions). */
+  /** Ids indexed (batches and transactions), in the table and in runs. */
   get size(): number {
+    let n = this.#count;
+    for (const r of this.#runs) n += r.entries;
+    return n;
+  }
+
+  /** Ids held in this thread's table (the blocks after the last run). */
+  get tableSize(): number {
     return this.#count;
+  }
+
+  /** Runs on disk this thread reads. */
+  get runs(): number {
+    return this.#runs.length;
   }
 
   /** The highest block indexed (-1: none yet). */
@@ -128,6 +152,13 @@ export class IdIndex {
 
   /** Takes in the blocks stored after the last one indexed (as this thread's snapshot sees them). */
   sync(): void {
+    if (this.#newestRun === -2) {
+      this.#loadRuns();
+      if (this.#runs.length > 0) {
+        this.#first = (this.#runs[0] as RunView).first;
+        this.#through = this.#runsThrough;
+      }
+    }
     if (this.#through < 0) {
       // The first block may have any number (a circuit ledger's first block is 1); then they follow one by one.
       for (const { key, value } of this.s.blockIds.getRange({ limit: 1 })) {
@@ -137,12 +168,35 @@ export class IdIndex {
       }
       if (this.#through < 0) return;
     }
+    let added = false;
     for (;;) {
       const next = this.#through + 1;
       const rec = fastRecord(this.s.blockIds, next, 'block_ids');
-      if (rec === undefined) return;
+      if (rec === undefined) break;
       this.#add(next, rec);
       this.#through = next;
+      added = true;
+    }
+    // Runs change only in a block's transaction: a snapshot with a new run has a new block.
+    if (added && newestRun(this.s) !== this.#newestRun) this.#loadRuns();
+  }
+
+  /** Reads the runs (keeping what this thread read of those it had), and drops from the table what they now hold. */
+  #loadRuns(): void {
+    const had = new Map(this.#runs.map((r) => [r.id, r]));
+    this.#runs = readRuns(this.s).map((m) => had.get(m.id) ?? viewRun(this.s, m));
+    this.#newestRun = newestRun(this.s);
+    const through = this.#runs.length ? (this.#runs[this.#runs.length - 1] as RunView).last : -1;
+    if (through <= this.#runsThrough) return;
+    this.#runsThrough = through;
+    if (this.#through < 0) return;
+    // The table again, with only the blocks after the runs (few: the runs come every RUN_MIN ids).
+    this.#slots = new Uint32Array(SLOT * 1024);
+    this.#mask = 1023;
+    this.#count = 0;
+    for (let b = through + 1; b <= this.#through; b++) {
+      const rec = fastRecord(this.s.blockIds, b, 'block_ids');
+      if (rec !== undefined) this.#add(b, rec);
     }
   }
 
@@ -189,7 +243,7 @@ export class IdIndex {
     for (let i = tag & mask; ; i = (i + 1) & mask) {
       const o = i * SLOT;
       const blockPlus = slots[o + 1] as number;
-      if (blockPlus === 0) return undefined;
+      if (blockPlus === 0) break;
       if (slots[o] !== tag) continue;
       const word = slots[o + 2] as number;
       if (((word & TXN_BIT) !== 0) !== txn) continue;
@@ -202,6 +256,28 @@ export class IdIndex {
       const at = idOffset(rec, place, txn);
       if (at >= 0 && rec.compare(idBytes, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place, rec };
     }
+    return this.#findInRuns(tag, txn);
+  }
+
+  /** The id (in idBytes, with its tag) in the runs: each candidate confirmed against its block's id record. */
+  #findInRuns(tag: number, txn: boolean): { block: number; place: number; rec: Buffer } | undefined {
+    const out = this.#found;
+    for (const run of this.#runs) {
+      out.length = 0;
+      lookupRun(this.s, run, tag, out);
+      for (let k = 0; k < out.length; k += 2) {
+        const word = out[k + 1] as number;
+        if (((word & TXN_BIT) !== 0) !== txn) continue;
+        const block = out[k] as number;
+        const place = word & ~TXN_BIT;
+        // Not indexed by this thread: checked in full (its checksum) before it answers.
+        const rec = fastRecord(this.s.blockIds, block, 'block_ids');
+        if (!rec) continue;
+        const at = idOffset(rec, place, txn);
+        if (at >= 0 && rec.compare(idBytes, 0, ID_BYTES, at, at + ID_BYTES) === 0) return { block, place, rec };
+      }
+    }
+    return undefined;
   }
 
   #add(block: number, rec: Buffer): void {

@@ -33,6 +33,9 @@ export interface LedgerStores {
   blockIds: Database<Buffer, number>;
   /** Receipts of each block's transactions (appended). */
   receipts: Database<Buffer, number>;
+  /** The id index's runs (src/store/id-runs.ts). */
+  idRuns: Database<Buffer, number>;
+  idChunks: Database<Buffer, Buffer>;
   /** Records of several shapes, each read and written through its MetaRecord (meta-record.ts). */
   meta: MetaDb;
   invalid: Database<InvalidRecord, string>;
@@ -53,6 +56,8 @@ export function openLedgerStores(root: RootDatabase, prefix: string = NODE_LEDGE
     blockByNum: openStore<string, number>(root, n.blockByNum),
     blockIds: openStore<Buffer, number>(root, n.blockIds, { keyEncoding: 'uint32', binary: true }),
     receipts: openStore<Buffer, number>(root, n.receipts, { keyEncoding: 'uint32', binary: true }),
+    idRuns: openStore<Buffer, number>(root, n.idRuns, { keyEncoding: 'uint32', binary: true }),
+    idChunks: openStore<Buffer, Buffer>(root, n.idChunks, { keyEncoding: 'binary', binary: true }),
     meta: openStore<unknown, string>(root, n.meta),
     invalid: openStore<InvalidRecord, string>(root, n.invalid),
     deltas: openStore<Buffer, number>(root, n.stateDeltas, { keyEncoding: 'uint32', binary: true }),

@@ -13,6 +13,9 @@ export interface LedgerDbNames {
   blockIds: string;
   /** Transaction receipts of each block, by block number. */
   receipts: string;
+  /** The id index's runs on disk: descriptors, and their chunks and fences (src/store/id-runs.ts). */
+  idRuns: string;
+  idChunks: string;
   /** Former id indexes keyed by id (read once, to build the records above, then emptied). */
   legacyBatchIndex: string;
   legacyTxnIndex: string;
@@ -35,6 +38,8 @@ export function ledgerDbNames(prefix: string): LedgerDbNames {
     blockByNum: `${prefix}.block_by_num`,
     blockIds: `${prefix}.block_ids`,
     receipts: `${prefix}.receipts`,
+    idRuns: `${prefix}.id_runs`,
+    idChunks: `${prefix}.id_chunks`,
     legacyBatchIndex: `${prefix}.batch_index`,
     legacyTxnIndex: `${prefix}.txn_index`,
     meta: `${prefix}.meta`,

@@ -1,0 +1,467 @@
+/**
+ * The id index's runs on disk: where the ids of older blocks are found without holding them
+ * in memory (src/store/id-index.ts keeps only the newest blocks' ids in its table).
+ *
+ * A run covers a range of consecutive blocks. It is the (tag, block, place) entries of their
+ * batch and transaction ids (12 bytes each, the same as a slot of the table), sorted by tag and
+ * stored in chunks of CHUNK_ENTRIES, each a sealed record read in place (getBinaryFast). Beside
+ * them, per run, a descriptor (its blocks and sizes) and the first tag of each chunk (its
+ * fences), which every reader holds in memory: 4 bytes per 512 ids. A lookup is a binary
+ * search of each run's fences, then of one chunk.
+ *
+ * Runs are written by the committer in the transaction of the block that makes them due, as a
+ * log-structured merge: once the blocks after the last run hold RUN_MIN ids, they become a run;
+ * once the FAN_IN newest runs are of one size tier, they are merged into one. Runs of 16 *
+ * RUN_MIN ids or more are not merged again, which bounds the work of one block's transaction
+ * (the largest merge reads and writes 16 * RUN_MIN entries, 12 MiB). Every write is in a block's own
+ * transaction, and the writer keeps nothing it did not read in that transaction or an earlier
+ * one it saw land: a failed transaction leaves nothing behind, and a restart continues.
+ *
+ * Runs only ever point at id records: an entry's answer is confirmed against the 64 id bytes
+ * of the block's id record, as the table's is, so a stale or damaged entry never answers
+ * wrongly; a chunk whose checksum does not match throws CorruptRecordError the first time a
+ * thread reads it (then it is trusted: its bytes never change once written).
+ */
+import type { Database } from 'lmdb';
+import { CorruptRecordError } from './alarms.js';
+import { unseal } from './checksum.js';
+
+/** Entries per chunk: 6 KiB, so a lookup copies and searches little. */
+export const CHUNK_ENTRIES = 512;
+/**
+ * Ids after the last run that make a new run (the bound of each thread's table).
+ * CAIRN_TEST_ID_RUN_MIN sets a smaller one, so that tests see runs and merges in a short chain.
+ */
+export const RUN_MIN = Number(process.env.CAIRN_TEST_ID_RUN_MIN) > 0 ? Number(process.env.CAIRN_TEST_ID_RUN_MIN) : 65_536;
+/** Runs merged at once, when they are of one size tier. */
+export const FAN_IN = 4;
+/** Runs of RUN_MIN * RUN_MAX_FACTOR ids or more are not merged again (the bound of one merge's work). */
+const RUN_MAX_FACTOR = FAN_IN * FAN_IN;
+
+const ENTRY_BYTES = 12;
+/** Key of a run's fences in the chunk store (a chunk number no run reaches). */
+const FENCES = 0xffffffff;
+
+/** The stores of the runs, beside the id records they point into. */
+export interface IdRunStores {
+  blockIds: Database<Buffer, number>;
+  /** Run descriptors by run number: `u32 first block | u32 last block | u32 entries | u32 chunks`. */
+  idRuns: Database<Buffer, number>;
+  /** Chunks (and fences) by `u32 run | u32 chunk`, big-endian. */
+  idChunks: Database<Buffer, Buffer>;
+}
+
+export interface RunMeta {
+  id: number;
+  first: number;
+  last: number;
+  entries: number;
+  chunks: number;
+}
+
+/** A run as a reader holds it: its fences, and which chunks it has checked. */
+export interface RunView extends RunMeta {
+  fences: Uint32Array;
+  checked: Uint8Array;
+}
+
+export function chunkKey(run: number, chunk: number): Buffer {
+  const k = Buffer.allocUnsafe(8);
+  k.writeUInt32BE(run, 0);
+  k.writeUInt32BE(chunk, 4);
+  return k;
+}
+
+function encodeMeta(m: RunMeta): Buffer {
+  const b = Buffer.allocUnsafe(16);
+  b.writeUInt32LE(m.first, 0);
+  b.writeUInt32LE(m.last, 4);
+  b.writeUInt32LE(m.entries, 8);
+  b.writeUInt32LE(m.chunks, 12);
+  return b;
+}
+
+function decodeMeta(id: number, raw: Uint8Array): RunMeta {
+  const b = unseal(raw, `id_runs key ${id}`);
+  if (b.length !== 16) throw new CorruptRecordError('ledger.mdb', `id_runs key ${id}`, `${b.length} bytes`);
+  const m = { id, first: b.readUInt32LE(0), last: b.readUInt32LE(4), entries: b.readUInt32LE(8), chunks: b.readUInt32LE(12) };
+  if (m.last < m.first || m.chunks !== Math.ceil(m.entries / CHUNK_ENTRIES)) {
+    throw new CorruptRecordError('ledger.mdb', `id_runs key ${id}`, 'its sizes do not agree');
+  }
+  return m;
+}
+
+/** The runs stored, in block order (as the current transaction of this thread sees them). */
+export function readRuns(s: IdRunStores): RunMeta[] {
+  const runs: RunMeta[] = [];
+  for (const key of s.idRuns.getKeys()) {
+    const raw = s.idRuns.getBinaryFast(key);
+    if (raw !== undefined) runs.push(decodeMeta(key, raw));
+  }
+  runs.sort((a, b) => a.first - b.first);
+  for (let i = 1; i < runs.length; i++) {
+    const [a, b] = [runs[i - 1] as RunMeta, runs[i] as RunMeta];
+    if (b.first !== a.last + 1) throw new CorruptRecordError('ledger.mdb', `id_runs key ${b.id}`, `its blocks do not follow run ${a.id}'s`);
+  }
+  return runs;
+}
+
+/** The highest run number stored (-1: none): it changes whenever the set of runs does. */
+export function newestRun(s: IdRunStores): number {
+  for (const key of s.idRuns.getKeys({ reverse: true, limit: 1 })) return key;
+  return -1;
+}
+
+/** A run with its fences, read for lookups. */
+export function viewRun(s: IdRunStores, m: RunMeta): RunView {
+  const raw = s.idChunks.getBinaryFast(chunkKey(m.id, FENCES));
+  if (raw === undefined) throw new CorruptRecordError('ledger.mdb', `id_chunks run ${m.id} fences`, 'missing');
+  const b = unseal(raw, `id_chunks run ${m.id} fences`);
+  if (b.length !== 4 * m.chunks) throw new CorruptRecordError('ledger.mdb', `id_chunks run ${m.id} fences`, `${b.length} bytes`);
+  const fences = new Uint32Array(m.chunks);
+  for (let i = 0; i < m.chunks; i++) fences[i] = b.readUInt32LE(4 * i);
+  return { ...m, fences, checked: new Uint8Array(m.chunks) };
+}
+
+/**
+ * Calls `found(block, word)` for each entry of `run` with `tag` (a word is the place in the
+ * block, with the table's TXN_BIT for a transaction). The chunk read is a view valid until
+ * this thread's next LMDB read, so the entries are gathered before any is visited.
+ */
+export function lookupRun(s: IdRunStores, run: RunView, tag: number, out: number[]): void {
+  const f = run.fences;
+  // The last chunk whose first tag is below `tag` may end with it; later ones may hold more.
+  let lo = 0;
+  let hi = f.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((f[mid] as number) < tag) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let c = Math.max(0, lo - 1); c < f.length && (c < lo || (f[c] as number) <= tag); c++) {
+    const b = chunk(s, run, c);
+    const n = b.length / ENTRY_BYTES;
+    let a = 0;
+    let z = n;
+    while (a < z) {
+      const mid = (a + z) >>> 1;
+      if (b.readUInt32LE(mid * ENTRY_BYTES) < tag) a = mid + 1;
+      else z = mid;
+    }
+    for (; a < n && b.readUInt32LE(a * ENTRY_BYTES) === tag; a++) out.push(b.readUInt32LE(a * ENTRY_BYTES + 4), b.readUInt32LE(a * ENTRY_BYTES + 8));
+    if (a < n) return; // a greater tag follows in this chunk: no later chunk has `tag`
+  }
+}
+
+/** Chunk `c` of a run (a view), checked the first time this thread reads it. */
+function chunk(s: IdRunStores, run: RunView, c: number): Buffer {
+  const raw = s.idChunks.getBinaryFast(chunkKey(run.id, c));
+  const where = `id_chunks run ${run.id} chunk ${c}`;
+  if (raw === undefined) throw new CorruptRecordError('ledger.mdb', where, 'missing');
+  const expect = c === run.chunks - 1 ? run.entries - c * CHUNK_ENTRIES : CHUNK_ENTRIES;
+  if (run.checked[c] === 1) return Buffer.from(raw.buffer, raw.byteOffset, raw.length - 4);
+  const b = unseal(raw, where);
+  if (b.length !== expect * ENTRY_BYTES) throw new CorruptRecordError('ledger.mdb', where, `${b.length} bytes`);
+  run.checked[c] = 1;
+  return b;
+}
+
+/** Ids in a block's id record (batches and transactions), from its first 8 bytes. */
+function idsIn(rec: Buffer): number {
+  return rec.readUInt32LE(0) + rec.readUInt32LE(4);
+}
+
+/** What the writer knows, as of the last block whose transaction it wrote in. */
+interface WriterState {
+  /** The block whose transaction it last wrote in. */
+  lastBlock: number;
+  runs: RunMeta[];
+  /** The last block in a run (first block - 1 when there is none). */
+  through: number;
+  /** Ids in blocks after `through`, up to `lastBlock`. */
+  tail: number;
+  nextId: number;
+}
+
+/**
+ * The committer's side: called in each block's transaction, after its id record is written,
+ * it writes the run (and the merges) that block makes due. Its memory is a few numbers per run.
+ */
+export class IdRunWriter {
+  #state: WriterState | undefined;
+  readonly #min: number;
+  readonly #max: number;
+  /** Runs written and merged since start (for tests and metrics). */
+  written = 0;
+  merged = 0;
+
+  constructor(
+    private readonly s: IdRunStores,
+    runMin = RUN_MIN,
+  ) {
+    this.#min = runMin;
+    this.#max = runMin * RUN_MAX_FACTOR;
+  }
+
+  /** Block `block`'s id record is written in the current transaction: writes what is due. */
+  afterBlock(block: number): void {
+    const prior = this.#state;
+    this.#state = undefined; // set again only if this completes: a throw aborts the transaction
+    const st = prior && prior.lastBlock === block - 1 ? prior : this.#load(block);
+    const rec = this.s.blockIds.getBinaryFast(block);
+    if (rec === undefined || rec.length < 12) throw new Error(`block ${block} has no id record to index`);
+    st.tail += idsIn(Buffer.from(rec.buffer, rec.byteOffset, rec.length));
+    st.lastBlock = block;
+    if (st.tail >= this.#min) {
+      this.#flush(st);
+      this.#mergeDue(st);
+    }
+    this.#state = st;
+  }
+
+  /** The state as this transaction sees it: the runs, and the ids of the blocks after them. */
+  #load(block: number): WriterState {
+    const runs = readRuns(this.s);
+    let through = block - 1;
+    if (runs.length) through = (runs[runs.length - 1] as RunMeta).last;
+    else for (const key of this.s.blockIds.getKeys({ limit: 1 })) through = key - 1;
+    let tail = 0;
+    for (let b = through + 1; b < block; b++) {
+      const rec = this.s.blockIds.getBinaryFast(b);
+      if (rec !== undefined && rec.length >= 12) tail += idsIn(Buffer.from(rec.buffer, rec.byteOffset, rec.length));
+    }
+    let nextId = 0;
+    for (const r of runs) nextId = Math.max(nextId, r.id + 1);
+    return { lastBlock: block - 1, runs, through, tail, nextId };
+  }
+
+  /** The blocks after the last run, up to the largest run's ids of them (whole blocks), as a new run. */
+  #flush(st: WriterState): void {
+    const tags: number[] = [];
+    const blocks: number[] = [];
+    const words: number[] = [];
+    let b = st.through + 1;
+    for (; b <= st.lastBlock; b++) {
+      const raw = this.s.blockIds.getBinaryFast(b);
+      if (raw === undefined) continue; // a gap is the start check's to report (IdIndex.syncComplete)
+      const rec = unseal(raw, `block_ids key ${b}`);
+      const nB = rec.readUInt32LE(0);
+      const nT = rec.readUInt32LE(4);
+      if (tags.length > 0 && tags.length + nB + nT > this.#max) break;
+      const ids = 8 + 4 * nB;
+      for (let i = 0; i < nB + nT; i++) {
+        tags.push(rec.readUInt32BE(ids + 64 * i));
+        blocks.push(b);
+        words.push(i < nB ? i : ((i - nB) | 0x80000000) >>> 0);
+      }
+    }
+    const last = b - 1;
+    // Sorted by tag: each entry's key is tag * 2^21 + its index, exact in a double (index < 2^21).
+    const keys = new Float64Array(tags.length);
+    for (let i = 0; i < tags.length; i++) keys[i] = (tags[i] as number) * 2_097_152 + i;
+    keys.sort();
+    const out = new EntryWriter(this.s, st.nextId++, st.through + 1);
+    for (let k = 0; k < keys.length; k++) {
+      const i = (keys[k] as number) % 2_097_152;
+      out.push(tags[i] as number, blocks[i] as number, words[i] as number);
+    }
+    const run = out.finish(last);
+    st.runs.push(run);
+    st.tail -= tags.length;
+    st.through = last;
+    this.written++;
+  }
+
+  /** Merges the FAN_IN newest runs while they are of one tier. */
+  #mergeDue(st: WriterState): void {
+    for (;;) {
+      const n = st.runs.length;
+      if (n < FAN_IN) return;
+      const group = st.runs.slice(n - FAN_IN);
+      const t = this.#tier((group[0] as RunMeta).entries);
+      if (t === Number.POSITIVE_INFINITY || !group.every((r) => this.#tier(r.entries) === t)) return;
+      st.runs.splice(n - FAN_IN, FAN_IN, this.#merge(st, group));
+    }
+  }
+
+  /** A run's size tier: runs within a factor FAN_IN of each other share one; the largest never merge. */
+  #tier(entries: number): number {
+    if (entries >= this.#max) return Number.POSITIVE_INFINITY;
+    return Math.floor(Math.log(Math.max(1, entries / this.#min)) / Math.log(FAN_IN) + 1e-9);
+  }
+
+  #merge(st: WriterState, group: RunMeta[]): RunMeta {
+    const readers = group.map((r) => new EntryReader(this.s, r));
+    const out = new EntryWriter(this.s, st.nextId++, (group[0] as RunMeta).first);
+    for (;;) {
+      let best = -1;
+      let bestTag = 0;
+      for (let i = 0; i < readers.length; i++) {
+        const r = readers[i] as EntryReader;
+        if (r.done) continue;
+        if (best < 0 || r.tag < bestTag) {
+          best = i;
+          bestTag = r.tag;
+        }
+      }
+      if (best < 0) break;
+      const r = readers[best] as EntryReader;
+      out.push(r.tag, r.block, r.word);
+      r.next();
+    }
+    const run = out.finish((group[group.length - 1] as RunMeta).last);
+    for (const r of group) {
+      this.s.idRuns.remove(r.id);
+      this.s.idChunks.remove(chunkKey(r.id, FENCES));
+      for (let c = 0; c < r.chunks; c++) this.s.idChunks.remove(chunkKey(r.id, c));
+    }
+    this.merged++;
+    return run;
+  }
+}
+
+/** Writes a run's chunks as entries come, in tag order, then its fences and descriptor. */
+class EntryWriter {
+  readonly #buf = Buffer.allocUnsafe(CHUNK_ENTRIES * ENTRY_BYTES);
+  #n = 0;
+  #entries = 0;
+  readonly #fences: number[] = [];
+
+  constructor(
+    private readonly s: IdRunStores,
+    readonly id: number,
+    readonly first: number,
+  ) {}
+
+  push(tag: number, block: number, word: number): void {
+    const o = this.#n * ENTRY_BYTES;
+    if (this.#n === 0) this.#fences.push(tag);
+    this.#buf.writeUInt32LE(tag, o);
+    this.#buf.writeUInt32LE(block, o + 4);
+    this.#buf.writeUInt32LE(word, o + 8);
+    this.#entries++;
+    if (++this.#n === CHUNK_ENTRIES) this.#emit();
+  }
+
+  #emit(): void {
+    if (this.#n === 0) return;
+    this.s.idChunks.put(chunkKey(this.id, this.#fences.length - 1), Buffer.from(this.#buf.subarray(0, this.#n * ENTRY_BYTES)));
+    this.#n = 0;
+  }
+
+  finish(last: number): RunMeta {
+    this.#emit();
+    const fences = Buffer.allocUnsafe(4 * this.#fences.length);
+    for (const [i, f] of this.#fences.entries()) fences.writeUInt32LE(f, 4 * i);
+    this.s.idChunks.put(chunkKey(this.id, FENCES), fences);
+    const meta: RunMeta = { id: this.id, first: this.first, last, entries: this.#entries, chunks: this.#fences.length };
+    this.s.idRuns.put(this.id, encodeMeta(meta));
+    return meta;
+  }
+}
+
+/** Reads a stored run's entries in order (one chunk copied at a time). */
+class EntryReader {
+  #chunk = 0;
+  #buf: Buffer = Buffer.alloc(0);
+  #at = 0;
+  done = false;
+  tag = 0;
+  block = 0;
+  word = 0;
+
+  constructor(
+    private readonly s: IdRunStores,
+    private readonly run: RunMeta,
+  ) {
+    this.#load();
+  }
+
+  #load(): void {
+    if (this.#chunk >= this.run.chunks) {
+      this.done = true;
+      return;
+    }
+    const where = `id_chunks run ${this.run.id} chunk ${this.#chunk}`;
+    const raw = this.s.idChunks.getBinaryFast(chunkKey(this.run.id, this.#chunk));
+    if (raw === undefined) throw new CorruptRecordError('ledger.mdb', where, 'missing');
+    this.#buf = Buffer.from(unseal(raw, where));
+    this.#at = 0;
+    this.#read();
+  }
+
+  #read(): void {
+    const o = this.#at * ENTRY_BYTES;
+    this.tag = this.#buf.readUInt32LE(o);
+    this.block = this.#buf.readUInt32LE(o + 4);
+    this.word = this.#buf.readUInt32LE(o + 8);
+  }
+
+  next(): void {
+    if (++this.#at * ENTRY_BYTES < this.#buf.length) this.#read();
+    else {
+      this.#chunk++;
+      this.#load();
+    }
+  }
+}
+
+/**
+ * Every run checked against the id records it points into (for `cairn check`): the runs follow
+ * each other from the first block and end at or below the head; each chunk's checksum, size and
+ * order; its fence; and each entry names an id of its block whose tag it carries. Calls
+ * `problem` for each fault; returns the entries checked.
+ */
+export function checkRuns(s: IdRunStores, head: number, problem: (p: string) => void): number {
+  let runs: RunMeta[];
+  try {
+    runs = readRuns(s);
+  } catch (err) {
+    problem(`id runs: ${(err as Error).message}`);
+    return 0;
+  }
+  let firstBlock: number | undefined;
+  for (const key of s.blockIds.getKeys({ limit: 1 })) firstBlock = key;
+  if (runs.length && runs[0]?.first !== firstBlock)
+    problem(`id run ${runs[0]?.id}: starts at block ${runs[0]?.first}, the first id record is block ${firstBlock}`);
+  let checked = 0;
+  for (const m of runs) {
+    const where = `id run ${m.id} (blocks ${m.first}..${m.last})`;
+    if (m.last > head) problem(`${where}: ends past the head ${head}`);
+    let view: RunView;
+    try {
+      view = viewRun(s, m);
+    } catch (err) {
+      problem(`${where}: ${(err as Error).message}`);
+      continue;
+    }
+    let prev = 0;
+    for (let c = 0; c < m.chunks; c++) {
+      let b: Buffer;
+      try {
+        b = Buffer.from(chunk(s, view, c));
+      } catch (err) {
+        problem(`${where}: ${(err as Error).message}`);
+        continue;
+      }
+      if (b.readUInt32LE(0) !== view.fences[c]) problem(`${where} chunk ${c}: its fence is not its first tag`);
+      for (let o = 0; o < b.length; o += ENTRY_BYTES) {
+        const tag = b.readUInt32LE(o);
+        if (tag < prev) problem(`${where} chunk ${c}: out of order at entry ${o / ENTRY_BYTES}`);
+        prev = tag;
+        const block = b.readUInt32LE(o + 4);
+        const word = b.readUInt32LE(o + 8);
+        const raw = block >= m.first && block <= m.last ? s.blockIds.getBinaryFast(block) : undefined;
+        const rec = raw && Buffer.from(raw.buffer, raw.byteOffset, raw.length);
+        const nB = rec && rec.length >= 12 ? rec.readUInt32LE(0) : -1;
+        const k = word & 0x7fffffff;
+        const index = word & 0x80000000 ? nB + k : k;
+        const at = rec ? 8 + 4 * nB + 64 * index : -1;
+        if (!rec || nB < 0 || (word & 0x80000000 ? k >= rec.readUInt32LE(4) : k >= nB) || at + 64 > rec.length - 4 || rec.readUInt32BE(at) !== tag)
+          problem(`${where} chunk ${c}: entry ${o / ENTRY_BYTES} names no id of block ${block} with its tag`);
+        checked++;
+      }
+    }
+  }
+  return checked;
+}
