@@ -210,6 +210,13 @@ t.test('a damaged chunk is a damaged record, never a wrong answer', async (t) =>
   const again: string[] = [];
   checkRuns(s, 29, (p) => again.push(p));
   t.match(again.join('\n'), /id_chunks run \d+ chunk 0/, 'cairn check names the damaged chunk');
+  // A block's id record damaged under its checksum: an answer from the runs checks it first.
+  const num = 3;
+  const rec = copy(must(s.blockIds.getBinaryFast(num)));
+  rec[20] = (rec[20] as number) ^ 0x01;
+  await s.root.openDB<Buffer, number>('ids', { keyEncoding: 'uint32', encoding: 'binary' }).put(num, rec);
+  const ix2 = new IdIndex(s);
+  t.throws(() => ix2.batch(must(blocks[num]?.[1]).id), CorruptRecordError, 'a damaged id record behind a run answer throws');
   await s.idRuns.put(run.id, Buffer.from('short'));
   const broken: string[] = [];
   t.equal(
