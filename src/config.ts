@@ -19,6 +19,7 @@ import {
   metricsSetting,
   parseArgs,
   parseBind,
+  sizeMiB,
   ConfigError,
   type Bind,
   type LogFormat,
@@ -59,6 +60,12 @@ export interface Config {
   stateCheckpointChunk: number;
   /** MiB of Merkle records held in memory (made since the last checkpoint) that start a checkpoint before its block count. */
   stateCheckpointMiB: number;
+  /** --memory-budget, in MiB: what grows with the chain and its use is held within it (its shares below and stateCheckpointMiB). */
+  memoryBudgetMiB: number;
+  /** Bytes of decoded blocks each block reader keeps (an eighth of the budget, shared by the gateway's and the component port's). */
+  blockCacheBytes: number;
+  /** Bytes of block JSON the ledger gateway keeps (half of the budget). */
+  blockJsonCacheBytes: number;
   /** Blocks behind the head whose state `head=` still reads (0 = all not pruned). */
   stateHistoryBlocks: number;
   /**
@@ -186,6 +193,8 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     throw new ConfigError(`${what}: expected on or off, got "${v}"`);
   };
   const dataBind = parseBind(get('dataBind') ?? '127.0.0.1:8080', 'data bind');
+  const budget = sizeMiB(get('memoryBudget') ?? '256', 'memory budget', 32);
+  const MiB = 1024 * 1024;
   return {
     dataDir,
     ledgerBind: parseBind(get('ledgerBind') ?? '127.0.0.1:8008', 'ledger bind'),
@@ -199,7 +208,10 @@ export function loadConfig(argv: string[] = process.argv.slice(2), env: NodeJS.P
     dependencyWaitSec: int(get('dependencyWaitSec') ?? '60', 'dependency wait', 1),
     stateCheckpointBlocks: int(get('stateCheckpointBlocks') ?? '256', 'state checkpoint blocks', 1),
     stateCheckpointChunk: int(get('stateCheckpointChunk') ?? '4096', 'state checkpoint chunk', 1),
-    stateCheckpointMiB: int(get('stateCheckpointMiB') ?? '64', 'state checkpoint MiB', 1),
+    stateCheckpointMiB: int(get('stateCheckpointMiB') ?? String(Math.floor(budget / 4)), 'state checkpoint MiB', 1),
+    memoryBudgetMiB: budget,
+    blockCacheBytes: Math.floor((budget * MiB) / 16),
+    blockJsonCacheBytes: Math.floor((budget * MiB) / 2),
     stateHistoryBlocks: int(get('stateHistoryBlocks') ?? '0', 'state history blocks', 0),
     storageStallSec: int(get('storageStallSec') ?? '60', 'storage stall', 1),
     startScan: onOff(get('startScan') ?? 'on', 'start scan'),

@@ -58,7 +58,7 @@ export interface ClientServiceOptions {
   /** Peers subscribed at once (--component-subscribers). */
   maxSubscribers: number;
   /** What CLIENT_PEERS_GET and CLIENT_STATUS_GET report (as GET /peers and /status do), and the bounds on status waits. */
-  config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes' | 'componentWaitsPerClient' | 'componentWaits'>;
+  config: Pick<Config, 'peers' | 'endpoint' | 'maxBodyBytes' | 'componentWaitsPerClient' | 'componentWaits' | 'blockCacheBytes'>;
 }
 
 export class ClientService {
@@ -81,7 +81,8 @@ export class ClientService {
 
   constructor(ledger: Ledger, opts: ClientServiceOptions) {
     this.#ledger = ledger;
-    this.#chain = new ChainReader(ledger);
+    // Blocks decoded for event delivery; it serves no block JSON.
+    this.#chain = new ChainReader(ledger, { decodedBytes: opts.config.blockCacheBytes, jsonBytes: 0 });
     this.#maxSubscribers = opts.maxSubscribers;
     this.#config = opts.config;
     this.#waits = new WaitLimits(opts.config.componentWaitsPerClient, opts.config.componentWaits);

@@ -34,12 +34,17 @@ export const OPTIONS: Record<string, OptionSpec> = {
   stateCheckpointMiB: {
     flag: 'state-checkpoint-mib',
     env: 'CAIRN_STATE_CHECKPOINT_MIB',
-    help: 'MiB of state records held in memory since the last checkpoint that start the next one before its block count (default 64); bounds that memory and the replay of a restart',
+    help: 'MiB of state records held in memory since the last checkpoint that start the next one before its block count (default: a quarter of --memory-budget, 64); bounds that memory and the replay of a restart',
+  },
+  memoryBudget: {
+    flag: 'memory-budget',
+    env: 'CAIRN_MEMORY_BUDGET',
+    help: "memory for what grows with the chain and its use, in MiB (or with a unit: 512MiB, 1GiB): a quarter for state records between checkpoints, half for the ledger gateway's block JSON cache, an eighth for decoded blocks; past it they are written to disk or evicted (default 256)",
   },
   startScan: {
     flag: 'start-scan',
     env: 'CAIRN_START_SCAN',
-    help: 'at start, read every record of the data files in a separate process and refuse a file that crashes it: on|off (default on)',
+    help: 'once the node serves, read every record of the data files in a separate process; a file that crashes it turns the node read-only (CORRUPT alarm): on|off (default on)',
   },
   storageStallSec: {
     flag: 'storage-stall',

@@ -82,6 +82,15 @@ export function int(v: string, what: string, min: number): number {
   return Number(v);
 }
 
+/** A size in MiB: a plain number of MiB, or one with a unit (MiB, M, MB; GiB, G, GB). */
+export function sizeMiB(v: string, what: string, min: number): number {
+  const m = /^(\d+)\s*(mib|mb|m|gib|gb|g)?$/i.exec(v.trim());
+  const n = m ? Number(m[1]) * (m[2]?.toLowerCase().startsWith('g') ? 1024 : 1) : Number.NaN;
+  if (!Number.isSafeInteger(n) || n < min)
+    throw new ConfigError(`${what}: expected a size of at least ${min} MiB (e.g. 512, 512MiB, 1GiB), got "${v}"`);
+  return n;
+}
+
 export function ackDurability(v: string): 'flush' | 'commit' {
   if (v !== 'flush' && v !== 'commit') throw new ConfigError(`ack durability: expected flush or commit, got "${v}"`);
   return v;

@@ -28,13 +28,19 @@ export interface ResolvedHead {
   stateRoot: string;
 }
 
-/** Bytes of stored blocks kept decoded; the JSON form takes a small multiple of this. */
-const CACHE_BYTES = 16 * 1024 * 1024;
 /**
- * Bytes of serialised block JSON kept (outside the JS heap, in Buffers): a 100-block page
- * of 1,000-batch blocks is ~26 MB, so this holds a few such pages.
+ * What a reader keeps, in bytes (the node sets them from --memory-budget): stored blocks kept
+ * decoded (their decoded form takes a small multiple of this), and serialised block JSON
+ * (outside the JS heap, in Buffers; a 100-block page of 1,000-batch blocks is ~26 MB, so the
+ * default holds a few such pages).
  */
-const JSON_CACHE_BYTES = 128 * 1024 * 1024;
+export interface ChainCaches {
+  decodedBytes: number;
+  jsonBytes: number;
+}
+
+/** The caches of a node with the default budget (256 MiB). */
+export const DEFAULT_CACHES: ChainCaches = { decodedBytes: 16 * 1024 * 1024, jsonBytes: 128 * 1024 * 1024 };
 
 const writeBlock = serializer(blockSchema);
 
@@ -46,12 +52,20 @@ export class ChainReader {
   readonly #jsonCache = new Map<string, Buffer>();
   #jsonSize = 0;
 
-  constructor(ledger: Ledger) {
+  readonly #caches: ChainCaches;
+
+  constructor(ledger: Ledger, caches: ChainCaches = DEFAULT_CACHES) {
     this.#ledger = ledger;
+    this.#caches = caches;
   }
 
   get ledger(): Ledger {
     return this.#ledger;
+  }
+
+  /** What the caches hold now: bytes and blocks of each (the decoded size counts stored bytes). */
+  get cached(): { decodedBytes: number; decodedBlocks: number; jsonBytes: number; jsonBlocks: number } {
+    return { decodedBytes: this.#size, decodedBlocks: this.#cache.size, jsonBytes: this.#jsonSize, jsonBlocks: this.#jsonCache.size };
   }
 
   /** Lookups by id answer undefined for anything that is not an id (it cannot exist, and may not fit an LMDB key). */
@@ -77,7 +91,7 @@ export class ChainReader {
     this.#cache.set(id, { block, size: bytes.length });
     this.#size += bytes.length;
     for (const [k, v] of this.#cache) {
-      if (this.#size <= CACHE_BYTES || this.#cache.size <= 1) break;
+      if (this.#size <= this.#caches.decodedBytes || this.#cache.size <= 1) break;
       this.#cache.delete(k);
       this.#size -= v.size;
     }
@@ -103,7 +117,7 @@ export class ChainReader {
     this.#jsonCache.set(id, bytes);
     this.#jsonSize += bytes.length;
     for (const [k, v] of this.#jsonCache) {
-      if (this.#jsonSize <= JSON_CACHE_BYTES || this.#jsonCache.size <= 1) break;
+      if (this.#jsonSize <= this.#caches.jsonBytes || this.#jsonCache.size <= 1) break;
       this.#jsonCache.delete(k);
       this.#jsonSize -= v.length;
     }

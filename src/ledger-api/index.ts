@@ -90,7 +90,7 @@ export interface LedgerRoutes {
 /** The route table of the ledger gateway (its handlers can be called without a server). */
 export function ledgerApiRoutes(ctx: LedgerApiContext): LedgerRoutes {
   const { ledger, config } = ctx;
-  const chain = new ChainReader(ledger);
+  const chain = new ChainReader(ledger, { decodedBytes: config.blockCacheBytes, jsonBytes: config.blockJsonCacheBytes });
   const waits = new CommitWaits(ledger);
   // Read routes first, so that a 405's Allow header lists GET before POST.
   const routes = [
