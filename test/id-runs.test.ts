@@ -212,12 +212,33 @@ t.test('a damaged chunk is a damaged record, never a wrong answer', async (t) =>
   t.match(again.join('\n'), /id_chunks run \d+ chunk 0/, 'cairn check names the damaged chunk');
   // A block's id record damaged under its checksum: an answer from the runs checks it first.
   const num = 3;
-  const rec = copy(must(s.blockIds.getBinaryFast(num)));
+  const rawIds = s.root.openDB<Buffer, number>('ids', { keyEncoding: 'uint32', encoding: 'binary' });
+  const original = copy(must(s.blockIds.getBinaryFast(num)));
+  const rec = copy(original);
   rec[20] = (rec[20] as number) ^ 0x01;
-  await s.root.openDB<Buffer, number>('ids', { keyEncoding: 'uint32', encoding: 'binary' }).put(num, rec);
+  await rawIds.put(num, rec);
   const ix2 = new IdIndex(s);
   t.throws(() => ix2.batch(must(blocks[num]?.[1]).id), CorruptRecordError, 'a damaged id record behind a run answer throws');
-  await s.idRuns.put(run.id, Buffer.from('short'));
+  await rawIds.put(num, original);
+  // The writer merges the damaged run with newer ones: it makes the merged run again from the
+  // id records, the blocks go on being written, and every id is found again.
+  const repairs = w.merged;
+  for (let num = 30; num < 120; num++) {
+    const batches = Array.from({ length: 4 }, () => ({ id: id(), txns: [] as string[] }));
+    blocks.push(batches);
+    await writeBlock(s, w, num, batches);
+  }
+  t.ok(w.merged > repairs, 'the damaged run was merged');
+  t.notOk(
+    readRuns(s).some((r) => r.id === run.id),
+    'and is gone',
+  );
+  t.equal(foundAll(new IdIndex(s), blocks), 4 * 120, 'every id found after the repair');
+  const clean: string[] = [];
+  checkRuns(s, 119, (p) => clean.push(p));
+  t.same(clean, [], 'cairn check finds the runs clean again');
+  const lastRun = must(readRuns(s)[0]);
+  await s.idRuns.put(lastRun.id, Buffer.from('short'));
   const broken: string[] = [];
   t.equal(
     checkRuns(s, 29, (p) => broken.push(p)),

@@ -290,17 +290,29 @@ export class IdRunWriter {
 
   /** The blocks after the last run, up to the largest run's ids of them (whole blocks), as a new run. */
   #flush(st: WriterState): void {
+    const run = this.#fromRecords(st.nextId++, st.through + 1, st.lastBlock, true);
+    st.runs.push(run);
+    st.tail -= run.entries;
+    st.through = run.last;
+    this.written++;
+  }
+
+  /**
+   * A run of the ids in the id records of blocks `first`..`last`, sorted by tag. With `cap`, it
+   * ends at the last whole block that keeps it within the largest run (at least one block).
+   */
+  #fromRecords(id: number, first: number, last: number, cap: boolean): RunMeta {
     const tags: number[] = [];
     const blocks: number[] = [];
     const words: number[] = [];
-    let b = st.through + 1;
-    for (; b <= st.lastBlock; b++) {
+    let b = first;
+    for (; b <= last; b++) {
       const raw = this.s.blockIds.getBinaryFast(b);
       if (raw === undefined) continue; // a gap is the start check's to report (IdIndex.syncComplete)
       const rec = unseal(raw, `block_ids key ${b}`);
       const nB = rec.readUInt32LE(0);
       const nT = rec.readUInt32LE(4);
-      if (tags.length > 0 && tags.length + nB + nT > this.#max) break;
+      if (cap && tags.length > 0 && tags.length + nB + nT > this.#max) break;
       const ids = 8 + 4 * nB;
       for (let i = 0; i < nB + nT; i++) {
         tags.push(rec.readUInt32BE(ids + 64 * i));
@@ -308,21 +320,16 @@ export class IdRunWriter {
         words.push(i < nB ? i : ((i - nB) | 0x80000000) >>> 0);
       }
     }
-    const last = b - 1;
     // Sorted by tag: each entry's key is tag * 2^21 + its index, exact in a double (index < 2^21).
     const keys = new Float64Array(tags.length);
     for (let i = 0; i < tags.length; i++) keys[i] = (tags[i] as number) * 2_097_152 + i;
     keys.sort();
-    const out = new EntryWriter(this.s, st.nextId++, st.through + 1, keys.length);
+    const out = new EntryWriter(this.s, id, first, keys.length);
     for (let k = 0; k < keys.length; k++) {
       const i = (keys[k] as number) % 2_097_152;
       out.push(tags[i] as number, blocks[i] as number, words[i] as number);
     }
-    const run = out.finish(last);
-    st.runs.push(run);
-    st.tail -= tags.length;
-    st.through = last;
-    this.written++;
+    return out.finish(b - 1);
   }
 
   /** Merges the FAN_IN newest runs while they are of one tier. */
@@ -343,11 +350,34 @@ export class IdRunWriter {
     return Math.floor(Math.log(Math.max(1, entries / this.#min)) / Math.log(FAN_IN) + 1e-9);
   }
 
+  /**
+   * The runs of `group` as one, their inputs removed. A run that turns out damaged (a chunk's
+   * checksum, size or count) is not the chain's loss: the merged run is made again from the id
+   * records of its blocks, which the runs only point into, and the damage is logged.
+   */
   #merge(st: WriterState, group: RunMeta[]): RunMeta {
+    const first = (group[0] as RunMeta).first;
+    const last = (group[group.length - 1] as RunMeta).last;
+    const id = st.nextId++;
+    let run: RunMeta;
+    try {
+      run = this.#mergeRuns(id, group);
+    } catch (err) {
+      if (!(err instanceof CorruptRecordError)) throw err;
+      log.error(`id index: ${err.message}: runs ${group.map((r) => r.id).join(', ')} made again from the id records of blocks ${first}..${last}`);
+      removeRun(this.s, id);
+      run = this.#fromRecords(st.nextId++, first, last, false);
+    }
+    for (const r of group) removeRun(this.s, r.id);
+    this.merged++;
+    return run;
+  }
+
+  #mergeRuns(id: number, group: RunMeta[]): RunMeta {
     const readers = group.map((r) => new EntryReader(this.s, r));
     const out = new EntryWriter(
       this.s,
-      st.nextId++,
+      id,
       (group[0] as RunMeta).first,
       group.reduce((n, r) => n + r.entries, 0),
     );
@@ -367,16 +397,15 @@ export class IdRunWriter {
       out.push(r.tag, r.block, r.word);
       r.next();
     }
-    const run = out.finish((group[group.length - 1] as RunMeta).last);
-    for (const r of group) {
-      this.s.idRuns.remove(r.id);
-      this.s.idChunks.remove(chunkKey(r.id, FENCES));
-      this.s.idChunks.remove(chunkKey(r.id, FILTER));
-      for (let c = 0; c < r.chunks; c++) this.s.idChunks.remove(chunkKey(r.id, c));
-    }
-    this.merged++;
-    return run;
+    return out.finish((group[group.length - 1] as RunMeta).last);
   }
+}
+
+/** Removes a run: its descriptor, and every record under its number in the chunk store (its chunks, fences and filter). */
+function removeRun(s: IdRunStores, id: number): void {
+  s.idRuns.remove(id);
+  const keys = Array.from(s.idChunks.getKeys({ start: chunkKey(id, 0), end: chunkKey(id + 1, 0) }), (k) => Buffer.from(k));
+  for (const key of keys) s.idChunks.remove(key);
 }
 
 /** Writes a run's chunks as entries come, in tag order, then its fences and descriptor. */
@@ -459,6 +488,8 @@ class EntryReader {
     const raw = this.s.idChunks.getBinaryFast(chunkKey(this.run.id, this.#chunk));
     if (raw === undefined) throw new CorruptRecordError('ledger.mdb', where, 'missing');
     this.#buf = Buffer.from(unseal(raw, where));
+    const expect = this.#chunk === this.run.chunks - 1 ? this.run.entries - this.#chunk * CHUNK_ENTRIES : CHUNK_ENTRIES;
+    if (this.#buf.length !== expect * ENTRY_BYTES) throw new CorruptRecordError('ledger.mdb', where, `${this.#buf.length} bytes`);
     this.#at = 0;
     this.#read();
   }
