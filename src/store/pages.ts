@@ -34,7 +34,6 @@ const P_LEAF = 0x02;
 const P_OVERFLOW = 0x04;
 const F_BIGDATA = 0x01;
 const F_SUBDATA = 0x02;
-const EMPTY = 0xffffffffffffffffn;
 
 export interface Snapshot {
   pageSize: number;
@@ -73,20 +72,43 @@ export function walkSnapshot(fd: number, s: Snapshot): { problem: string | null;
   }
 }
 
+/** Pages of one level read with one call at most (256 KiB of 4 KiB pages). */
+const EXTENT_PAGES = 64;
+/** Pages between two of one level that are read through rather than sought past. */
+const GAP_PAGES = 8;
+
+/** A little-endian u64 at `off` as a number (page numbers and counts stay far below 2^53). */
+function u64(b: Buffer, off: number): number {
+  return b.readUInt32LE(off) + b.readUInt32LE(off + 4) * 4_294_967_296;
+}
+
 class Walk {
   readonly #fd: number;
   readonly #s: Snapshot;
+  readonly #pageSize: number;
+  readonly #lastPage: number;
+  readonly #txnId: number;
   /** Pages reached so far (PAGE): each belongs to one tree, once, or to the free list. */
   readonly kinds: Uint8Array;
-
   /** Pages the file holds (it may end before the snapshot's last page: see files.ts). */
-  readonly #filePages: bigint;
+  readonly #filePages: number;
+  /** The tree page being walked, and an overflow run's first page: read into, not allocated, per page. */
+  readonly #page: Buffer;
+  readonly #overflowPage: Buffer;
+  /** Runs of nearby pages of one level, read at once. */
+  readonly #extent: Buffer;
 
   constructor(fd: number, s: Snapshot) {
     this.#fd = fd;
     this.#s = s;
-    this.kinds = new Uint8Array(Number(s.lastPage) + 1);
-    this.#filePages = BigInt(Math.floor(fstatSync(fd).size / s.pageSize));
+    this.#pageSize = s.pageSize;
+    this.#lastPage = Number(s.lastPage);
+    this.#txnId = Number(s.txnId);
+    this.kinds = new Uint8Array(this.#lastPage + 1);
+    this.#filePages = Math.floor(fstatSync(fd).size / s.pageSize);
+    this.#page = Buffer.allocUnsafe(s.pageSize);
+    this.#overflowPage = Buffer.allocUnsafe(s.pageSize);
+    this.#extent = Buffer.allocUnsafe(EXTENT_PAGES * s.pageSize);
   }
 
   run(): void {
@@ -110,64 +132,65 @@ class Walk {
    */
   #tree(name: string, record: Buffer, leaf?: (at: string, data: Buffer, key: Buffer, flags: number) => void): void {
     const depth = record.readUInt16LE(6);
-    const want = {
-      branch: record.readBigUInt64LE(8),
-      leaf: record.readBigUInt64LE(16),
-      overflow: record.readBigUInt64LE(24),
-      entries: record.readBigUInt64LE(32),
-    };
-    const root = record.readBigUInt64LE(40);
-    const seen = { branch: 0n, leaf: 0n, overflow: 0n, entries: 0n };
-    if (root === EMPTY) {
-      if (depth !== 0 || want.entries !== 0n) throw new Damage(`${name}: empty, but its record counts ${want.entries} entries in depth ${depth}`);
+    const want = { branch: u64(record, 8), leaf: u64(record, 16), overflow: u64(record, 24), entries: u64(record, 32) };
+    const root = u64(record, 40);
+    const seen = { branch: 0, leaf: 0, overflow: 0, entries: 0 };
+    // An empty tree's root is all ones.
+    if (record.readUInt32LE(40) === 0xffffffff && record.readUInt32LE(44) === 0xffffffff) {
+      if (depth !== 0 || want.entries !== 0) throw new Damage(`${name}: empty, but its record counts ${want.entries} entries in depth ${depth}`);
       return;
     }
-    const stack: Array<{ pgno: bigint; level: number }> = [{ pgno: root, level: 1 }];
-    while (stack.length) {
-      const { pgno, level } = stack.pop() as { pgno: bigint; level: number };
-      const at = `${name}, page ${pgno}`;
-      const p = this.#take(pgno, at, PAGE.branch);
-      const flags = p.readUInt16LE(18) & 0x7f;
-      const lower = p.readUInt16LE(20);
-      const upper = p.readUInt16LE(22);
-      const isLeaf = flags === P_LEAF;
-      if (flags !== P_BRANCH && !isLeaf) throw new Damage(`${at}: page flags 0x${flags.toString(16)}, neither a branch nor a leaf`);
-      if (isLeaf !== (level === depth)) throw new Damage(`${at}: a ${isLeaf ? 'leaf' : 'branch'} at level ${level} of a tree ${depth} deep`);
-      if (lower % 2 || lower > upper || HEADER + upper > this.#s.pageSize)
-        throw new Damage(`${at}: free-space bounds ${lower}..${upper} out of the page`);
-      const count = lower / 2;
-      if (isLeaf) {
-        this.kinds[Number(pgno)] = PAGE.leaf;
-        seen.leaf++;
-        seen.entries += BigInt(count);
-      } else seen.branch++;
-      for (let i = 0; i < count; i++) {
-        const off = HEADER + p.readUInt16LE(HEADER + 2 * i);
-        const node = `${at}, node ${i}`;
-        if (off < HEADER + upper || off + NODE > this.#s.pageSize) throw new Damage(`${node}: offset ${off} out of the node area`);
-        const lo = p.readUInt16LE(off);
-        const hi = p.readUInt16LE(off + 2);
-        const nodeFlags = p.readUInt16LE(off + 4);
-        const keySize = p.readUInt16LE(off + 6);
-        const keyEnd = off + NODE + keySize;
-        if (keyEnd > this.#s.pageSize) throw new Damage(`${node}: a ${keySize}-byte key runs past the page end`);
-        if (!isLeaf) {
-          stack.push({ pgno: BigInt(lo) | (BigInt(hi) << 16n) | (BigInt(nodeFlags) << 32n), level: level + 1 });
-          continue;
+    const pageSize = this.#pageSize;
+    // Level by level, each level's pages in file order: runs of nearby pages are read with one
+    // call, and a cold file is read mostly forward (the kernel reads ahead), not page by page.
+    let pages = [root];
+    for (let level = 1; pages.length > 0; level++) {
+      const next: number[] = [];
+      this.#readPages(pages, name, (pgno, p) => {
+        const flags = p.readUInt16LE(18) & 0x7f;
+        const lower = p.readUInt16LE(20);
+        const upper = p.readUInt16LE(22);
+        const isLeaf = flags === P_LEAF;
+        const at = (): string => `${name}, page ${pgno}`;
+        if (flags !== P_BRANCH && !isLeaf) throw new Damage(`${at()}: page flags 0x${flags.toString(16)}, neither a branch nor a leaf`);
+        if (isLeaf !== (level === depth)) throw new Damage(`${at()}: a ${isLeaf ? 'leaf' : 'branch'} at level ${level} of a tree ${depth} deep`);
+        if (lower % 2 || lower > upper || HEADER + upper > pageSize)
+          throw new Damage(`${at()}: free-space bounds ${lower}..${upper} out of the page`);
+        const count = lower / 2;
+        if (isLeaf) {
+          this.kinds[pgno] = PAGE.leaf;
+          seen.leaf++;
+          seen.entries += count;
+        } else seen.branch++;
+        for (let i = 0; i < count; i++) {
+          const off = HEADER + p.readUInt16LE(HEADER + 2 * i);
+          const node = (): string => `${at()}, node ${i}`;
+          if (off < HEADER + upper || off + NODE > pageSize) throw new Damage(`${node()}: offset ${off} out of the node area`);
+          const lo = p.readUInt16LE(off);
+          const hi = p.readUInt16LE(off + 2);
+          const nodeFlags = p.readUInt16LE(off + 4);
+          const keySize = p.readUInt16LE(off + 6);
+          const keyEnd = off + NODE + keySize;
+          if (keyEnd > pageSize) throw new Damage(`${node()}: a ${keySize}-byte key runs past the page end`);
+          if (!isLeaf) {
+            next.push(lo + hi * 65_536 + nodeFlags * 4_294_967_296);
+            continue;
+          }
+          const size = lo | (hi << 16);
+          if (nodeFlags & ~(F_BIGDATA | F_SUBDATA)) throw new Damage(`${node()}: node flags 0x${nodeFlags.toString(16)}`);
+          const key = (): Buffer => Buffer.from(p.subarray(off + NODE, keyEnd));
+          if (nodeFlags & F_BIGDATA) {
+            if (keyEnd + 8 > pageSize) throw new Damage(`${node()}: its overflow page number runs past the page end`);
+            const first = u64(p, keyEnd);
+            seen.overflow += this.#overflow(first, size, node);
+            leaf?.(node(), this.#readData(first, size), key(), nodeFlags);
+          } else {
+            if (keyEnd + size > pageSize) throw new Damage(`${node()}: ${size} bytes of data run past the page end`);
+            leaf?.(node(), Buffer.from(p.subarray(keyEnd, keyEnd + size)), key(), nodeFlags);
+          }
         }
-        const size = lo | (hi << 16);
-        if (nodeFlags & ~(F_BIGDATA | F_SUBDATA)) throw new Damage(`${node}: node flags 0x${nodeFlags.toString(16)}`);
-        const key = (): Buffer => Buffer.from(p.subarray(off + NODE, keyEnd));
-        if (nodeFlags & F_BIGDATA) {
-          if (keyEnd + 8 > this.#s.pageSize) throw new Damage(`${node}: its overflow page number runs past the page end`);
-          const first = p.readBigUInt64LE(keyEnd);
-          seen.overflow += BigInt(this.#overflow(first, size, `${node}'s overflow page ${first}`));
-          leaf?.(node, this.#readData(first, size), key(), nodeFlags);
-        } else {
-          if (keyEnd + size > this.#s.pageSize) throw new Damage(`${node}: ${size} bytes of data run past the page end`);
-          leaf?.(node, Buffer.from(p.subarray(keyEnd, keyEnd + size)), key(), nodeFlags);
-        }
-      }
+      });
+      pages = next;
     }
     for (const k of ['branch', 'leaf', 'overflow', 'entries'] as const) {
       if (seen[k] !== want[k])
@@ -175,21 +198,57 @@ class Walk {
     }
   }
 
+  /**
+   * Claims and reads `pages` (one level of a tree) in file order, calling `visit` with each
+   * page (a view, valid during the call). Pages close together are read with one call: up to
+   * EXTENT_PAGES, across gaps of up to GAP_PAGES pages that are read and not looked at.
+   */
+  #readPages(pages: number[], name: string, visit: (pgno: number, page: Buffer) => void): void {
+    const sorted = Float64Array.from(pages).sort();
+    const size = this.#pageSize;
+    for (let i = 0; i < sorted.length; ) {
+      const first = sorted[i] as number;
+      let j = i + 1;
+      while (j < sorted.length && (sorted[j] as number) - (sorted[j - 1] as number) <= GAP_PAGES + 1 && (sorted[j] as number) - first < EXTENT_PAGES)
+        j++;
+      const span = (sorted[j - 1] as number) - first + 1;
+      for (let k = i; k < j; k++) {
+        const pgno = sorted[k] as number;
+        this.#claim(pgno, () => `${name}, page ${pgno}`, PAGE.branch);
+      }
+      const n = span === 1 ? 0 : readSync(this.#fd, this.#extent, 0, span * size, first * size);
+      for (let k = i; k < j; k++) {
+        const pgno = sorted[k] as number;
+        let p: Buffer;
+        if (span === 1) p = this.#read(pgno, () => `${name}, page ${pgno}`, this.#page);
+        else {
+          const at = (pgno - first) * size;
+          if (n < at + size) throw new Damage(`${name}, page ${pgno}: past the end of the file`, true);
+          p = this.#extent.subarray(at, at + size);
+          this.#checkHeader(pgno, p, () => `${name}, page ${pgno}`);
+        }
+        visit(pgno, p);
+      }
+      i = j;
+    }
+  }
+
   /** Checks and claims an overflow run; returns its page count. */
-  #overflow(first: bigint, size: number, at: string): number {
-    const p = this.#take(first, at, PAGE.overflow);
-    if ((p.readUInt16LE(18) & 0x7f) !== P_OVERFLOW) throw new Damage(`${at}: not an overflow page`);
+  #overflow(first: number, size: number, node: () => string): number {
+    const at = (): string => `${node()}'s overflow page ${first}`;
+    const p = this.#take(first, at, PAGE.overflow, this.#overflowPage);
+    if ((p.readUInt16LE(18) & 0x7f) !== P_OVERFLOW) throw new Damage(`${at()}: not an overflow page`);
     const pages = p.readUInt32LE(20);
-    if (pages < 1 || first + BigInt(pages) - 1n > this.#s.lastPage) throw new Damage(`${at}: a run of ${pages} pages past the last page`);
-    if (size > pages * this.#s.pageSize - HEADER) throw new Damage(`${at}: ${size} bytes do not fit its ${pages} pages`);
-    if (first + BigInt(pages) > this.#filePages) throw new Damage(`${at}: its run of ${pages} pages ends past the end of the file`, true);
-    for (let i = 1; i < pages; i++) this.#claim(first + BigInt(i), at, PAGE.overflow);
+    if (pages < 1 || first + pages - 1 > this.#lastPage) throw new Damage(`${at()}: a run of ${pages} pages past the last page`);
+    if (size > pages * this.#pageSize - HEADER) throw new Damage(`${at()}: ${size} bytes do not fit its ${pages} pages`);
+    if (first + pages > this.#filePages) throw new Damage(`${at()}: its run of ${pages} pages ends past the end of the file`, true);
+    for (let i = 1; i < pages; i++) this.#claim(first + i, at, PAGE.overflow);
     return pages;
   }
 
-  #readData(first: bigint, size: number): Buffer {
+  #readData(first: number, size: number): Buffer {
     const b = Buffer.alloc(size);
-    readSync(this.#fd, b, 0, size, Number(first) * this.#s.pageSize + HEADER);
+    readSync(this.#fd, b, 0, size, first * this.#pageSize + HEADER);
     return b;
   }
 
@@ -207,32 +266,46 @@ class Walk {
       const entry = data.readBigInt64LE(8 * i);
       if (entry === 0n) continue;
       if (entry > 0n) {
-        this.#claim(entry, `${at}, free page`, PAGE.free);
+        this.#claim(Number(entry), () => `${at}, free page`, PAGE.free);
         continue;
       }
       if (i === n) throw new Damage(`${at}: a run of free pages without its first page`);
-      const first = data.readBigUInt64LE(8 * ++i);
-      if (-entry > this.#s.lastPage) throw new Damage(`${at}: a run of ${-entry} free pages`);
-      for (let k = 0n; k < -entry; k++) this.#claim(first + k, `${at}, free run from page ${first}`, PAGE.free);
+      const first = u64(data, 8 * ++i);
+      if (-entry > BigInt(this.#lastPage)) throw new Damage(`${at}: a run of ${-entry} free pages`);
+      const run = Number(-entry);
+      for (let k = 0; k < run; k++) this.#claim(first + k, () => `${at}, free run from page ${first}`, PAGE.free);
     }
   }
 
-  #claim(pgno: bigint, at: string, kind: number): void {
-    if (pgno < 2n || pgno > this.#s.lastPage) throw new Damage(`${at}: page ${pgno} is not a data page of the file (last page ${this.#s.lastPage})`);
-    const i = Number(pgno);
-    if (this.kinds[i]) throw new Damage(`${at}: page ${pgno} is reached twice`);
-    this.kinds[i] = kind;
+  /** `at` makes the message's place, only when there is one to make. */
+  #claim(pgno: number, at: string | (() => string), kind: number): void {
+    if (pgno < 2 || pgno > this.#lastPage)
+      throw new Damage(`${typeof at === 'string' ? at : at()}: page ${pgno} is not a data page of the file (last page ${this.#lastPage})`);
+    if (this.kinds[pgno]) throw new Damage(`${typeof at === 'string' ? at : at()}: page ${pgno} is reached twice`);
+    this.kinds[pgno] = kind;
   }
 
-  /** Claims page `pgno` and reads it; its header must name it and a committed transaction. */
-  #take(pgno: bigint, at: string, kind: number): Buffer {
+  /**
+   * Claims page `pgno` and reads it into `into`; its header must name it and a committed
+   * transaction. `tree` is the tree's name, or the overflow run's place.
+   */
+  #take(pgno: number, tree: string | (() => string), kind: number, into: Buffer): Buffer {
+    const at = (): string => (typeof tree === 'string' ? `${tree}, page ${pgno}` : tree());
     this.#claim(pgno, at, kind);
-    const p = Buffer.allocUnsafe(this.#s.pageSize);
-    const n = readSync(this.#fd, p, 0, p.length, Number(pgno) * this.#s.pageSize);
-    if (n < p.length) throw new Damage(`${at}: past the end of the file`, true);
-    if (p.readBigUInt64LE(0) !== pgno) throw new Damage(`${at}: its header names page ${p.readBigUInt64LE(0)}`);
-    const txn = p.readBigUInt64LE(8);
-    if (txn > this.#s.txnId) throw new Damage(`${at}: written by transaction ${txn}, after the last one (${this.#s.txnId})`);
-    return p;
+    return this.#read(pgno, at, into);
+  }
+
+  /** Reads page `pgno` into `into` and checks its header. */
+  #read(pgno: number, at: () => string, into: Buffer): Buffer {
+    const n = readSync(this.#fd, into, 0, into.length, pgno * this.#pageSize);
+    if (n < into.length) throw new Damage(`${at()}: past the end of the file`, true);
+    this.#checkHeader(pgno, into, at);
+    return into;
+  }
+
+  /** A page's header must name it and a committed transaction. */
+  #checkHeader(pgno: number, p: Buffer, at: () => string): void {
+    if (u64(p, 0) !== pgno) throw new Damage(`${at()}: its header names page ${p.readBigUInt64LE(0)}`);
+    if (u64(p, 8) > this.#txnId) throw new Damage(`${at()}: written by transaction ${p.readBigUInt64LE(8)}, after the last one (${this.#s.txnId})`);
   }
 }
