@@ -230,12 +230,50 @@ interface WriterState {
   nextId: number;
 }
 
+/** A run made in memory, to be written in a block's transaction. */
+interface Built {
+  first: number;
+  last: number;
+  entries: number;
+  chunks: Buffer[];
+  fences: Buffer;
+  filter: Buffer;
+}
+
+/** The run being made: from the tail's blocks (flush) or from FAN_IN runs (merge). */
+interface Job {
+  kind: 'flush' | 'merge';
+  first: number;
+  last: number;
+  inputs: RunMeta[];
+  ready?: Built;
+  failed?: unknown;
+  /** Settles when the job is ready or failed. */
+  done: Promise<void>;
+  /** When it started (performance.now()). */
+  started: number;
+}
+
+/** CPU a job takes on the committer's thread before it lets the thread do other work. */
+const SLICE_MS = 4;
+/** How long a flush waits for its last block's record to become readable (it is written in the transaction that started it). */
+const RECORD_WAIT_MS = 30_000;
+
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
 /**
- * The committer's side: called in each block's transaction, after its id record is written,
- * it writes the run (and the merges) that block makes due. Its memory is a few numbers per run.
+ * The committer's side. Called in each block's transaction once its id record is written: it
+ * counts the ids after the last run and, when a run is due, starts making it. The work (reading
+ * the tail's id records or the runs to merge, sorting, the chunks and the filter) runs on the
+ * committer's thread in slices of a few milliseconds between its other work, reading what is
+ * durable; the run is written, with the merged runs removed, in the transaction of the first
+ * block after it is ready. So a block's transaction only writes a ready run (~10 MB at most for
+ * the largest merge), never makes one. One run is made at a time. What it made rests only on
+ * records that never change, and a writer that reloads its state drops a job in progress.
  */
 export class IdRunWriter {
   #state: WriterState | undefined;
+  #job: Job | undefined;
   readonly #min: number;
   readonly #max: number;
   /** Runs written and merged since start (for tests and metrics). */
@@ -250,25 +288,39 @@ export class IdRunWriter {
     this.#max = runMin * RUN_MAX_FACTOR;
   }
 
-  /** Block `block`'s id record is written in the current transaction: writes what is due. */
+  /** Whether a run is being made, or made and waiting for the next block to be written. */
+  get busy(): boolean {
+    return this.#job !== undefined;
+  }
+
+  /** Resolves once no run is being made (one that is ready waits for the next block). */
+  async idle(): Promise<void> {
+    while (this.#job && !this.#job.ready && this.#job.failed === undefined) await this.#job.done;
+  }
+
+  /** Block `block`'s id record is written in the current transaction: counts it, writes a ready run, starts the next. */
   afterBlock(block: number): void {
     const prior = this.#state;
     this.#state = undefined; // set again only if this completes: a throw aborts the transaction
-    const st = prior && prior.lastBlock === block - 1 ? prior : this.#load(block);
+    let st: WriterState;
+    if (prior && prior.lastBlock === block - 1) st = prior;
+    else {
+      st = this.#load(block);
+      this.#job = undefined; // made for a state this writer no longer holds
+    }
     const rec = this.s.blockIds.getBinaryFast(block);
     if (rec === undefined || rec.length < 12) throw new Error(`block ${block} has no id record to index`);
     st.tail += idsIn(Buffer.from(rec.buffer, rec.byteOffset, rec.length));
     st.lastBlock = block;
-    if (st.tail >= this.#min) {
-      const t0 = performance.now();
-      const [written, merged] = [this.written, this.merged];
-      this.#flush(st);
-      this.#mergeDue(st);
-      const last = st.runs[st.runs.length - 1] as RunMeta;
-      log.debug(
-        `id index: block ${block}: ${this.written - written} run written, ${this.merged - merged} merged (newest run ${last.id}: blocks ${last.first}..${last.last}, ${last.entries} ids) in ${(performance.now() - t0).toFixed(1)} ms; ${st.runs.length} runs`,
-      );
+    const job = this.#job;
+    if (job?.ready) {
+      this.#job = undefined;
+      this.#publish(st, job, job.ready, block);
+    } else if (job && job.failed !== undefined) {
+      this.#job = undefined;
+      log.error(`id index: the ${job.kind} of blocks ${job.first}..${job.last} failed: ${String(job.failed)}; it is tried again`);
     }
+    if (!this.#job) this.#startDue(st, block);
     this.#state = st;
   }
 
@@ -288,25 +340,116 @@ export class IdRunWriter {
     return { lastBlock: block - 1, runs, through, tail, nextId };
   }
 
-  /** The blocks after the last run, up to the largest run's ids of them (whole blocks), as a new run. */
-  #flush(st: WriterState): void {
-    const run = this.#fromRecords(st.nextId++, st.through + 1, st.lastBlock, true);
-    st.runs.push(run);
-    st.tail -= run.entries;
-    st.through = run.last;
-    this.written++;
+  /** Starts the merge that is due, else the flush that is due. */
+  #startDue(st: WriterState, block: number): void {
+    const n = st.runs.length;
+    if (n >= FAN_IN) {
+      const group = st.runs.slice(n - FAN_IN);
+      const t = this.#tier((group[0] as RunMeta).entries);
+      if (t !== Number.POSITIVE_INFINITY && group.every((r) => this.#tier(r.entries) === t)) {
+        this.#start({ kind: 'merge', first: (group[0] as RunMeta).first, last: (group[FAN_IN - 1] as RunMeta).last, inputs: group });
+        return;
+      }
+    }
+    if (st.tail >= this.#min) this.#start({ kind: 'flush', first: st.through + 1, last: block, inputs: [] });
+  }
+
+  #start(spec: Pick<Job, 'kind' | 'first' | 'last' | 'inputs'>): void {
+    let settle = (): void => {};
+    const job: Job = { ...spec, started: performance.now(), done: new Promise<void>((r) => (settle = r)) };
+    this.#job = job;
+    // After this turn: the transaction that started it is written first (its block's record, for a flush).
+    setImmediate(() => {
+      const make = job.kind === 'flush' ? this.#fromRecords(job, job.first, job.last, true) : this.#mergeRuns(job);
+      make
+        .then((built) => {
+          if (built) job.ready = built;
+        })
+        .catch(async (err: unknown) => {
+          if (job.kind === 'merge' && err instanceof CorruptRecordError && this.#job === job) {
+            // The runs only point into the id records: the merged run is made again from them.
+            log.error(
+              `id index: ${err.message}: runs ${job.inputs.map((r) => r.id).join(', ')} are made again from the id records of blocks ${job.first}..${job.last}`,
+            );
+            const built = await this.#fromRecords(job, job.first, job.last, false).catch((e: unknown) => {
+              job.failed = e;
+              return undefined;
+            });
+            if (built) job.ready = built;
+            return;
+          }
+          job.failed = err;
+        })
+        .finally(settle);
+    });
+  }
+
+  /** Writes a ready run in this block's transaction (and removes the runs it merged). */
+  #publish(st: WriterState, job: Job, built: Built, block: number): void {
+    const t0 = performance.now();
+    if (job.kind === 'flush' && built.first !== st.through + 1) return; // not the tail any more (cannot happen while this writer holds its state)
+    const at = job.kind === 'merge' ? st.runs.findIndex((r) => r.id === (job.inputs[0] as RunMeta).id) : -1;
+    if (job.kind === 'merge' && (at < 0 || job.inputs.some((r, i) => st.runs[at + i]?.id !== r.id))) return;
+    const id = st.nextId++;
+    const s = this.s;
+    for (const [i, c] of built.chunks.entries()) s.idChunks.put(chunkKey(id, i), c);
+    s.idChunks.put(chunkKey(id, FENCES), built.fences);
+    s.idChunks.put(chunkKey(id, FILTER), built.filter);
+    const meta: RunMeta = { id, first: built.first, last: built.last, entries: built.entries, chunks: built.chunks.length };
+    s.idRuns.put(id, encodeMeta(meta));
+    if (job.kind === 'flush') {
+      st.runs.push(meta);
+      st.tail -= meta.entries;
+      st.through = meta.last;
+      this.written++;
+    } else {
+      for (const r of job.inputs) removeRun(s, r.id);
+      st.runs.splice(at, job.inputs.length, meta);
+      this.merged++;
+    }
+    log.debug(
+      `id index: block ${block}: ${job.kind === 'flush' ? 'run' : 'merged run'} ${id} of blocks ${meta.first}..${meta.last} (${meta.entries} ids) made in ${(t0 - job.started).toFixed(0)} ms, written in ${(performance.now() - t0).toFixed(1)} ms; ${st.runs.length} runs`,
+    );
+  }
+
+  /**
+   * Waits until `ready()` (a record written by a transaction under way becomes readable in this
+   * thread); false when the job was dropped meanwhile. Throws when it is not there after RECORD_WAIT_MS.
+   */
+  async #visible(job: Job, ready: () => boolean, what: string): Promise<boolean> {
+    for (let waited = 0; !ready(); waited += 10) {
+      if (waited >= RECORD_WAIT_MS) throw new Error(`${what} is not readable after ${RECORD_WAIT_MS / 1000} s`);
+      await new Promise((r) => setTimeout(r, 10));
+      if (this.#job !== job) return false;
+    }
+    return this.#job === job;
+  }
+
+  /** A run's size tier: runs within a factor FAN_IN of each other share one; the largest never merge. */
+  #tier(entries: number): number {
+    if (entries >= this.#max) return Number.POSITIVE_INFINITY;
+    return Math.floor(Math.log(Math.max(1, entries / this.#min)) / Math.log(FAN_IN) + 1e-9);
   }
 
   /**
    * A run of the ids in the id records of blocks `first`..`last`, sorted by tag. With `cap`, it
    * ends at the last whole block that keeps it within the largest run (at least one block).
+   * Undefined when the job was dropped meanwhile.
    */
-  #fromRecords(id: number, first: number, last: number, cap: boolean): RunMeta {
+  async #fromRecords(job: Job, first: number, last: number, cap: boolean): Promise<Built | undefined> {
     const tags: number[] = [];
     const blocks: number[] = [];
     const words: number[] = [];
+    // The last block's transaction may still be under way: once its record is readable, so is every earlier one.
+    if (!(await this.#visible(job, () => this.s.blockIds.doesExist(last), `block_ids key ${last}`))) return undefined;
     let b = first;
+    let slice = performance.now() + SLICE_MS;
     for (; b <= last; b++) {
+      if (performance.now() > slice) {
+        await nextTurn();
+        if (this.#job !== job) return undefined;
+        slice = performance.now() + SLICE_MS;
+      }
       const raw = this.s.blockIds.getBinaryFast(b);
       if (raw === undefined) continue; // a gap is the start check's to report (IdIndex.syncComplete)
       const rec = unseal(raw, `block_ids key ${b}`);
@@ -324,64 +467,36 @@ export class IdRunWriter {
     const keys = new Float64Array(tags.length);
     for (let i = 0; i < tags.length; i++) keys[i] = (tags[i] as number) * 2_097_152 + i;
     keys.sort();
-    const out = new EntryWriter(this.s, id, first, keys.length);
+    const out = new RunBuilder(first, keys.length);
     for (let k = 0; k < keys.length; k++) {
+      if ((k & 4095) === 0 && performance.now() > slice) {
+        await nextTurn();
+        if (this.#job !== job) return undefined;
+        slice = performance.now() + SLICE_MS;
+      }
       const i = (keys[k] as number) % 2_097_152;
       out.push(tags[i] as number, blocks[i] as number, words[i] as number);
     }
     return out.finish(b - 1);
   }
 
-  /** Merges the FAN_IN newest runs while they are of one tier. */
-  #mergeDue(st: WriterState): void {
-    for (;;) {
-      const n = st.runs.length;
-      if (n < FAN_IN) return;
-      const group = st.runs.slice(n - FAN_IN);
-      const t = this.#tier((group[0] as RunMeta).entries);
-      if (t === Number.POSITIVE_INFINITY || !group.every((r) => this.#tier(r.entries) === t)) return;
-      st.runs.splice(n - FAN_IN, FAN_IN, this.#merge(st, group));
-    }
-  }
-
-  /** A run's size tier: runs within a factor FAN_IN of each other share one; the largest never merge. */
-  #tier(entries: number): number {
-    if (entries >= this.#max) return Number.POSITIVE_INFINITY;
-    return Math.floor(Math.log(Math.max(1, entries / this.#min)) / Math.log(FAN_IN) + 1e-9);
-  }
-
-  /**
-   * The runs of `group` as one, their inputs removed. A run that turns out damaged (a chunk's
-   * checksum, size or count) is not the chain's loss: the merged run is made again from the id
-   * records of its blocks, which the runs only point into, and the damage is logged.
-   */
-  #merge(st: WriterState, group: RunMeta[]): RunMeta {
-    const first = (group[0] as RunMeta).first;
-    const last = (group[group.length - 1] as RunMeta).last;
-    const id = st.nextId++;
-    let run: RunMeta;
-    try {
-      run = this.#mergeRuns(id, group);
-    } catch (err) {
-      if (!(err instanceof CorruptRecordError)) throw err;
-      log.error(`id index: ${err.message}: runs ${group.map((r) => r.id).join(', ')} made again from the id records of blocks ${first}..${last}`);
-      removeRun(this.s, id);
-      run = this.#fromRecords(st.nextId++, first, last, false);
-    }
-    for (const r of group) removeRun(this.s, r.id);
-    this.merged++;
-    return run;
-  }
-
-  #mergeRuns(id: number, group: RunMeta[]): RunMeta {
-    const readers = group.map((r) => new EntryReader(this.s, r));
-    const out = new EntryWriter(
-      this.s,
-      id,
-      (group[0] as RunMeta).first,
-      group.reduce((n, r) => n + r.entries, 0),
+  /** The job's runs merged into one, read from this thread's snapshot (runs never change once written). */
+  async #mergeRuns(job: Job): Promise<Built | undefined> {
+    // The newest input may have been written in the transaction that started this job.
+    const newest = job.inputs[job.inputs.length - 1] as RunMeta;
+    if (!(await this.#visible(job, () => this.s.idRuns.doesExist(newest.id), `id_runs key ${newest.id}`))) return undefined;
+    const readers = job.inputs.map((r) => new EntryReader(this.s, r));
+    const out = new RunBuilder(
+      job.first,
+      job.inputs.reduce((n, r) => n + r.entries, 0),
     );
-    for (;;) {
+    let slice = performance.now() + SLICE_MS;
+    for (let k = 0; ; k++) {
+      if ((k & 4095) === 0 && performance.now() > slice) {
+        await nextTurn();
+        if (this.#job !== job) return undefined;
+        slice = performance.now() + SLICE_MS;
+      }
       let best = -1;
       let bestTag = 0;
       for (let i = 0; i < readers.length; i++) {
@@ -397,7 +512,7 @@ export class IdRunWriter {
       out.push(r.tag, r.block, r.word);
       r.next();
     }
-    return out.finish((group[group.length - 1] as RunMeta).last);
+    return out.finish(job.last);
   }
 }
 
@@ -408,9 +523,10 @@ function removeRun(s: IdRunStores, id: number): void {
   for (const key of keys) s.idChunks.remove(key);
 }
 
-/** Writes a run's chunks as entries come, in tag order, then its fences and descriptor. */
-class EntryWriter {
-  readonly #buf = Buffer.allocUnsafe(CHUNK_ENTRIES * ENTRY_BYTES);
+/** Makes a run's chunks as entries come in tag order, with its fences and filter, in memory. */
+class RunBuilder {
+  readonly #chunks: Buffer[] = [];
+  #buf = Buffer.allocUnsafe(CHUNK_ENTRIES * ENTRY_BYTES);
   #n = 0;
   #entries = 0;
   readonly #fences: number[] = [];
@@ -418,8 +534,6 @@ class EntryWriter {
   readonly #expect: number;
 
   constructor(
-    private readonly s: IdRunStores,
-    readonly id: number,
     readonly first: number,
     /** Entries the run will hold (its filter's size). */
     expect: number,
@@ -445,20 +559,18 @@ class EntryWriter {
 
   #emit(): void {
     if (this.#n === 0) return;
-    this.s.idChunks.put(chunkKey(this.id, this.#fences.length - 1), Buffer.from(this.#buf.subarray(0, this.#n * ENTRY_BYTES)));
+    this.#chunks.push(this.#n === CHUNK_ENTRIES ? this.#buf : Buffer.from(this.#buf.subarray(0, this.#n * ENTRY_BYTES)));
+    this.#buf = Buffer.allocUnsafe(CHUNK_ENTRIES * ENTRY_BYTES);
     this.#n = 0;
   }
 
-  finish(last: number): RunMeta {
+  finish(last: number): Built {
     this.#emit();
-    if (this.#entries !== this.#expect) throw new Error(`run ${this.id}: ${this.#entries} entries written, ${this.#expect} expected`);
-    this.s.idChunks.put(chunkKey(this.id, FILTER), Buffer.from(this.#filter));
+    if (this.#entries !== this.#expect)
+      throw new Error(`a run of blocks ${this.first}..${last}: ${this.#entries} entries made, ${this.#expect} expected`);
     const fences = Buffer.allocUnsafe(4 * this.#fences.length);
     for (const [i, f] of this.#fences.entries()) fences.writeUInt32LE(f, 4 * i);
-    this.s.idChunks.put(chunkKey(this.id, FENCES), fences);
-    const meta: RunMeta = { id: this.id, first: this.first, last, entries: this.#entries, chunks: this.#fences.length };
-    this.s.idRuns.put(this.id, encodeMeta(meta));
-    return meta;
+    return { first: this.first, last, entries: this.#entries, chunks: this.#chunks, fences, filter: Buffer.from(this.#filter) };
   }
 }
 
