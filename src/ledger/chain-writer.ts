@@ -179,6 +179,7 @@ export class ChainWriter {
    */
   halt(): void {
     this.#halted = true;
+    this.idRuns.stop();
   }
 
   /** One small durable write: resolves when the ledger file takes writes again, else throws. */

@@ -288,6 +288,12 @@ export class IdRunWriter {
     this.#max = runMin * RUN_MAX_FACTOR;
   }
 
+  /** Drops the run being made (the committer stopped: nothing it makes would be written). */
+  stop(): void {
+    this.#job = undefined;
+    this.#state = undefined;
+  }
+
   /** Whether a run is being made, or made and waiting for the next block to be written. */
   get busy(): boolean {
     return this.#job !== undefined;
