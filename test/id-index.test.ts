@@ -4,38 +4,17 @@
  * (id-keyed indexes) that a node brings to the new one on start, serving the same answers.
  */
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
+import { checkDataDir, must, randomId, taggedId, tempIdStores } from './helpers/id-stores.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { open } from 'lmdb';
 import { IdIndex, encodeIdRecord, encodeReceipts, receiptAt } from '../src/store/id-index.js';
-import { openEnv, openPendingEnv } from '../src/store/db.js';
+import { openEnv } from '../src/store/db.js';
 import { openLedgerStores } from '../src/store/ledger-stores.js';
 import { ledgerDbNames } from '../src/store/names.js';
-import { checkLedger, type CheckReport } from '../src/maintenance/integrity.js';
 import { Block, TransactionReceipt, decode, encode } from '../src/proto/index.js';
 import { startTestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';
-import { openStore } from '../src/store/checksum.js';
-
-/** What `cairn check` reports on a stopped node's directory. */
-async function checkDataDir(dir: string): Promise<CheckReport> {
-  const db = openEnv(dir);
-  const pending = openPendingEnv(dir);
-  try {
-    return checkLedger(db, pending, dir);
-  } finally {
-    await db.close();
-    await pending.close();
-  }
-}
-
-/** The value, or a failed test when there is none. */
-function must<T>(v: T | undefined | null): T {
-  if (v === undefined || v === null) throw new Error('missing value');
-  return v;
-}
 
 /** The status of each batch, once all are settled (or after 10 s). */
 async function statuses(ledgerUrl: string, batches: ReadonlyArray<{ id: string }>): Promise<string[]> {
@@ -46,25 +25,10 @@ async function statuses(ledgerUrl: string, batches: ReadonlyArray<{ id: string }
   return st.map((s) => s.status);
 }
 
-const id = (): string => randomBytes(64).toString('hex');
-/** An id with the given first 8 hex characters (its tag). */
-const tagged = (tag: string): string => tag + randomBytes(60).toString('hex');
+const id = randomId;
+const tagged = taggedId;
 
-function tempStores(t: { teardown(fn: () => unknown): void }) {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-ids-'));
-  const root = open({ path: join(dir, 'x.mdb'), noSubdir: true });
-  t.teardown(async () => {
-    await root.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return {
-    root,
-    blockIds: openStore<Buffer, number>(root, 'ids', { keyEncoding: 'uint32', binary: true }),
-    receipts: openStore<Buffer, number>(root, 'receipts', { keyEncoding: 'uint32', binary: true }),
-    idRuns: openStore<Buffer, number>(root, 'id_runs', { keyEncoding: 'uint32', binary: true }),
-    idChunks: openStore<Buffer, Buffer>(root, 'id_chunks', { keyEncoding: 'binary', binary: true }),
-  };
-}
+const tempStores = tempIdStores;
 
 t.test('lookups over stored id records', async (t) => {
   const s = tempStores(t);

@@ -7,42 +7,24 @@
  * one that shares a tag, a failed transaction, a damaged chunk.
  */
 import t from 'tap';
-import { randomBytes } from 'node:crypto';
+import { checkDataDir, must, randomId, taggedId, tempIdStores } from './helpers/id-stores.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { open, type RootDatabase } from 'lmdb';
 import { IdIndex, encodeIdRecord } from '../src/store/id-index.js';
 import { IdRunWriter, checkRuns, chunkKey, readRuns } from '../src/store/id-runs.js';
-import { openStore } from '../src/store/checksum.js';
 import { CorruptRecordError } from '../src/store/alarms.js';
-import { openEnv, openPendingEnv } from '../src/store/db.js';
+import { openEnv } from '../src/store/db.js';
 import { openLedgerStores } from '../src/store/ledger-stores.js';
-import { checkLedger } from '../src/maintenance/integrity.js';
 import { startTestNode } from './helpers/node.js';
 import { newSigner, intkeyBatch, batchList, postBatches, waitCommitted, getJson } from './helpers/batches.js';
 
-const id = (): string => randomBytes(64).toString('hex');
-/** An id with the given first 8 hex characters (its tag). */
-const tagged = (tag: string): string => tag + randomBytes(60).toString('hex');
+const id = randomId;
+const tagged = taggedId;
 
 type Block = Array<{ id: string; txns: string[] }>;
 
-function tempStores(t: { teardown(fn: () => unknown): void }) {
-  const dir = mkdtempSync(join(tmpdir(), 'cairn-runs-'));
-  const root: RootDatabase = open({ path: join(dir, 'x.mdb'), noSubdir: true });
-  t.teardown(async () => {
-    await root.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return {
-    root,
-    blockIds: openStore<Buffer, number>(root, 'ids', { keyEncoding: 'uint32', binary: true }),
-    receipts: openStore<Buffer, number>(root, 'receipts', { keyEncoding: 'uint32', binary: true }),
-    idRuns: openStore<Buffer, number>(root, 'id_runs', { keyEncoding: 'uint32', binary: true }),
-    idChunks: openStore<Buffer, Buffer>(root, 'id_chunks', { keyEncoding: 'binary', binary: true }),
-  };
-}
+const tempStores = tempIdStores;
 
 type Stores = ReturnType<typeof tempStores>;
 
@@ -338,21 +320,8 @@ t.test('a node keeps its ids in runs: every batch, transaction and receipt answe
   const inBlocks = blocks.json.data.reduce((k: number, b: { batches: unknown[] }) => k + b.batches.length, 0);
   t.equal(inBlocks, batches.length + 2, 'each batch in one block (with genesis and the one after)');
   await n.stop({ keepData: true });
-  const db = openEnv(dir);
-  const pending = openPendingEnv(dir);
-  try {
-    t.same(checkLedger(db, pending, dir).problems, [], 'cairn check finds nothing wrong, runs included');
-  } finally {
-    await db.close();
-    await pending.close();
-  }
+  t.same((await checkDataDir(dir)).problems, [], 'cairn check finds nothing wrong, runs included');
 });
-
-/** The value, or a failed test when there is none. */
-function must<T>(v: T | undefined | null): T {
-  if (v === undefined || v === null) throw new Error('missing value');
-  return v;
-}
 
 /** A copy of bytes lmdb-js lent (its shared read buffer). */
 function copy(v: Uint8Array): Buffer {
