@@ -10,13 +10,14 @@
  * lookup tests each run's filter; in a run that may hold the id, it is a binary search of the
  * fences, then of one chunk (one LMDB read).
  *
- * Runs are written by the committer in the transaction of the block that makes them due, as a
- * log-structured merge: once the blocks after the last run hold RUN_MIN ids, they become a run;
- * once the FAN_IN newest runs are of one size tier, they are merged into one. Runs of 16 *
- * RUN_MIN ids or more are not merged again, which bounds the work of one block's transaction
- * (the largest merge reads and writes 16 * RUN_MIN entries, 12 MiB). Every write is in a block's own
- * transaction, and the writer keeps nothing it did not read in that transaction or an earlier
- * one it saw land: a failed transaction leaves nothing behind, and a restart continues.
+ * The committer keeps them as a log-structured merge: once the blocks after the last run hold
+ * RUN_MIN ids, they become a run; once the FAN_IN newest runs are of one size tier, they are
+ * merged into one. Runs of 16 * RUN_MIN ids or more are not merged again (the largest merge
+ * makes 16 * RUN_MIN entries, 12 MiB). A run is made off the block's transaction, in slices
+ * between the committer's other work, and written in the transaction of the next block
+ * (IdRunWriter). Every write is in a block's own transaction, and the writer keeps nothing it
+ * did not read in that transaction or an earlier one it saw land: a failed transaction leaves
+ * nothing behind, and a restart continues.
  *
  * Runs only ever point at id records: an entry's answer is confirmed against the 64 id bytes
  * of the block's id record, as the table's is, so a stale or damaged entry never answers
