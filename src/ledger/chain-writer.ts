@@ -19,7 +19,7 @@ import type { ProjectorEntry } from './catalog.js';
 import { readModelDbName } from '../store/names.js';
 import { encodeStoredReceipt, type BuiltBlock } from './block-builder.js';
 import { IdIndex, encodeIdRecord, encodeReceipts } from '../store/id-index.js';
-import { IdRunWriter } from '../store/id-runs.js';
+import { IdRunWriter } from '../store/id-run-writer.js';
 import { migrateIdIndexes } from '../store/id-migration.js';
 import { withinTime } from '../store/alarms.js';
 import { trackWrite } from '../store/write-errors.js';

@@ -15,11 +15,12 @@
  * shared tag never gives a wrong answer, and an id that is not committed costs no read.
  *
  * The table holds only the ids of the blocks after the last run on disk (src/store/id-runs.ts):
- * once those reach RUN_MIN (65,536 ids), the committer writes them as a sorted run, in the
- * block's transaction, and each thread drops them from its table when it sees the run. Older
- * ids are found by a binary search of each run. So a thread holds ~25 bytes per id of at most
- * ~RUN_MIN ids (plus 4 bytes per 512 ids in runs), and a start reads the runs' fences and the
- * blocks after them, not every block of the chain.
+ * once those reach RUN_MIN (65,536 ids), the committer makes them a sorted run (written with a
+ * later block, src/store/id-run-writer.ts), and each thread drops them from its table when it
+ * sees the run. Older ids are found through each run's Bloom filter and a binary search of one
+ * chunk. So a thread holds ~25 bytes per id of about RUN_MIN ids, plus ~1.26 bytes per id in
+ * runs, and a start reads the runs' fences and filters and the blocks after them, not every
+ * block of the chain.
  */
 import type { Database } from 'lmdb';
 import { TransactionReceipt, encode } from '../proto/index.js';
