@@ -4,14 +4,14 @@
  * ledger and runs it; a spare that is gone is not used (a new thread starts instead); and
  * every committer thread on one environment can be ended at once (the node's and the
  * circuits' share it: a broken environment is reopened only once none holds it), leaving the
- * threads of other environments alone.
+ * threads of other environments alone. The ledgers of a process share one spare.
  */
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Signer, randomPrivateKey } from '../src/crypto/secp256k1.js';
-import { CommitterClient, SpareThread, type CommitterHandlers } from '../src/ledger/committer-client.js';
+import { CommitterClient, SpareHolder, SpareThread, type CommitterHandlers } from '../src/ledger/committer-client.js';
 import type { CommitterOptions } from '../src/ledger/protocol.js';
 
 const admin = new Signer(randomPrivateKey());
@@ -53,6 +53,39 @@ t.test('a spare thread takes a ledger and runs it; a spare that is gone is not u
   const again = await CommitterClient.start(circuitOpts(dir, 'c0'), handlers(faults), gone);
   t.equal(again.ready.head.blockNum, 0, 'started on a new thread');
   await again.client.close();
+  t.same(faults, [], 'no fault');
+});
+
+t.test('the ledgers of a process share one spare: taken by one recovery, ended when the last ledger leaves', async (t) => {
+  const holder = new SpareHolder();
+  holder.ensure();
+  t.notOk(holder.started, 'no spare before a ledger joined');
+  const leaveA = holder.join();
+  const leaveB = holder.join();
+  holder.ensure();
+  const first = holder.take();
+  t.ok(first, 'a spare for the ledgers');
+  holder.ensure();
+  holder.ensure();
+  t.ok(holder.started, 'one more after it was taken, however often asked');
+  const dir = tempDir(t);
+  const faults: string[] = [];
+  const { client } = await CommitterClient.start(circuitOpts(dir, 'c0'), handlers(faults), first);
+  await client.close();
+  t.equal(holder.lastBlockAt, 0, 'no block yet');
+  holder.blockCommitted();
+  t.ok(holder.lastBlockAt > 0, "a block of any ledger is the process's last");
+  const spare = holder.take();
+  holder.ensure();
+  t.ok(holder.started, 'still joined: a spare again');
+  await spare?.close();
+  await leaveA();
+  await leaveA();
+  t.ok(holder.started, 'one ledger left (twice): the spare stays for the other');
+  await leaveB();
+  t.notOk(holder.started, 'the last ledger left: the spare ended');
+  holder.ensure();
+  t.notOk(holder.started, 'and none is started without a ledger');
   t.same(faults, [], 'no fault');
 });
 

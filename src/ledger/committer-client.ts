@@ -69,6 +69,62 @@ export class SpareThread {
   }
 }
 
+/**
+ * The process's spare committer thread, shared by all its ledgers (a node's own and each of
+ * its circuits'): one idle thread whatever the number of ledgers, rather than one per ledger
+ * (each ~0.6 s of CPU to start and an isolate's memory, idle). A ledger's recovery takes it;
+ * the next is started after that recovery. It is ended when the last ledger that joined
+ * leaves.
+ */
+export class SpareHolder {
+  #spare: SpareThread | null = null;
+  #ledgers = 0;
+  #lastBlockAt = 0;
+
+  /** A ledger that may need the spare; the function it is given leaves (once). */
+  join(): () => Promise<void> {
+    this.#ledgers++;
+    let left = false;
+    return async () => {
+      if (left) return;
+      left = true;
+      if (--this.#ledgers > 0) return;
+      const spare = this.take();
+      await spare?.close();
+    };
+  }
+
+  /** Starts the spare when there is none and a ledger has joined. */
+  ensure(): void {
+    if (this.#ledgers > 0 && !this.#spare) this.#spare = new SpareThread();
+  }
+
+  /** The spare, for a committer's start (null when there is none); the holder has none after. */
+  take(): SpareThread | null {
+    const s = this.#spare;
+    this.#spare = null;
+    return s;
+  }
+
+  /** A block was committed by one of the ledgers. */
+  blockCommitted(): void {
+    this.#lastBlockAt = Date.now();
+  }
+
+  /** When any ledger of the process last committed a block (Date.now(); 0 before the first). */
+  get lastBlockAt(): number {
+    return this.#lastBlockAt;
+  }
+
+  /** Whether a spare is started (tests). */
+  get started(): boolean {
+    return this.#spare !== null;
+  }
+}
+
+/** The process's spare committer thread. */
+export const spares = new SpareHolder();
+
 /** A committer that failed to start. */
 export class CommitterStartError extends Error {
   constructor(

@@ -18,7 +18,7 @@ import { ROOM_TO_CLEAR_BYTES, classifyInDir, freeBytes, type AlarmBoard, type Al
 import type { CommitterFaultCode, CommitterOptions } from './protocol.js';
 import type { LedgerDescription } from './description.js';
 import type { AckWriter } from './ack-writer.js';
-import { CommitterClient, SpareThread, type CommitterHandlers, type CommitterReady } from './committer-client.js';
+import { CommitterClient, spares, type CommitterHandlers, type CommitterReady } from './committer-client.js';
 
 /** A start failure that means the stored data is damaged (a checksum, a state record, an LMDB page). */
 const DAMAGED = /(?:Corrupt\w*Error): (.*)|corrupt record in .*|damaged page in .*|MDB_(?:CORRUPTED|PAGE_NOTFOUND|BAD_TXN|INVALID).*/;
@@ -40,9 +40,9 @@ export function damagedStart(err: unknown, dataDir: string): StartupError | null
 /** Back-off between recovery attempts: doubling from the first, capped at the last (ms). */
 const RECOVERY_FIRST_MS = 250;
 const RECOVERY_MAX_MS = 15_000;
-/** How long after the first committer starts its spare thread is started, at the earliest… */
+/** How long after the first committer starts the process's spare thread is started, at the earliest… */
 const SPARE_AFTER_MS = 10_000;
-/** …and once no block was committed for this long: the node is quiet. */
+/** …and once no ledger of the process committed a block for this long: the node is quiet. */
 const SPARE_QUIET_MS = 2_000;
 /**
  * Restarts of a committer thread that died for a reason other than storage, in a row
@@ -81,12 +81,10 @@ export class LedgerRecovery {
   generation = 0;
   /** The committer client is gone (its thread failed): a recovery starts a new one. */
   #committerDown = false;
-  /** A committer thread started ahead, for the next restart (none once closed). */
-  #spare: SpareThread | null = null;
+  /** Leaves the process's spare thread (committer-client.ts: shared by the ledgers of the process); null before begin(). */
+  #leaveSpare: (() => Promise<void>) | null = null;
   /** Starts the first spare once the node has run a while and is quiet (null once it ran, or closed). */
   #spareTimer: NodeJS.Timeout | null = null;
-  /** When the last block was committed (Date.now()). */
-  #lastBlockAt = 0;
   #timer: NodeJS.Timeout | null = null;
   #recovering = false;
   #attempt = 0;
@@ -99,20 +97,22 @@ export class LedgerRecovery {
   ) {}
 
   /**
-   * The first committer runs: a spare thread is started for the next once the node has run
-   * SPARE_AFTER_MS and is quiet (no block for SPARE_QUIET_MS), so that loading its modules
-   * (0.6 s of CPU) competes neither with the node's start nor with a load: a node loaded from
-   * its start (a bench) gets it when the load pauses. A recovery before then starts a thread
-   * of its own, as it does when the spare is gone.
+   * The first committer runs: the process's spare thread (one for all its ledgers) is started
+   * for the next once this ledger has run SPARE_AFTER_MS and the process is quiet (no block on
+   * any ledger for SPARE_QUIET_MS), so that loading its modules (0.6 s of CPU) competes neither
+   * with the node's start nor with a load: a node loaded from its start (a bench) gets it when
+   * the load pauses. A recovery before then starts a thread of its own, as it does when
+   * another ledger's recovery took the spare.
    */
   begin(client: CommitterClient): void {
     this.client = client;
+    this.#leaveSpare ??= spares.join();
     const started = Date.now();
     this.#spareTimer = setInterval(() => {
       const now = Date.now();
-      if (now - started < SPARE_AFTER_MS || now - this.#lastBlockAt < SPARE_QUIET_MS) return;
+      if (now - started < SPARE_AFTER_MS || now - spares.lastBlockAt < SPARE_QUIET_MS) return;
       this.#stopSpareTimer();
-      if (!this.host.closed() && !this.#spare) this.#spare = new SpareThread();
+      if (!this.host.closed()) spares.ensure();
     }, 1_000);
     this.#spareTimer.unref();
   }
@@ -125,7 +125,7 @@ export class LedgerRecovery {
   /** A block was committed: the crashes in a row start again from zero. */
   blockCommitted(): void {
     this.#crashRestarts = 0;
-    this.#lastBlockAt = Date.now();
+    spares.blockCommitted();
   }
 
   /**
@@ -267,15 +267,14 @@ export class LedgerRecovery {
       log.warn(`the environment of ${file} had a fatal error (a failed meta-page write): reopened`);
     }
     // The spare thread has its modules loaded: the new committer starts in a fraction of the time.
-    const spare = this.#spare;
-    this.#spare = null;
+    const spare = spares.take();
     const { client, ready } = await CommitterClient.start(
       { ...this.host.committerOptions, recovery: true },
       () => this.host.handlers(generation),
       spare,
     ).finally(() => {
       this.#stopSpareTimer();
-      if (!this.host.closed() && !this.#spare) this.#spare = new SpareThread();
+      if (!this.host.closed()) spares.ensure();
     });
     if (this.host.closed()) {
       await client.close();
@@ -294,11 +293,13 @@ export class LedgerRecovery {
     this.#stopSpareTimer();
   }
 
-  /** Closes the committer and the spare thread. */
+  /** Closes the committer, and leaves the spare thread (the last ledger to leave ends it). */
   async close(): Promise<void> {
     this.stop();
-    await this.client.close();
-    await this.#spare?.close();
-    this.#spare = null;
+    try {
+      await this.client.close();
+    } finally {
+      await this.#leaveSpare?.();
+    }
   }
 }
