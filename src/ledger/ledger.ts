@@ -395,8 +395,12 @@ export class Ledger {
     this.#closed = true;
     this.#recovery.stop();
     this.#waiters.close();
-    await this.#ingest.close();
-    await this.#writer.close();
-    await this.#recovery.close();
+    try {
+      await this.#ingest.close();
+      await this.#writer.close();
+    } finally {
+      // The committer closes, and the ledger leaves the process's spare thread, whatever failed before.
+      await this.#recovery.close();
+    }
   }
 }
