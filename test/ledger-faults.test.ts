@@ -15,6 +15,7 @@ import { startChild } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, postBatches, getJson, waitCommitted } from './helpers/batches.js';
 import { intkeyAddress } from '../src/families/intkey.js';
 import { decode as cborDecode } from '../src/codec/cbor.js';
+import { spares } from '../src/ledger/committer-client.js';
 
 async function statusesOf(url: string, ids: string[]): Promise<string[]> {
   const out: string[] = [];
@@ -70,7 +71,9 @@ t.test('a failed pending write answers 503 to that request only', async (t) => {
 t.test('a failed ledger write: the IO alarm, then the restarted committer commits the batch', async (t) => {
   // Write 1 is genesis; the first block after it fails.
   const n = await withFaults('ledger.write:EIO@2', () => startTestNode());
-  t.teardown(() => n.stop());
+  let stopped = false;
+  t.teardown(() => (stopped ? undefined : n.stop()));
+  t.notOk(spares.started, 'no spare thread yet: the node has not run 10 s');
   const seen: string[] = [];
   n.node.ledger.alarms.onChange((up, a) => seen.push(`${up ? 'raised' : 'cleared'} ${a.kind}: ${a.cause}`));
   const signer = newSigner();
@@ -87,6 +90,10 @@ t.test('a failed ledger write: the IO alarm, then the restarted committer commit
     'no gap',
   );
   t.same(blocks[0]?.header.batch_ids, [a.id], 'block 1 holds the batch');
+  t.ok(spares.started, "the recovery started the process's next spare thread");
+  stopped = true;
+  await n.stop();
+  t.notOk(spares.started, 'the node closed: its ledger left, and the spare ended');
 });
 
 t.test('a failed block write under load: the same process recovers and commits every acknowledged batch once', async (t) => {
