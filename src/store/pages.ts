@@ -236,7 +236,8 @@ class Walk {
   /** Checks and claims an overflow run; returns its page count. */
   #overflow(first: number, size: number, node: () => string): number {
     const at = (): string => `${node()}'s overflow page ${first}`;
-    const p = this.#take(first, at, PAGE.overflow, this.#overflowPage);
+    this.#claim(first, at, PAGE.overflow);
+    const p = this.#read(first, at, this.#overflowPage);
     if ((p.readUInt16LE(18) & 0x7f) !== P_OVERFLOW) throw new Damage(`${at()}: not an overflow page`);
     const pages = p.readUInt32LE(20);
     if (pages < 1 || first + pages - 1 > this.#lastPage) throw new Damage(`${at()}: a run of ${pages} pages past the last page`);
@@ -273,26 +274,16 @@ class Walk {
       const first = u64(data, 8 * ++i);
       if (-entry > BigInt(this.#lastPage)) throw new Damage(`${at}: a run of ${-entry} free pages`);
       const run = Number(-entry);
-      for (let k = 0; k < run; k++) this.#claim(first + k, () => `${at}, free run from page ${first}`, PAGE.free);
+      const where = (): string => `${at}, free run from page ${first}`;
+      for (let k = 0; k < run; k++) this.#claim(first + k, where, PAGE.free);
     }
   }
 
   /** `at` makes the message's place, only when there is one to make. */
-  #claim(pgno: number, at: string | (() => string), kind: number): void {
-    if (pgno < 2 || pgno > this.#lastPage)
-      throw new Damage(`${typeof at === 'string' ? at : at()}: page ${pgno} is not a data page of the file (last page ${this.#lastPage})`);
-    if (this.kinds[pgno]) throw new Damage(`${typeof at === 'string' ? at : at()}: page ${pgno} is reached twice`);
+  #claim(pgno: number, at: () => string, kind: number): void {
+    if (pgno < 2 || pgno > this.#lastPage) throw new Damage(`${at()}: page ${pgno} is not a data page of the file (last page ${this.#lastPage})`);
+    if (this.kinds[pgno]) throw new Damage(`${at()}: page ${pgno} is reached twice`);
     this.kinds[pgno] = kind;
-  }
-
-  /**
-   * Claims page `pgno` and reads it into `into`; its header must name it and a committed
-   * transaction. `tree` is the tree's name, or the overflow run's place.
-   */
-  #take(pgno: number, tree: string | (() => string), kind: number, into: Buffer): Buffer {
-    const at = (): string => (typeof tree === 'string' ? `${tree}, page ${pgno}` : tree());
-    this.#claim(pgno, at, kind);
-    return this.#read(pgno, at, into);
   }
 
   /** Reads page `pgno` into `into` and checks its header. */
