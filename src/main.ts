@@ -45,23 +45,32 @@ async function explainStartFailure(err: unknown, config: Config): Promise<string
 }
 
 let node: RunningNode | null = null;
+/** The node once its start ends (null before it began): a stop waits for it. */
+let started: Promise<RunningNode | null> = Promise.resolve(null);
 let stopping = false;
 
-/** Closes the node (in-flight answers are sent first) and ends the process with `code`. */
+/**
+ * Closes the node (in-flight answers are sent first) and ends the process with `code`. A
+ * signal during the start closes the node once it has started: the handlers are in place
+ * before the start line, which is what a supervisor (or a test) waits for before it may send
+ * one. (A failed start ends the process itself.)
+ */
 function stop(why: string, code: number): void {
   if (stopping) return;
   stopping = true;
   log.info(`${why}: shutting down`);
-  (node ? node.close() : Promise.resolve()).then(
-    () => {
-      if (code === 0) log.info('stopped');
-      process.exit(code);
-    },
-    (err: unknown) => {
-      log.error('shutdown failed', err);
-      process.exit(code || 1);
-    },
-  );
+  started
+    .then((n) => n?.close())
+    .then(
+      () => {
+        if (code === 0) log.info('stopped');
+        process.exit(code);
+      },
+      (err: unknown) => {
+        log.error('shutdown failed', err);
+        process.exit(code || 1);
+      },
+    );
 }
 
 /**
@@ -112,8 +121,14 @@ async function main(): Promise<void> {
   process.on('unhandledRejection', (err) => onProcessError('unhandled promise rejection', err));
   process.on('uncaughtException', (err) => onProcessError('uncaught exception', err));
   const missing = missingFiles(config.dataDir);
+  // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): stop() runs once.
+  process.on('SIGINT', () => stop('SIGINT', 0));
+  process.on('SIGTERM', () => stop('SIGTERM', 0));
+  const start = startNode(config);
+  // A failed start ends the process itself (below, with its own code): a stop waits for ever.
+  started = start.catch(() => new Promise<never>(() => {}));
   try {
-    node = await startNode(config);
+    node = await start;
   } catch (err) {
     const hint = await explainStartFailure(err, config);
     if (hint === null) throw err;
@@ -128,10 +143,7 @@ async function main(): Promise<void> {
     const made = missing.map((f) => f.replace(/^keys[/\\]/, '')).join(', ');
     log.info(`data directory ${config.dataDir}: existing, head block ${node.ledger.head.blockNum}${made ? `; created ${made}` : ''}`);
   }
-  log.info('ready; Ctrl-C (SIGINT) or SIGTERM stops the node cleanly');
-  // Ctrl-C under npm arrives twice (from the terminal and forwarded by npm): stop() runs once.
-  process.on('SIGINT', () => stop('SIGINT', 0));
-  process.on('SIGTERM', () => stop('SIGTERM', 0));
+  if (!stopping) log.info('ready; Ctrl-C (SIGINT) or SIGTERM stops the node cleanly');
 }
 
 main().catch((err: unknown) => {
