@@ -19,7 +19,7 @@ import { decode } from '../src/codec/cbor.js';
 import { intkeyAddress, intkeyPayload } from '../src/families/intkey.js';
 import { Signer } from '../src/crypto/secp256k1.js';
 import { startTestNode } from './helpers/node.js';
-import { TS_ARGS } from './helpers/child.js';
+import { nodeArgs as entryArgs } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, getJson } from './helpers/batches.js';
 import { TestProcessor, tallyAddress } from './helpers/processor.js';
 import { COMMAND_NAMES, run, runCommand, USAGE, wantsJson } from '../src/cli/cairn.js';
@@ -53,7 +53,7 @@ async function runProcess(args: string[], env: NodeJS.ProcessEnv = {}, strip = f
 }
 
 /** `cairn …` from the sources, compiled as the tests are. */
-const cairn = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Out> => runProcess([...TS_ARGS, 'src/cli/cairn.ts', ...args], env);
+const cairn = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<Out> => runProcess(entryArgs('src/cli/cairn.ts', ...args), env);
 
 function noStack(t: Test, r: Out): void {
   t.notMatch(r.stdout + r.stderr, /\n\s+at .+:\d+:\d+/, 'no stack trace');

@@ -6,6 +6,7 @@
  * circuits' share it: a broken environment is reopened only once none holds it), leaving the
  * threads of other environments alone. The ledgers of a process share one spare.
  */
+import { withoutLoaders, workerStart } from '../src/ledger/worker-file.js';
 import t, { type Test } from 'tap';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -105,4 +106,23 @@ t.test('every committer thread on one environment ends at once; others run on', 
   t.same(faults.c, [], 'the thread of the other environment ran on and closed cleanly');
   await a.client.close();
   await b.client.close();
+});
+
+t.test("a thread of a process that runs from a compiled copy of the sources starts without the process's module loaders", async (t) => {
+  const argv = [
+    '--enable-source-maps',
+    '--import=file:///a/register.mjs',
+    '--import',
+    'tsx',
+    '--loader',
+    './l.mjs',
+    '--experimental-loader=x',
+    '--max-old-space-size=64',
+  ];
+  t.same(withoutLoaders(argv), ['--enable-source-maps', '--max-old-space-size=64'], 'both spellings of each loader flag, and the value after one');
+  t.same(withoutLoaders(['--import']), [], 'a flag whose value is missing');
+  t.same(withoutLoaders(['--imports-are-not-this=1', '--trace-warnings']), ['--imports-are-not-this=1', '--trace-warnings'], 'other flags pass');
+  // The tests' own processes run from such a copy (test/loader/register.mjs): their threads start without loaders.
+  if (process.env.CAIRN_DEV_BUILD) t.same(workerStart(), { execArgv: withoutLoaders(process.execArgv) });
+  else t.same(workerStart(), {}, 'from the sources, a thread gets the process flags as Node gives them');
 });

@@ -9,11 +9,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestNode } from './helpers/node.js';
-import { TS_ARGS, runToExit, startLine } from './helpers/child.js';
+import { nodeArgs, runToExit, startLine } from './helpers/child.js';
 import { newSigner, intkeyBatch, batchList, postBatches } from './helpers/batches.js';
 
 function startChild(dir: string): Promise<{ url: string; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, [...TS_ARGS, 'src/main.ts'], {
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), {
     env: {
       ...process.env,
       CAIRN_DATA_DIR: dir,

@@ -8,13 +8,15 @@
 // and the one called covered. (It fails with the map taken out of the loader, and under tsx.)
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import v8toIstanbul from 'v8-to-istanbul';
 // @ts-expect-error: the loader is plain JavaScript, without types
-import { cacheFile } from './loader/hooks.mjs';
+import { cacheFile, compile } from './loader/hooks.mjs';
+// @ts-expect-error: the loader is plain JavaScript, without types
+import { ensureTestJs } from './loader/test-js.mjs';
 
 const LOADER = pathToFileURL(resolve('test/loader/register.mjs')).href;
 const CACHE = resolve('node_modules/.cache/cairn-swc');
@@ -49,12 +51,12 @@ interface ProcessCoverage {
   'source-map-cache'?: Record<string, { lineLengths?: number[]; data?: unknown }>;
 }
 
-function run(file: string, coverageDir: string): Promise<{ code: number | null; out: string }> {
+function run(file: string, coverageDir: string, loader = true): Promise<{ code: number | null; out: string }> {
   // Only what the loader needs. Under coverage tap hooks child_process and adds its own
   // coverage collector to NODE_OPTIONS (@tapjs/processinfo), which would take this child's
   // coverage for itself: the shell drops it after the hook.
   const env = { PATH: process.env.PATH ?? '', NODE_V8_COVERAGE: coverageDir };
-  const argv = ['-c', 'unset NODE_OPTIONS; exec "$@"', 'sh', process.execPath, `--import=${LOADER}`, file];
+  const argv = ['-c', 'unset NODE_OPTIONS; exec "$@"', 'sh', process.execPath, ...(loader ? [`--import=${LOADER}`] : []), file];
   const child = spawn('/bin/sh', argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -62,13 +64,16 @@ function run(file: string, coverageDir: string): Promise<{ code: number | null; 
   return new Promise((done) => child.once('exit', (code) => done({ code, out })));
 }
 
-/** Runs `file` under V8 coverage and checks that the report maps its functions back to their lines. */
-async function mapsBack(t: Test, file: string, coverageDir: string, expected: string): Promise<void> {
-  const { code, out } = await run(file, coverageDir);
+/**
+ * Runs `file` under V8 coverage (or `runFile`, its compiled copy, with no loader) and checks
+ * that the report maps its functions back to their lines of `file`.
+ */
+async function mapsBack(t: Test, file: string, coverageDir: string, expected: string, runFile?: string): Promise<void> {
+  const { code, out } = await run(runFile ?? file, coverageDir, runFile === undefined);
   t.equal(code, 0, `the fixture exits 0 ${out}`);
   t.equal(out, expected, 'the fixture ran, compiled by the loader');
 
-  const url = pathToFileURL(file).href;
+  const url = pathToFileURL(runFile ?? file).href;
   const reports = readdirSync(coverageDir).map((f) => JSON.parse(readFileSync(join(coverageDir, f), 'utf8')) as ProcessCoverage);
   const report = reports.find((r) => r.result.some((s) => s.url === url));
   if (!report) throw new Error(`no coverage of ${url} in ${coverageDir}`);
@@ -82,7 +87,7 @@ async function mapsBack(t: Test, file: string, coverageDir: string, expected: st
   const sources: Partial<{ source: string; originalSource: string; sourceMap: { sourcemap: never } }> = {};
   if (cached?.data) sources.sourceMap = { sourcemap: cached.data as never };
   if (cached?.lineLengths) sources.source = cached.lineLengths.map((n) => `${''.padEnd(n, '.')}\n`).join('');
-  const converter = v8toIstanbul(file, 0, sources as Parameters<typeof v8toIstanbul>[2]);
+  const converter = v8toIstanbul(runFile ?? file, 0, sources as Parameters<typeof v8toIstanbul>[2]);
   await converter.load();
   converter.applyCoverage(script.functions);
   const cov = converter.toIstanbul()[file];
@@ -146,4 +151,35 @@ t.test("the loader's cache: one file per compiled source, named by a hash of it"
   t.equal(readFileSync(entry, 'utf8'), "process.stdout.write('from the cache');\n", 'and did not write it again');
   // Another source at the same path has another name.
   t.not(cacheFile(file, `${source}\n`), entry, 'a changed source is kept under another name');
+});
+
+// The tests' compiled copy of the sources (test/loader/test-js.mjs): nodes, CLIs and threads
+// run from it with no loader, and its coverage must read as the loader's does.
+t.test("the compiled copy: the loader's code, kept up to date, mapped back to the sources", async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'cairn-testjs-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(join(root, 'src', 'deep'), { recursive: true });
+  mkdirSync(join(root, 'workers'));
+  const file = join(root, 'src', 'deep', 'fixture.ts');
+  writeFileSync(file, FIXTURE);
+  writeFileSync(join(root, 'workers', 'gone.ts'), 'export const gone: number = 1;\n');
+  const out = ensureTestJs(root);
+  t.equal(out, join(root, '.test-js'));
+  const js = join(out, 'src', 'deep', 'fixture.js');
+  t.equal(readFileSync(js, 'utf8'), compile(file), "the loader's code for it");
+  t.ok(existsSync(join(out, 'workers', 'gone.js')), 'workers/ too');
+  await t.test('run with no loader, it maps back to the source', (t) => mapsBack(t, file, join(root, 'coverage-1'), '6', js));
+
+  // Nothing changed: nothing is written (a stamp of names, sizes and times says so).
+  const before = statSync(js).mtimeMs;
+  await new Promise((r) => setTimeout(r, 20));
+  ensureTestJs(root);
+  t.equal(statSync(js).mtimeMs, before, 'unchanged: not written again');
+  // A changed source is compiled again; a removed one is removed from the copy.
+  writeFileSync(file, FIXTURE.replace('sum * 2', 'sum * 3'));
+  rmSync(join(root, 'workers', 'gone.ts'));
+  ensureTestJs(root);
+  t.equal(readFileSync(js, 'utf8'), compile(file), 'changed: compiled again');
+  t.notOk(existsSync(join(out, 'workers', 'gone.js')), 'removed with its source');
+  await t.test('and the new code is what runs', (t) => mapsBack(t, file, join(root, 'coverage-2'), '9', js));
 });

@@ -3,7 +3,7 @@
  * as that user) plus a full run of the node API whose log must hold no secret.
  */
 import t from 'tap';
-import { TS_ARGS } from './helpers/child.js';
+import { nodeArgs } from './helpers/child.js';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +23,7 @@ t.teardown(async () => {
 });
 const call: ApiNode['call'] = (...args) => n.call(...args);
 const cli = (dataDir: string): Promise<{ stdout: string; stderr: string }> =>
-  run(process.execPath, [...TS_ARGS, 'src/cli/token.ts', '--data-dir', dataDir], { cwd: process.cwd() });
+  run(process.execPath, nodeArgs('src/cli/token.ts', '--data-dir', dataDir), { cwd: process.cwd() });
 
 let adminToken = '';
 

@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startChild, TS_ARGS, type ChildNode } from './helpers/child.js';
+import { startChild, nodeArgs, type ChildNode } from './helpers/child.js';
 import { faultShim } from './helpers/fault-shim.js';
 import { newSigner, intkeyBatch, batchList, postBatches, getJson } from './helpers/batches.js';
 import { Signer } from '../src/crypto/secp256k1.js';
@@ -50,16 +50,10 @@ async function until(check: () => Promise<boolean>, seconds = 30): Promise<boole
 }
 
 function cairn(dir: string, child: ChildNode, ...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return run(process.execPath, [
-    ...TS_ARGS,
-    'src/cli/cairn.ts',
-    'alarm',
-    ...args,
-    '--data-dir',
-    dir,
-    '--node-url',
-    `http://127.0.0.1:${child.ports.node}`,
-  ]).then(
+  return run(
+    process.execPath,
+    nodeArgs('src/cli/cairn.ts', 'alarm', ...args, '--data-dir', dir, '--node-url', `http://127.0.0.1:${child.ports.node}`),
+  ).then(
     (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
     (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, out: e.stdout, err: e.stderr }),
   );

@@ -7,7 +7,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
-import { workerFile } from '../ledger/worker-file.js';
+import { workerFile, workerStart } from '../ledger/worker-file.js';
 import type { SignedChunk, WorkloadSpec } from './workload.js';
 
 export interface Batch {
@@ -36,7 +36,7 @@ export class SignerPool {
   readonly workers: Worker[];
   constructor(n = 0) {
     const count = n > 0 ? n : Math.max(1, availableParallelism());
-    this.workers = Array.from({ length: count }, () => new Worker(workerFile('bench-sign')));
+    this.workers = Array.from({ length: count }, () => new Worker(workerFile('bench-sign'), workerStart()));
   }
   async close(): Promise<void> {
     await Promise.all(this.workers.map((w) => w.terminate()));

@@ -9,7 +9,7 @@
  * gone with it, which `onLost` tells the service.
  */
 import { Worker } from 'node:worker_threads';
-import { workerFile } from '../ledger/worker-file.js';
+import { workerFile, workerStart } from '../ledger/worker-file.js';
 import type { FromFilters, ToFilters } from './filter-thread.js';
 
 /**
@@ -75,7 +75,7 @@ export class FilterClient {
 
   #start(): Worker {
     if (this.#worker) return this.#worker;
-    const w = new Worker(workerFile('event-filter'), { resourceLimits: { maxOldGenerationSizeMb: HEAP_MB } });
+    const w = new Worker(workerFile('event-filter'), { ...workerStart(), resourceLimits: { maxOldGenerationSizeMb: HEAP_MB } });
     w.unref();
     w.on('message', (m: FromFilters) => {
       const waiter = this.#waiting.get(m.req);

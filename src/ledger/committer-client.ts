@@ -5,7 +5,7 @@
  */
 import { resolve as resolvePath } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { workerFile } from './worker-file.js';
+import { workerFile, workerStart } from './worker-file.js';
 import {
   isPluginNews,
   type BlockEvent,
@@ -44,7 +44,7 @@ export class SpareThread {
   #worker: Worker | null;
 
   constructor() {
-    const w = new Worker(workerFile('committer'), { workerData: { standby: true } });
+    const w = new Worker(workerFile('committer'), { ...workerStart(), workerData: { standby: true } });
     w.unref();
     // A spare that failed or ended is not used (and its error is not an error of the node).
     const gone = (): void => {
@@ -170,7 +170,7 @@ export class CommitterClient {
     spare?: SpareThread | null,
   ): Promise<{ client: CommitterClient; ready: CommitterReady }> {
     const ahead = spare?.take() ?? null;
-    const worker = ahead ?? new Worker(workerFile('committer'), { workerData: opts });
+    const worker = ahead ?? new Worker(workerFile('committer'), { ...workerStart(), workerData: opts });
     if (ahead) ahead.postMessage({ type: 'begin', opts } satisfies ToCommitter);
     const ready = await new Promise<CommitterReady>((resolve, reject) => {
       const onMsg = (m: FromCommitter): void => {

@@ -7,7 +7,7 @@
 import { Piscina } from 'piscina';
 import type { VerifyResult } from './verify.js';
 import type { VerifyReply, VerifyTask, VerifyWorkerData } from './protocol.js';
-import { workerFile } from './worker-file.js';
+import { workerFile, workerStart } from './worker-file.js';
 
 /** Bodies verified per piscina task at most; larger flushes are split across workers. */
 const MAX_BODIES_PER_TASK = 64;
@@ -56,6 +56,7 @@ export class VerifyPool<T extends VerifyItem> {
     this.#opts = opts;
     this.#pool = new Piscina({
       filename: workerFile('verify'),
+      ...workerStart(),
       minThreads: opts.threads,
       maxThreads: opts.threads,
       idleTimeout: 60_000,

@@ -3,7 +3,7 @@
  * for tests that need a second process, kill -9, or the exit code and message of a refusal.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { killOnExit, running, startDeadline, startTook, stopChild, TIME_SCALE } from './procs.js';
 
@@ -40,13 +40,34 @@ export interface Exited {
  * test process's own loader flags (test/loader/register.mjs, made absolute so that a child
  * started in another directory finds it): the child compiles the sources exactly as the
  * tests do, so the coverage tap collects from it merges with theirs (a child compiled by
- * another loader records the same files with other offsets and garbles the report).
+ * another loader records the same files with other offsets and garbles the report). Where
+ * the tests' coverage is V8's own (NODE_V8_COVERAGE, set by register.mjs), tap's recorder is
+ * left out: the child's coverage is V8's.
  */
 export const TS_ARGS: string[] = process.execArgv.some((a) => a.includes('@tapjs/'))
-  ? process.execArgv.map((a) => (a.startsWith('--import=./') ? `--import=${pathToFileURL(resolve(a.slice('--import='.length))).href}` : a))
+  ? process.execArgv
+      .filter((a) => !(process.env.NODE_V8_COVERAGE && a.includes('@tapjs/processinfo')))
+      .map((a) => (a.startsWith('--import=./') ? `--import=${pathToFileURL(resolve(a.slice('--import='.length))).href}` : a))
   : ['--import', 'tsx'];
 
-const childEnv = (dir: string, env: Record<string, string>): NodeJS.ProcessEnv => ({
+/** The tests' compiled copy of the sources (test/loader/test-js.mjs), when register.mjs made one. */
+const DEV_BUILD = process.env.CAIRN_DEV_BUILD || undefined;
+
+/**
+ * Node arguments that run `entry`, a TypeScript file of the package (`src/main.ts`,
+ * `src/cli/cairn.ts`), then `rest`: from the tests' compiled copy where there is one, with no
+ * loader (a node starts in ~3 CPU-s instead of ~5), else through TS_ARGS. Other arguments
+ * pass through TS_ARGS unchanged.
+ */
+export function nodeArgs(entry: string, ...rest: string[]): string[] {
+  if (DEV_BUILD && /^(src|workers)\/.+\.ts$/.test(entry)) {
+    return [...process.execArgv.filter((a) => a === '--enable-source-maps'), join(DEV_BUILD, entry.replace(/\.ts$/, '.js')), ...rest];
+  }
+  return [...TS_ARGS, entry, ...rest];
+}
+
+/** The environment of a node the tests start on `dir`: ephemeral ports, one verify thread, `env` on top. */
+export const childEnv = (dir: string, env: Record<string, string> = {}): NodeJS.ProcessEnv => ({
   ...process.env,
   CAIRN_DATA_DIR: dir,
   CAIRN_LEDGER_BIND: '127.0.0.1:0',
@@ -90,7 +111,7 @@ export function startLine(log: string): RegExpExecArray | null {
  */
 export function startChild(dir: string, env: Record<string, string> = {}, opts: { deadlineMs?: number } = {}): Promise<ChildNode> {
   const t0 = Date.now();
-  const child = spawn(process.execPath, [...TS_ARGS, 'src/main.ts'], { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs('src/main.ts'), { env: childEnv(dir, env), stdio: ['ignore', 'ignore', 'pipe'] });
   killOnExit(child);
   let log = '';
   child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
@@ -141,7 +162,7 @@ export function startChild(dir: string, env: Record<string, string> = {}, opts: 
 
 /** Runs a process that is expected to end (a refused start, a CLI command); resolves with its exit code and stderr+stdout. */
 export function runToExit(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 90_000): Promise<Exited> {
-  const child = spawn(process.execPath, [...TS_ARGS, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs(...(args as [string, ...string[]])), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   const onData = (d: Buffer): void => {
     log += d.toString();

@@ -16,7 +16,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const require = createRequire(import.meta.url);
 const SWC_VERSION = require('@swc/core/package.json').version;
@@ -33,13 +34,30 @@ const OPTIONS = {
 };
 
 const CACHE = fileURLToPath(new URL('../../node_modules/.cache/cairn-swc/', import.meta.url));
-const SALT = `${SWC_VERSION}\0${JSON.stringify(OPTIONS)}`;
+export const SALT = `${SWC_VERSION}\0${JSON.stringify(OPTIONS)}`;
 
-const relative = (s) => s.startsWith('./') || s.startsWith('../') || s.startsWith('/') || s.startsWith('file:');
+const pathSpecifier = (s) => s.startsWith('./') || s.startsWith('../') || s.startsWith('/') || s.startsWith('file:');
 const ours = (url) => url?.startsWith('file:') && !url.includes('/node_modules/');
 
+/** The package's root, and the tests' compiled copy of its sources when register.mjs made one (test-js.mjs). */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+let devBuild = null;
+
+export function initialize(data) {
+  devBuild = data?.devBuild ?? null;
+}
+
 export async function resolve(specifier, context, next) {
-  if (relative(specifier) && specifier.endsWith('.js') && ours(context.parentURL)) {
+  if (pathSpecifier(specifier) && specifier.endsWith('.js') && ours(context.parentURL)) {
+    // A module of src/ or workers/ comes from the compiled copy where there is one: every
+    // process and thread of the tests then runs the same files under the same URLs, and
+    // their coverage merges as one (merged across URLs, tap's report miscounts branches).
+    if (devBuild) {
+      const path = fileURLToPath(new URL(specifier, context.parentURL));
+      const built = join(devBuild, relative(ROOT, path));
+      if ((path.startsWith(`${ROOT}src${sep}`) || path.startsWith(`${ROOT}workers${sep}`)) && existsSync(built))
+        return next(pathToFileURL(built).href, context);
+    }
     const ts = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL);
     if (existsSync(ts)) return next(ts.href, context);
   }
@@ -51,18 +69,18 @@ export function cacheFile(path, source) {
   return `${CACHE}${createHash('sha256').update(`${SALT}\0${path}\0${source}`).digest('hex')}.js`;
 }
 
-export async function load(url, context, next) {
-  if (!ours(url)) return next(url, context);
-  const path = fileURLToPath(url);
-  if (!/\.m?ts$/.test(path)) return next(url, context);
-  const source = readFileSync(path, 'utf8');
+/**
+ * The compiled code of the TypeScript file at `path`: from the cache when it was compiled
+ * before, else compiled by swc and kept. Also what the tests' compiled copy of the sources is
+ * made of (test/loader/test-js.mjs): the same code, so its coverage maps back the same way.
+ */
+export function compile(path, source = readFileSync(path, 'utf8')) {
   const file = cacheFile(path, source);
-  let code;
   try {
-    code = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch {
     swc ??= require('@swc/core');
-    code = swc.transformSync(source, { ...OPTIONS, filename: path }).code;
+    const code = swc.transformSync(source, { ...OPTIONS, filename: path }).code;
     try {
       mkdirSync(CACHE, { recursive: true });
       const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
@@ -71,6 +89,13 @@ export async function load(url, context, next) {
     } catch {
       // not writable: compiled again next time
     }
+    return code;
   }
-  return { format: 'module', source: code, shortCircuit: true };
+}
+
+export async function load(url, context, next) {
+  if (!ours(url)) return next(url, context);
+  const path = fileURLToPath(url);
+  if (!/\.m?ts$/.test(path)) return next(url, context);
+  return { format: 'module', source: compile(path), shortCircuit: true };
 }
