@@ -19,6 +19,19 @@ const MAX_BODIES_PER_TASK = 64;
  */
 const TASKS_PER_THREAD = 1;
 
+/**
+ * The flags a pool thread starts with. piscina loads its task file with `require()` first,
+ * and on a Node that can `require()` ES modules (20.19 and later) that goes through V8's
+ * synchronous module instantiation, which aborts the whole process (a V8 fatal error, "IsGraphAsync
+ * must be used on an instantiated module") when the pool is closed while a thread is still
+ * loading: a node stopped within a second of its start died by SIGABRT. Without it, piscina
+ * imports the file, and a thread ended while it loads just ends.
+ */
+export function verifyThreadFlags(base: readonly string[] = workerStart().execArgv ?? process.execArgv): string[] {
+  const requireEsm = (process.features as { require_module?: boolean }).require_module === true;
+  return requireEsm ? [...base, '--no-experimental-require-module'] : [...base];
+}
+
 export interface VerifyItem {
   body: Uint8Array;
   /** When set, the body must contain a batch signed by this key (queue-full exemption). */
@@ -56,7 +69,7 @@ export class VerifyPool<T extends VerifyItem> {
     this.#opts = opts;
     this.#pool = new Piscina({
       filename: workerFile('verify'),
-      ...workerStart(),
+      execArgv: verifyThreadFlags(),
       minThreads: opts.threads,
       maxThreads: opts.threads,
       idleTimeout: 60_000,
