@@ -20,16 +20,22 @@ const MAX_BODIES_PER_TASK = 64;
 const TASKS_PER_THREAD = 1;
 
 /**
- * The flags a pool thread starts with. piscina loads its task file with `require()` first,
- * and on a Node that can `require()` ES modules (20.19 and later) that goes through V8's
- * synchronous module instantiation, which aborts the whole process (a V8 fatal error, "IsGraphAsync
- * must be used on an instantiated module") when the pool is closed while a thread is still
- * loading: a node stopped within a second of its start died by SIGABRT. Without it, piscina
- * imports the file, and a thread ended while it loads just ends.
+ * The flags a pool thread starts with (undefined: the process's, as Node gives them to a
+ * thread). piscina loads its task file with `require()` first, and on a Node that can
+ * `require()` ES modules (20.19 and later) that goes through V8's synchronous module
+ * instantiation, which aborts the whole process (a V8 fatal error, "IsGraphAsync must be used
+ * on an instantiated module") when the pool is closed while a thread is still loading: a node
+ * stopped within a second of its start died by SIGABRT. With require() of ES modules off in
+ * the thread, piscina imports the file, and a thread ended while it loads just ends.
+ *
+ * A thread given a list gets only that list: Node refuses per-process flags in it (`npm
+ * start`'s --initial-old-space-size), which apply to every thread anyway, and the entry
+ * from the sources registers its own loader where it has none (workers/dev-verify.mjs).
  */
-export function verifyThreadFlags(base: readonly string[] = workerStart().execArgv ?? process.execArgv): string[] {
-  const requireEsm = (process.features as { require_module?: boolean }).require_module === true;
-  return requireEsm ? [...base, '--no-experimental-require-module'] : [...base];
+export function verifyThreadFlags(): string[] | undefined {
+  const base = workerStart().execArgv;
+  if ((process.features as { require_module?: boolean }).require_module !== true) return base;
+  return [...(base ?? []), '--no-experimental-require-module'];
 }
 
 export interface VerifyItem {
