@@ -13,9 +13,12 @@
 // .tap/coverage, where tap's report reads every file; V8 writes the format tap's recorder
 // writes, for each process and thread), and tap's recorder (@tapjs/processinfo, ~1.2 CPU-s a
 // process, ~0.4 a thread) is kept out of them: out of NODE_OPTIONS, and out of what tap's spawn
-// hook (process-on-spawn) adds to each child's. Not where the test file's coverage is limited to
-// some files (test/coverage-map.mjs: the bench tests), as V8's own cannot be limited: those keep
-// tap's recorder and the loader everywhere. CAIRN_TEST_JS=0 turns the copy off.
+// hook (process-on-spawn) adds to each child's. Where the test file's coverage counts nothing
+// (test/coverage-map.mjs: the walk-throughs), its children get neither (the hook had put the
+// recorder back into every `npm` and node of a walk-through: twice their CPU). Not where the
+// test file's coverage is limited to some files (the bench tests), as V8's own cannot be
+// limited: those keep tap's recorder and the loader everywhere. CAIRN_TEST_JS=0 turns the copy
+// off.
 import { createRequire, register } from 'node:module';
 import { isMainThread } from 'node:worker_threads';
 
@@ -38,12 +41,15 @@ if (isMainThread && env.CAIRN_TEST_JS !== '0' && !env._TAPJS_PROCESSINFO_COV_FIL
   } catch {
     onSpawn = undefined; // not tap's spawn hook as this knows it: tap's recorder stays
   }
-  if (env._TAPJS_PROCESSINFO_COVERAGE_ === '1' && onSpawn) {
-    env.NODE_V8_COVERAGE = `${env._TAPJS_PROCESSINFO_CWD_ || process.cwd()}/.tap/coverage`;
+  // Coverage counts nothing from this file (test/coverage-map.mjs: the walk-throughs): no
+  // child needs the recorder either.
+  const uncounted = env._TAPJS_PROCESSINFO_COVERAGE_ === '0';
+  if ((env._TAPJS_PROCESSINFO_COVERAGE_ === '1' || uncounted) && onSpawn) {
+    if (!uncounted) env.NODE_V8_COVERAGE = `${env._TAPJS_PROCESSINFO_CWD_ || process.cwd()}/.tap/coverage`;
     if (env.NODE_OPTIONS) env.NODE_OPTIONS = withoutRecorder(env.NODE_OPTIONS);
     // After tap's own listener: a child that V8 covers gets no recorder.
     onSpawn.addListener((opts) => {
-      if (opts.env.NODE_V8_COVERAGE && opts.env.NODE_OPTIONS) opts.env.NODE_OPTIONS = withoutRecorder(opts.env.NODE_OPTIONS);
+      if ((uncounted || opts.env.NODE_V8_COVERAGE) && opts.env.NODE_OPTIONS) opts.env.NODE_OPTIONS = withoutRecorder(opts.env.NODE_OPTIONS);
     });
   }
 }
