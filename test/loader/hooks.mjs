@@ -16,7 +16,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, relative, sep } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const require = createRequire(import.meta.url);
@@ -69,6 +69,14 @@ export function cacheFile(path, source) {
   return `${CACHE}${createHash('sha256').update(`${SALT}\0${path}\0${source}`).digest('hex')}.js`;
 }
 
+/** Writes `path` whole or not at all (a temporary name, then renamed): processes start side by side. */
+export function writeAtomic(path, text) {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
 /**
  * The compiled code of the TypeScript file at `path`: from the cache when it was compiled
  * before, else compiled by swc and kept. Also what the tests' compiled copy of the sources is
@@ -82,10 +90,7 @@ export function compile(path, source = readFileSync(path, 'utf8')) {
     swc ??= require('@swc/core');
     const code = swc.transformSync(source, { ...OPTIONS, filename: path }).code;
     try {
-      mkdirSync(CACHE, { recursive: true });
-      const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-      writeFileSync(tmp, code);
-      renameSync(tmp, file);
+      writeAtomic(file, code);
     } catch {
       // not writable: compiled again next time
     }

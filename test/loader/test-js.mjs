@@ -15,26 +15,16 @@
 // code changed are written (to a temporary name, then renamed: test processes start side by
 // side), and files whose source is gone are removed.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative } from 'node:path';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { compile, SALT } from './hooks.mjs';
+import { compile, SALT, writeAtomic } from './hooks.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DIRS = ['src', 'workers'];
 
-/** Every `.ts` source (not declarations) under `dir`, with its stat. */
-function sources(dir, out = []) {
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) sources(p, out);
-    else if (e.name.endsWith('.ts') && !e.name.endsWith('.d.ts')) out.push([p, statSync(p)]);
-  }
-  return out;
-}
-
-/** Every `.js` file under `dir` of the copy (missing: none). */
-function outputs(dir, out = []) {
+/** Every file under `dir` whose name passes `keep` (a missing folder: none). */
+function walk(dir, keep, out = []) {
   let entries;
   try {
     entries = readdirSync(dir, { withFileTypes: true });
@@ -43,11 +33,13 @@ function outputs(dir, out = []) {
   }
   for (const e of entries) {
     const p = join(dir, e.name);
-    if (e.isDirectory()) outputs(p, out);
-    else if (e.name.endsWith('.js')) out.push(p);
+    if (e.isDirectory()) walk(p, keep, out);
+    else if (keep(e.name)) out.push(p);
   }
   return out;
 }
+
+const isSource = (name) => name.endsWith('.ts') && !name.endsWith('.d.ts');
 
 const read = (p) => {
   try {
@@ -57,24 +49,11 @@ const read = (p) => {
   }
 };
 
-function writeAtomic(path, text) {
-  mkdirSync(dirname(path), { recursive: true });
-  const tmp = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, path);
-}
-
 /** Brings `<root>/.test-js` up to date with the sources of `root` (this package's by default); returns its path. */
 export function ensureTestJs(root = ROOT) {
   const out = join(root, '.test-js');
   const stampFile = join(out, '.stamp');
-  const files = DIRS.flatMap((d) => {
-    try {
-      return sources(join(root, d));
-    } catch {
-      return []; // no such folder
-    }
-  });
+  const files = DIRS.flatMap((d) => walk(join(root, d), isSource)).map((p) => [p, statSync(p)]);
   const stamp = createHash('sha256')
     .update(SALT)
     .update(files.map(([p, s]) => `${p}\0${s.size}\0${s.mtimeMs}`).join('\n'))
@@ -87,7 +66,7 @@ export function ensureTestJs(root = ROOT) {
     const code = compile(p);
     if (read(js) !== code) writeAtomic(js, code);
   }
-  for (const d of DIRS) for (const p of outputs(join(out, d))) if (!wanted.has(p)) rmSync(p, { force: true });
+  for (const d of DIRS) for (const p of walk(join(out, d), (name) => name.endsWith('.js'))) if (!wanted.has(p)) rmSync(p, { force: true });
   writeAtomic(stampFile, stamp);
   return out;
 }
